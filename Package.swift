@@ -1,0 +1,72 @@
+// swift-tools-version: 6.2
+//
+// apns-relay: an observable relay between application backends and APNs.
+// Module boundaries follow ../shared/DESIGN.md; see docs/architecture.md.
+
+import PackageDescription
+
+let strictSwift: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "apns-relay",
+    platforms: [.macOS(.v15)],
+    targets: [
+        // MARK: C interop (headers, module maps and tiny shims only)
+
+        .systemLibrary(
+            name: "CNGHTTP2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        // OpenSSL, libmicrohttpd and zlib need C shims: their APIs use macros
+        // (SSL_set_tlsext_host_name, deflateInit2) or C variadics
+        // (MHD_start_daemon) that Swift cannot call.
+        .target(
+            name: "COpenSSL",
+            linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]
+        ),
+        .target(
+            name: "CMicroHTTPD",
+            linkerSettings: [.linkedLibrary("microhttpd")]
+        ),
+        .target(
+            name: "CZlib",
+            linkerSettings: [.linkedLibrary("z")]
+        ),
+
+        // MARK: Pure-logic core
+
+        .target(name: "RelayJSON", swiftSettings: strictSwift),
+        .target(name: "Surfaces", dependencies: ["RelayJSON"], swiftSettings: strictSwift),
+        .target(name: "APNs", dependencies: ["RelayJSON", "COpenSSL"], swiftSettings: strictSwift),
+
+        // MARK: Tests
+
+        .testTarget(name: "RelayJSONTests", dependencies: ["RelayJSON"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "SurfacesTests",
+            dependencies: ["Surfaces", "RelayJSON"],
+            resources: [.copy("Fixtures")],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "APNsTests",
+            dependencies: ["APNs", "RelayJSON"],
+            resources: [.copy("Fixtures")],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "CInteropTests",
+            dependencies: ["CNGHTTP2", "COpenSSL", "CLibPQ", "CMicroHTTPD", "CZlib"],
+            swiftSettings: strictSwift
+        ),
+    ]
+)

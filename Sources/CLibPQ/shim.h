@@ -1,0 +1,4 @@
+#ifndef APNS_RELAY_CLIBPQ_SHIM_H
+#define APNS_RELAY_CLIBPQ_SHIM_H
+#include <libpq-fe.h>
+#endif

@@ -1,0 +1,26 @@
+#ifndef APNS_RELAY_CMICROHTTPD_H
+#define APNS_RELAY_CMICROHTTPD_H
+
+/*
+ * libmicrohttpd for Swift. MHD_start_daemon is C-variadic, which Swift cannot
+ * call; the shim takes its options as an MHD_OptionItem array instead
+ * (MHD_OPTION_ARRAY), terminated by MHD_OPTION_END.
+ */
+
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+
+struct MHD_Daemon *apns_relay_mhd_start_daemon(unsigned int flags,
+                                               uint16_t port,
+                                               MHD_AccessHandlerCallback handler,
+                                               void *handler_context,
+                                               const struct MHD_OptionItem *options);
+
+/* The port a daemon bound to (useful after binding port 0); 0 when unknown. */
+uint16_t apns_relay_mhd_bound_port(struct MHD_Daemon *daemon);
+
+#endif

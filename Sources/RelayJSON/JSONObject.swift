@@ -1,0 +1,48 @@
+/// A JSON object that keeps its members in insertion order.
+///
+/// Keys are unique: setting an existing key replaces its value in place, so the
+/// order in which a payload was built is the order in which it is encoded.
+public struct JSONObject: Sendable, Hashable {
+    public private(set) var members: [(key: String, value: JSONValue)]
+
+    public init() { members = [] }
+
+    /// Builds an object from pairs; a repeated key keeps its first position and last value.
+    public init(_ pairs: [(String, JSONValue)]) {
+        members = []
+        members.reserveCapacity(pairs.count)
+        for (key, value) in pairs { self[key] = value }
+    }
+
+    public var count: Int { members.count }
+    public var isEmpty: Bool { members.isEmpty }
+    public var keys: [String] { members.map(\.key) }
+
+    public subscript(key: String) -> JSONValue? {
+        get { members.first(where: { $0.key == key })?.value }
+        set {
+            if let index = members.firstIndex(where: { $0.key == key }) {
+                if let newValue {
+                    members[index].value = newValue
+                } else {
+                    members.remove(at: index)
+                }
+            } else if let newValue {
+                members.append((key, newValue))
+            }
+        }
+    }
+
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        lhs.members.count == rhs.members.count
+            && zip(lhs.members, rhs.members).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(members.count)
+        for member in members {
+            hasher.combine(member.key)
+            hasher.combine(member.value)
+        }
+    }
+}
