@@ -1,0 +1,51 @@
+/// One APNs error reason: what it means, whether it is worth retrying,
+/// whether the token should be dropped, and which trap it maps to.
+///
+/// The catalog (``APNsReason/catalog``) mirrors `shared/reference/apns-reasons.tsv`
+/// row for row; a test keeps the two identical.
+public struct APNsReason: Sendable, Hashable {
+    /// The reason string APNs puts in the response body, e.g. `BadDeviceToken`.
+    public var name: String
+    /// The HTTP status APNs answers with for this reason.
+    public var status: Int
+    public var retry: RetryRule
+    /// True when the token is dead or wrong and must leave the token store.
+    public var dropsToken: Bool
+    public var trapID: TrapID?
+    /// What APNs means by it.
+    public var meaning: String
+    /// One line telling the operator what to do.
+    public var fix: String
+
+    public init(
+        name: String, status: Int, retry: RetryRule, dropsToken: Bool, trapID: TrapID?, meaning: String,
+        fix: String
+    ) {
+        self.name = name
+        self.status = status
+        self.retry = retry
+        self.dropsToken = dropsToken
+        self.trapID = trapID
+        self.meaning = meaning
+        self.fix = fix
+    }
+
+    /// Whether a send that failed with this reason may be tried again.
+    public var isRetryable: Bool { retry != .never }
+}
+
+extension APNsReason {
+    /// When a failed send may be retried.
+    public enum RetryRule: String, Sendable, Hashable {
+        /// Never: the request itself is wrong, resending changes nothing.
+        case never
+        /// With the ordinary backoff.
+        case withBackoff
+        /// With backoff, waiting at least the response's `Retry-After`.
+        case honouringRetryAfter
+        /// Once, after minting a fresh provider token.
+        case onceWithFreshToken
+        /// On a new connection: the server is closing this one.
+        case onNewConnection
+    }
+}

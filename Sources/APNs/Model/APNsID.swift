@@ -1,0 +1,67 @@
+/// The `apns-id` of a send: a lowercase UUID that names one logical send.
+///
+/// Every attempt of a send carries the same id, so APNs treats a retry as the
+/// same notification and the audit row, the trace and Apple's delivery log
+/// all correlate on it.
+public struct APNsID: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The canonical lowercase 8-4-4-4-12 form.
+    public let value: String
+
+    /// A fresh random (version 4) id.
+    public static func random() -> APNsID {
+        var generator = SystemRandomNumberGenerator()
+        return random(using: &generator)
+    }
+
+    /// A fresh version 4 id drawn from `generator` (deterministic in tests).
+    public static func random(using generator: inout some RandomNumberGenerator) -> APNsID {
+        var bytes = (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40  // version 4
+        bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 4122 variant
+        let hex = bytes.map { byte in
+            let text = String(byte, radix: 16)
+            return byte < 16 ? "0" + text : text
+        }
+        let groups = [hex[0..<4], hex[4..<6], hex[6..<8], hex[8..<10], hex[10..<16]].map { $0.joined() }
+        return APNsID(uncheckedValue: groups.joined(separator: "-"))
+    }
+
+    /// Parses a caller-supplied id: any case, canonical hyphenation; stored lowercase.
+    public init?(_ text: String) {
+        let utf8 = Array(text.utf8)
+        guard utf8.count == 36 else { return nil }
+        for (position, byte) in utf8.enumerated() {
+            if [8, 13, 18, 23].contains(position) {
+                guard byte == UInt8(ascii: "-") else { return nil }
+            } else {
+                guard byte.isHexDigit else { return nil }
+            }
+        }
+        value = text.lowercased()
+    }
+
+    private init(uncheckedValue: String) { value = uncheckedValue }
+
+    public var description: String { value }
+
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let id = APNsID(text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a UUID: \(text)"))
+        }
+        self = id
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
+}
+
+extension UInt8 {
+    var isHexDigit: Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
+            || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
+    }
+}

@@ -1,0 +1,14 @@
+/// The `apns-priority` header.
+public enum Priority: Int, Sendable, Hashable, CaseIterable, Codable, Comparable {
+    /// Deliver when the device is awake anyway; may be grouped and delayed.
+    case low = 1
+    /// Deliver at a time that conserves the device's power. No Live Activity budget.
+    case conservePower = 5
+    /// Deliver now. Budgeted by iOS for Live Activities (MS015).
+    case immediate = 10
+
+    /// A priority from its header value; nil for anything but 1, 5 or 10.
+    public init?(headerValue: Int) { self.init(rawValue: headerValue) }
+
+    public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
+}

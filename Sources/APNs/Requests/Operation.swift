@@ -1,0 +1,46 @@
+/// What a send does. The raw value is the label metrics, traces and the audit
+/// table use, so it never changes once shipped.
+public enum Operation: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Alert from a Live Activity snapshot (the fallback for users without the activity).
+    case alert
+    /// Alert from a notification snapshot.
+    case notification
+    /// Silent `content-available` push.
+    case background
+    /// Live Activity remote start (push-to-start token).
+    case start
+    /// Live Activity content update (per-activity token).
+    case update
+    /// Live Activity end (per-activity token).
+    case end
+    /// iOS 18 channel broadcast.
+    case broadcast
+    case channelCreate = "channel_create"
+    case channelList = "channel_list"
+    case channelDelete = "channel_delete"
+    /// The caller's own payload and headers.
+    case raw
+
+    /// True for operations that hit the channel-management host.
+    public var isChannelManagement: Bool {
+        self == .channelCreate || self == .channelList || self == .channelDelete
+    }
+}
+
+/// The HTTP methods APNs uses.
+public enum HTTPMethod: String, Sendable, Hashable, Codable {
+    case GET, POST, DELETE
+}
+
+/// One request header. Names are lowercase, as HTTP/2 requires.
+public struct HTTPHeader: Sendable, Hashable, CustomStringConvertible {
+    public var name: String
+    public var value: String
+
+    public init(_ name: String, _ value: String) {
+        self.name = name.lowercased()
+        self.value = value
+    }
+
+    public var description: String { "\(name): \(value)" }
+}
