@@ -48,6 +48,11 @@ let package = Package(
         .target(name: "Surfaces", dependencies: ["RelayJSON"], swiftSettings: strictSwift),
         .target(name: "APNs", dependencies: ["RelayJSON", "COpenSSL"], swiftSettings: strictSwift),
 
+        // MARK: Mock APNs
+        // Verifies provider tokens with its own OpenSSL calls (COpenSSL) rather
+        // than the relay's signing code: a stand-in must not share the client's logic.
+        .target(name: "MockAPNs", dependencies: ["APNs", "RelayJSON", "COpenSSL"], swiftSettings: strictSwift),
+
         // MARK: Tests
 
         .testTarget(name: "RelayJSONTests", dependencies: ["RelayJSON"], swiftSettings: strictSwift),
@@ -63,6 +68,7 @@ let package = Package(
             resources: [.copy("Fixtures")],
             swiftSettings: strictSwift
         ),
+        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON"], swiftSettings: strictSwift),
         .testTarget(
             name: "CInteropTests",
             dependencies: ["CNGHTTP2", "COpenSSL", "CLibPQ", "CMicroHTTPD", "CZlib"],

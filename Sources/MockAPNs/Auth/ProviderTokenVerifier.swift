@@ -1,0 +1,149 @@
+import RelayJSON
+import Synchronization
+
+/// Checks `authorization: bearer <JWT>` the way APNs does: ES256 signature
+/// against the registered key, `kid` known, `iss` the key's team, and an
+/// `iat` no older than one hour.
+///
+/// Each distinct token is decoded and its signature verified once; later
+/// requests with the same token only re-check its age. That is how APNs
+/// behaves too, and it keeps the mock cheap under load tests.
+public final class ProviderTokenVerifier: Sendable {
+    /// A provider key APNs knows: its id, its team, and its public key.
+    public struct RegisteredKey: Sendable {
+        public var keyID: String
+        public var teamID: String
+        public var publicKeyPEM: String
+
+        public init(keyID: String, teamID: String, publicKeyPEM: String) {
+            self.keyID = keyID
+            self.teamID = teamID
+            self.publicKeyPEM = publicKeyPEM
+        }
+    }
+
+    /// How old a token may be before APNs answers ExpiredProviderToken.
+    public static let maximumAgeSeconds: Int64 = 3600
+    /// Tolerated clock difference for tokens issued "in the future".
+    public static let futureSkewSeconds: Int64 = 300
+
+    private struct Decoded: Sendable {
+        var keyID: String
+        var issuedAt: Int64
+        /// nil when the token verified; otherwise the APNs reason to answer.
+        var rejection: String?
+    }
+
+    private let keys: [String: (teamID: String, key: ES256PublicKey)]
+    private let now: @Sendable () -> Int64
+    private let cache = Mutex<[String: Decoded]>([:])
+    private let verifications = Atomic<Int>(0)
+
+    /// - Throws: when a registered public key is not a P-256 PEM.
+    public init(keys: [RegisteredKey], now: @escaping @Sendable () -> Int64) throws {
+        var table: [String: (teamID: String, key: ES256PublicKey)] = [:]
+        for key in keys {
+            table[key.keyID] = (key.teamID, try ES256PublicKey(pem: key.publicKeyPEM))
+        }
+        self.keys = table
+        self.now = now
+    }
+
+    /// Signature verifications performed so far (once per distinct token).
+    public var signatureVerifications: Int { verifications.load(ordering: .relaxed) }
+
+    /// The APNs reason to reject `authorization` with, or nil when it is valid.
+    public func rejection(authorization: String?) -> String? {
+        guard let authorization, !authorization.isEmpty else { return "MissingProviderToken" }
+        let prefix = "bearer "
+        guard authorization.lowercased().hasPrefix(prefix) else { return "InvalidProviderToken" }
+        let token = String(authorization.dropFirst(prefix.count))
+
+        let decoded: Decoded
+        if let cached = cache.withLock({ $0[token] }) {
+            decoded = cached
+        } else {
+            decoded = decode(token)
+            cache.withLock { cache in
+                if cache.count > 10_000 { cache.removeAll() }  // bound memory under token churn
+                cache[token] = decoded
+            }
+        }
+        if let rejection = decoded.rejection { return rejection }
+        let age = now() - decoded.issuedAt
+        if age > Self.maximumAgeSeconds { return "ExpiredProviderToken" }
+        if age < -Self.futureSkewSeconds { return "InvalidProviderToken" }
+        return nil
+    }
+
+    private func decode(_ token: String) -> Decoded {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        let invalid = Decoded(keyID: "", issuedAt: 0, rejection: "InvalidProviderToken")
+        guard parts.count == 3,
+              let headerBytes = Base64URL.decode(parts[0]), let claimsBytes = Base64URL.decode(parts[1]),
+              let signature = Base64URL.decode(parts[2]),
+              let header = try? JSONParser.parse(headerBytes), let claims = try? JSONParser.parse(claimsBytes),
+              header["alg"]?.stringValue == "ES256",
+              let keyID = header["kid"]?.stringValue,
+              let issuer = claims["iss"]?.stringValue,
+              let issuedAt = claims["iat"]?.integerValue
+        else { return invalid }
+        guard let registered = keys[keyID] else {
+            return Decoded(keyID: keyID, issuedAt: issuedAt, rejection: "InvalidProviderToken")
+        }
+        guard registered.teamID == issuer else {
+            return Decoded(keyID: keyID, issuedAt: issuedAt, rejection: "InvalidProviderToken")
+        }
+        verifications.add(1, ordering: .relaxed)
+        let signingInput = Array((parts[0] + "." + parts[1]).utf8)
+        guard registered.key.verify(signature: signature, message: signingInput) else {
+            return Decoded(keyID: keyID, issuedAt: issuedAt, rejection: "InvalidProviderToken")
+        }
+        return Decoded(keyID: keyID, issuedAt: issuedAt, rejection: nil)
+    }
+}
+
+/// Base64url without padding, as JWS uses it.
+enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let values: [UInt8: UInt8] = Dictionary(
+        uniqueKeysWithValues: alphabet.enumerated().map { ($1, UInt8($0)) })
+
+    static func decode(_ text: String) -> [UInt8]? {
+        var output: [UInt8] = []
+        output.reserveCapacity(text.utf8.count * 3 / 4)
+        var buffer: UInt32 = 0
+        var bits = 0
+        for byte in text.utf8 {
+            guard let value = values[byte] else { return nil }
+            buffer = buffer << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8((buffer >> UInt32(bits)) & 0xFF))
+            }
+        }
+        // A lone 6-bit remainder cannot come from whole bytes.
+        if bits >= 6 { return nil }
+        return output
+    }
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        var output: [UInt8] = []
+        var index = 0
+        while index + 3 <= bytes.count {
+            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            output += [18, 12, 6, 0].map { alphabet[Int((chunk >> UInt32($0)) & 63)] }
+            index += 3
+        }
+        let remaining = bytes.count - index
+        if remaining == 1 {
+            let chunk = UInt32(bytes[index]) << 16
+            output += [18, 12].map { alphabet[Int((chunk >> UInt32($0)) & 63)] }
+        } else if remaining == 2 {
+            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+            output += [18, 12, 6].map { alphabet[Int((chunk >> UInt32($0)) & 63)] }
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}

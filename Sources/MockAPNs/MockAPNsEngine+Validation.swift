@@ -1,0 +1,125 @@
+import APNs
+import RelayJSON
+
+/// The mock's own rule tables. They restate Apple's documentation rather than
+/// reuse the relay's request builder, so a builder bug shows up as a rejection.
+enum MockRules {
+    static let topicSuffixes: [String: String] = [
+        "alert": "", "background": "", "mdm": "", "location": ".location-query", "voip": ".voip",
+        "complication": ".complication", "fileprovider": ".pushkit.fileprovider",
+        "liveactivity": ".push-type.liveactivity", "pushtotalk": ".voip-ptt", "widgets": ".push-type.widgets",
+    ]
+
+    static func isHexToken(_ token: Substring) -> Bool {
+        (64...200).contains(token.count) && token.count % 2 == 0 && token.allSatisfy(\.isHexDigit)
+    }
+
+    static func isUUID(_ text: String) -> Bool {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        return parts.map(\.count) == [8, 4, 4, 4, 12] && parts.allSatisfy { $0.allSatisfy(\.isHexDigit) }
+    }
+
+    static func isBase64(_ text: String) -> Bool {
+        !text.isEmpty && text.count % 4 == 0 && text.count <= 256
+            && text.drop(while: { $0 != "=" }).allSatisfy { $0 == "=" }
+            && text.prefix(while: { $0 != "=" }).allSatisfy { $0.isLetter && $0.isASCII || $0.isNumber && $0.isASCII || $0 == "+" || $0 == "/" }
+    }
+}
+
+extension MockAPNsEngine {
+    /// APNs' answer to a request, before any scripted rule.
+    func validate(_ request: MockRequest) -> MockResponse {
+        var names = Set<String>()
+        for header in request.headers where !names.insert(header.name).inserted {
+            return error("DuplicateHeaders", request: request)
+        }
+        let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        let route = Array(segments)
+
+        switch route.first {
+        case "3" where route.count == 3 && route[1] == "device":
+            guard request.method == "POST" else { return error("MethodNotAllowed", request: request) }
+            if let rejection = verifier.rejection(authorization: request.header("authorization")) {
+                return error(rejection, request: request)
+            }
+            return validateDeviceSend(request, token: route[2])
+        case "3" where route.count == 2 && route[1] == "device":
+            return error("MissingDeviceToken", request: request)
+        case "4" where route.count == 4 && route[1] == "broadcasts" && route[2] == "apps":
+            guard request.method == "POST" else { return error("MethodNotAllowed", request: request) }
+            if let rejection = verifier.rejection(authorization: request.header("authorization")) {
+                return error(rejection, request: request)
+            }
+            return validateBroadcast(request, bundleID: String(route[3]))
+        case "1" where route.count == 4 && route[1] == "apps":
+            if let rejection = verifier.rejection(authorization: request.header("authorization")) {
+                return error(rejection, request: request)
+            }
+            return manageChannels(request, bundleID: String(route[2]), resource: String(route[3]))
+        default:
+            return error("BadPath", request: request)
+        }
+    }
+
+    private func validateDeviceSend(_ request: MockRequest, token: Substring) -> MockResponse {
+        guard let pushType = request.header("apns-push-type") else { return error("MissingPushType", request: request) }
+        guard let suffix = MockRules.topicSuffixes[pushType] else { return error("InvalidPushType", request: request) }
+        guard let topic = request.header("apns-topic"), !topic.isEmpty else { return error("MissingTopic", request: request) }
+        guard topic.hasSuffix(suffix) else { return error("TopicDisallowed", request: request) }
+        let bundleID = String(topic.dropLast(suffix.count))
+        if !configuration.bundleIDs.isEmpty, !configuration.bundleIDs.contains(bundleID) {
+            return error("TopicDisallowed", request: request)
+        }
+        if let response = validateCommonHeaders(request) { return response }
+        guard MockRules.isHexToken(token) else { return error("BadDeviceToken", request: request) }
+        if request.body.isEmpty { return error("PayloadEmpty", request: request) }
+        let limit = pushType == "voip" ? 5120 : 4096
+        if request.body.count > limit { return error("PayloadTooLarge", request: request) }
+        return success(request)
+    }
+
+    private func validateBroadcast(_ request: MockRequest, bundleID: String) -> MockResponse {
+        guard configuration.broadcastEnabled else { return error("FeatureNotEnabled", request: request) }
+        if !configuration.bundleIDs.isEmpty, !configuration.bundleIDs.contains(bundleID) {
+            return error("TopicDisallowed", request: request)
+        }
+        guard let pushType = request.header("apns-push-type") else { return error("MissingPushType", request: request) }
+        guard pushType == "liveactivity" else { return error("InvalidPushType", request: request) }
+        guard let channel = request.header("apns-channel-id") else { return error("MissingChannelId", request: request) }
+        guard MockRules.isBase64(channel) else { return error("BadChannelId", request: request) }
+        guard let policy = state.withLock({ $0.channels[bundleID]?[channel] }) else {
+            return error("ChannelNotRegistered", request: request)
+        }
+        if let response = validateCommonHeaders(request) { return response }
+        if policy == 0, request.header("apns-expiration") != "0" { return error("BadExpirationDate", request: request) }
+        if request.body.isEmpty { return error("PayloadEmpty", request: request) }
+        if request.body.count > 5120 { return error("PayloadTooLarge", request: request) }
+        return success(request, idHeader: "apns-request-id")
+    }
+
+    private func validateCommonHeaders(_ request: MockRequest) -> MockResponse? {
+        if let priority = request.header("apns-priority"), !["1", "5", "10"].contains(priority) {
+            return error("BadPriority", request: request)
+        }
+        if let expiration = request.header("apns-expiration"), Int64(expiration).map({ $0 < 0 }) ?? true {
+            return error("BadExpirationDate", request: request)
+        }
+        if let collapseID = request.header("apns-collapse-id"), collapseID.utf8.count > 64 {
+            return error("BadCollapseId", request: request)
+        }
+        if let id = request.header("apns-id"), !MockRules.isUUID(id) {
+            return error("BadMessageId", request: request)
+        }
+        return nil
+    }
+
+    /// 200 with the request's id echoed (or a fresh one) and an `apns-unique-id`.
+    func success(_ request: MockRequest, idHeader: String = "apns-id", status: Int = 200, body: [UInt8] = [])
+        -> MockResponse
+    {
+        let id = request.header(idHeader)?.lowercased() ?? APNsID.random().value
+        return MockResponse(
+            status: status, headers: [MockHeader(idHeader, id), MockHeader("apns-unique-id", APNsID.random().value)],
+            body: body)
+    }
+}

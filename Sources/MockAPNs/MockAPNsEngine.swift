@@ -1,0 +1,113 @@
+public import APNs
+import RelayJSON
+import Synchronization
+
+/// Decides how a mock APNs answers each request: route, validate like APNs,
+/// then apply scripted rules and connection-level faults.
+///
+/// Transport-free, so every rule is testable without sockets; the mock server
+/// feeds it requests and carries out the ``MockAction`` it returns.
+public final class MockAPNsEngine: Sendable {
+    public let configuration: MockAPNsConfiguration
+    public let log: MockAPNsLog
+    let verifier: ProviderTokenVerifier
+
+    struct State {
+        /// Attempts seen per (rule index, send key).
+        var attempts: [String: Int] = [:]
+        /// Streams seen per connection, for GOAWAY-after-N.
+        var streamsPerConnection: [Int: Int] = [:]
+        /// Channels by bundle id: channel id → storage policy (0 or 1).
+        var channels: [String: [String: Int]] = [:]
+    }
+
+    let state = Mutex(State())
+
+    /// - Parameter now: unix seconds, injectable for JWT-age tests.
+    public init(configuration: MockAPNsConfiguration, now: @escaping @Sendable () -> Int64 = { UnixTime.nowSeconds() }) throws {
+        self.configuration = configuration
+        self.log = MockAPNsLog(capacity: configuration.logCapacity)
+        self.verifier = try ProviderTokenVerifier(keys: configuration.keys, now: now)
+    }
+
+    /// Distinct provider tokens whose signatures were verified.
+    public var signatureVerifications: Int { verifier.signatureVerifications }
+
+    /// The action for one request. Also logs it.
+    public func handle(_ request: MockRequest) -> MockAction {
+        let action = decide(request)
+        let response: MockResponse? = switch action {
+        case .respond(let response, _): response
+        case .goAway(_, let response): response
+        case .noAnswer, .resetConnection: nil
+        }
+        log.record(MockAPNsLog.Entry(
+            request: request, status: response?.status, reason: response?.reason,
+            apnsID: request.header("apns-id") ?? request.header("apns-request-id")))
+        return action
+    }
+
+    private func decide(_ request: MockRequest) -> MockAction {
+        if let limit = configuration.goAwayAfterStreams {
+            let count = state.withLock { state in
+                state.streamsPerConnection[request.connectionID, default: 0] += 1
+                return state.streamsPerConnection[request.connectionID]!
+            }
+            if count == limit.count {
+                let answer = limit.graceful ? validate(request) : nil
+                return .goAway(graceful: limit.graceful, response: answer)
+            }
+        }
+        var response = validate(request)
+        if response.status < 300, let scripted = scriptedOutcome(for: request) {
+            switch scripted {
+            case .succeed: break
+            case .reject(let reason, let status, let retryAfter, let timestamp):
+                response = error(reason, status: status, request: request, retryAfter: retryAfter, timestamp: timestamp)
+            case .bareStatus(let status):
+                response = MockResponse(status: status)
+            case .noAnswer: return .noAnswer
+            case .resetConnection: return .resetConnection
+            case .goAway(let graceful): return .goAway(graceful: graceful, response: graceful ? response : nil)
+            }
+        }
+        return .respond(response, delayMilliseconds: configuration.responseDelay.draw())
+    }
+
+    /// The scripted outcome for this attempt, if a rule matches.
+    private func scriptedOutcome(for request: MockRequest) -> MockOutcome? {
+        for (index, rule) in configuration.rules.enumerated() where matches(rule.match, request) {
+            let sendKey = request.header("apns-id") ?? request.header("apns-request-id") ?? request.path
+            let attempt = state.withLock { state in
+                let key = "\(index)|\(sendKey)"
+                let attempt = state.attempts[key, default: 0]
+                state.attempts[key] = attempt + 1
+                return attempt
+            }
+            return rule.outcomes[min(attempt, rule.outcomes.count - 1)]
+        }
+        return nil
+    }
+
+    private func matches(_ match: MockRule.Match, _ request: MockRequest) -> Bool {
+        switch match {
+        case .any: true
+        case .pathPrefix(let prefix): request.path.hasPrefix(prefix)
+        case .tokenPrefix(let prefix): request.path.hasPrefix("/3/device/" + prefix)
+        }
+    }
+
+    /// An APNs error answer: status (the catalog's unless given), apns-id, `{"reason": …}`.
+    func error(
+        _ reason: String, status: Int? = nil, request: MockRequest, retryAfter: Int? = nil, timestamp: Int64? = nil
+    ) -> MockResponse {
+        var headers = [MockHeader("apns-id", request.header("apns-id")?.lowercased() ?? APNsID.random().value)]
+        if let retryAfter { headers.append(MockHeader("retry-after", String(retryAfter))) }
+        var body = JSONObject()
+        body["reason"] = .string(reason)
+        if let timestamp { body["timestamp"] = .integer(timestamp) }
+        return MockResponse(
+            status: status ?? APNsReason.named(reason)?.status ?? 400, headers: headers,
+            body: JSONValue.object(body).encoded())
+    }
+}

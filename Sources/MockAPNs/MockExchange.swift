@@ -1,0 +1,71 @@
+import RelayJSON
+
+/// A request as the mock's transport received it.
+public struct MockRequest: Sendable, Hashable {
+    public var method: String
+    public var path: String
+    /// Headers in arrival order, names lowercase; repeats are kept so the
+    /// mock can answer DuplicateHeaders like APNs.
+    public var headers: [MockHeader]
+    public var body: [UInt8]
+    /// Which connection and stream carried it (0 when the transport has none).
+    public var connectionID: Int
+    public var streamID: Int32
+
+    public init(method: String, path: String, headers: [MockHeader], body: [UInt8] = [], connectionID: Int = 0, streamID: Int32 = 0) {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+        self.connectionID = connectionID
+        self.streamID = streamID
+    }
+
+    /// The first value of header `name`.
+    public func header(_ name: String) -> String? {
+        headers.first(where: { $0.name == name })?.value
+    }
+}
+
+/// One header.
+public struct MockHeader: Sendable, Hashable {
+    public var name: String
+    public var value: String
+
+    public init(_ name: String, _ value: String) {
+        self.name = name.lowercased()
+        self.value = value
+    }
+}
+
+/// An HTTP response the mock sends.
+public struct MockResponse: Sendable, Hashable {
+    public var status: Int
+    public var headers: [MockHeader]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [MockHeader] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The `reason` in an APNs error body, if any.
+    public var reason: String? {
+        (try? JSONParser.parse(body))?["reason"]?.stringValue
+    }
+}
+
+/// What the transport should do with a request.
+public enum MockAction: Sendable, Hashable {
+    /// Answer, after waiting `delayMilliseconds`.
+    case respond(MockResponse, delayMilliseconds: Int)
+    /// Never answer this stream (the client's timeout must fire).
+    case noAnswer
+    /// Reset the TCP connection mid-stream, without HTTP/2 goodbyes.
+    case resetConnection
+    /// Send GOAWAY. Graceful: last-stream-id is this stream, which is then
+    /// answered with `response`. Abrupt: last-stream-id is 0, the stream is
+    /// refused, and the connection closes.
+    case goAway(graceful: Bool, response: MockResponse?)
+}

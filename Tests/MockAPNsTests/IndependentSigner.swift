@@ -1,0 +1,48 @@
+import Foundation
+import RelayJSON
+import Testing
+
+/// Mints ES256 provider tokens with Python's `cryptography` package, an
+/// implementation nobody on this project wrote, so the mock's verifier is
+/// checked against a signer that shares none of its code.
+struct IndependentSigner {
+    let publicKeyPEM: String
+    let tokens: [String]
+
+    /// A fresh P-256 key and one token per (kid, iss, iat) claim set.
+    init(claims: [(kid: String, iss: String, iat: Int64)]) throws {
+        let script = #"""
+        import sys, json, base64
+        from cryptography.hazmat.primitives.asymmetric import ec, utils
+        from cryptography.hazmat.primitives import hashes, serialization
+        key = ec.generate_private_key(ec.SECP256R1())
+        pub = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+        b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+        tokens = []
+        for arg in sys.argv[1:]:
+            kid, iss, iat = arg.split(",")
+            head = b64(json.dumps({"alg": "ES256", "kid": kid}, separators=(",", ":")).encode())
+            body = b64(json.dumps({"iss": iss, "iat": int(iat)}, separators=(",", ":")).encode())
+            r, s = utils.decode_dss_signature(key.sign(f"{head}.{body}".encode(), ec.ECDSA(hashes.SHA256())))
+            tokens.append(f"{head}.{body}." + b64(r.to_bytes(32, "big") + s.to_bytes(32, "big")))
+        print(json.dumps({"publicKey": pub, "tokens": tokens}))
+        """#
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script] + claims.map { "\($0.kid),\($0.iss),\($0.iat)" }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        try #require(
+            process.terminationStatus == 0,
+            "python3 with the cryptography package is needed (scripts/test installs it): \(errorText)")
+        let json = try JSONParser.parse(Array(data))
+        publicKeyPEM = try #require(json["publicKey"]?.stringValue)
+        tokens = try #require(json["tokens"]?.arrayValue).compactMap(\.stringValue)
+    }
+}
