@@ -13,6 +13,10 @@ let strictSwift: [SwiftSetting] = [
 let package = Package(
     name: "apns-relay",
     platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+    ],
     targets: [
         // MARK: C interop (headers, module maps and tiny shims only)
 
@@ -48,6 +52,30 @@ let package = Package(
         .target(name: "Surfaces", dependencies: ["RelayJSON"], swiftSettings: strictSwift),
         .target(name: "APNs", dependencies: ["RelayJSON", "COpenSSL"], swiftSettings: strictSwift),
 
+        // MARK: The send pipeline
+
+        .target(
+            name: "Relay",
+            dependencies: [
+                "APNs", "Surfaces", "RelayJSON",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
+            swiftSettings: strictSwift
+        ),
+
+        // MARK: Observability
+
+        .target(
+            name: "Telemetry",
+            dependencies: [
+                "Relay", "APNs", "RelayJSON",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
+            swiftSettings: strictSwift
+        ),
+
         // MARK: Mock APNs
         // Verifies provider tokens with its own OpenSSL calls (COpenSSL) rather
         // than the relay's signing code: a stand-in must not share the client's logic.
@@ -66,6 +94,24 @@ let package = Package(
             name: "APNsTests",
             dependencies: ["APNs", "RelayJSON"],
             resources: [.copy("Fixtures")],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "RelayTests",
+            dependencies: [
+                "Relay", "APNs", "RelayJSON",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "TelemetryTests",
+            dependencies: [
+                "Telemetry", "Relay", "RelayJSON",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
             swiftSettings: strictSwift
         ),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON"], swiftSettings: strictSwift),

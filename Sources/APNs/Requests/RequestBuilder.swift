@@ -54,22 +54,6 @@ public struct DeviceSendOptions: Sendable, Hashable {
     }
 }
 
-/// Wall-clock helpers in unix seconds.
-public enum UnixTime {
-    /// Now, in whole unix seconds.
-    public static func nowSeconds() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Int64(spec.tv_sec)
-    }
-}
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 extension RequestBuilder {
     /// Assembles a device send (`POST /3/device/<token>`) once its payload is final.
     func deviceRequest(

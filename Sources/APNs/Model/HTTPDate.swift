@@ -1,0 +1,81 @@
+/// HTTP dates (RFC 9110 §5.6.7) to and from unix seconds, without Foundation's
+/// formatters: the relay parses APNs' `Date` header on every response to watch
+/// clock skew, and `Retry-After` on every 429.
+public enum HTTPDate {
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    private static let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]  // 1970-01-01 was a Thursday
+
+    /// Parses IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete
+    /// RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime
+    /// (`Sun Nov  6 08:49:37 1994`). Returns unix seconds, or nil.
+    public static func parse(_ text: String) -> Int64? {
+        let fields = text.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        if fields.count == 6, fields[0].hasSuffix(","), fields[5] == "GMT" {
+            // IMF-fixdate
+            return make(year: Int(fields[3]), month: fields[2], day: Int(fields[1]), time: fields[4])
+        }
+        if fields.count == 4, fields[0].hasSuffix(","), fields[3] == "GMT" {
+            // RFC 850: dd-Mon-yy
+            let parts = fields[1].split(separator: "-").map(String.init)
+            guard parts.count == 3, let shortYear = Int(parts[2]), parts[2].count == 2 else { return nil }
+            let year = shortYear < 70 ? 2000 + shortYear : 1900 + shortYear
+            return make(year: year, month: parts[1], day: Int(parts[0]), time: fields[2])
+        }
+        if fields.count == 5 {
+            // asctime
+            return make(year: Int(fields[4]), month: fields[1], day: Int(fields[2]), time: fields[3])
+        }
+        return nil
+    }
+
+    /// Formats unix seconds as IMF-fixdate.
+    public static func format(_ seconds: Int64) -> String {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        let (year, month, day) = civil(fromDays: days)
+        let weekday = weekdays[Int(((days % 7) + 7) % 7)]
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(weekday), \(two(day)) \(months[Int(month) - 1]) \(year) "
+            + "\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
+    }
+
+    private static func make(year: Int?, month: String, day: Int?, time: String) -> Int64? {
+        guard let year, let day, let monthIndex = months.firstIndex(of: month) else { return nil }
+        let clock = time.split(separator: ":").compactMap { Int($0) }
+        guard clock.count == 3, (0...23).contains(clock[0]), (0...59).contains(clock[1]), (0...60).contains(clock[2]),
+              (1...31).contains(day), day <= daysIn(month: monthIndex + 1, year: year)
+        else { return nil }
+        let days = daysFromCivil(year: Int64(year), month: Int64(monthIndex + 1), day: Int64(day))
+        return days * 86_400 + Int64(clock[0] * 3600 + clock[1] * 60 + clock[2])
+    }
+
+    private static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    // Howard Hinnant's days-from-civil algorithm (proleptic Gregorian).
+    public static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    public static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}

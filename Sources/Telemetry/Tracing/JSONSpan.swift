@@ -1,0 +1,114 @@
+public import Instrumentation
+public import Logging
+import APNs
+import Synchronization
+public import Tracing
+
+/// A span from ``JSONSpanTracer``; logs itself as one JSON record when it ends.
+public final class JSONSpan: Span {
+    public let context: InstrumentationContext
+    public let identity: SpanIdentity
+    public let kind: SpanKind
+    private let startNanoseconds: UInt64
+    private let logger: Logger
+
+    private struct State {
+        var operationName: String
+        var attributes = SpanAttributes()
+        var status: SpanStatus?
+        var events: [SpanEvent] = []
+        var errors: [String] = []
+        var ended = false
+    }
+
+    private let state: Mutex<State>
+
+    init(
+        operationName: String, kind: SpanKind, context: InstrumentationContext, identity: SpanIdentity,
+        startNanoseconds: UInt64, logger: Logger
+    ) {
+        self.context = context
+        self.identity = identity
+        self.kind = kind
+        self.startNanoseconds = startNanoseconds
+        self.logger = logger
+        self.state = Mutex(State(operationName: operationName))
+    }
+
+    public var operationName: String {
+        get { state.withLock { $0.operationName } }
+        set { state.withLock { $0.operationName = newValue } }
+    }
+
+    public var attributes: SpanAttributes {
+        get { state.withLock { $0.attributes } }
+        set { state.withLock { $0.attributes = newValue } }
+    }
+
+    public var isRecording: Bool { state.withLock { !$0.ended } }
+
+    public func setStatus(_ status: SpanStatus) {
+        state.withLock { $0.status = status }
+    }
+
+    public func addEvent(_ event: SpanEvent) {
+        state.withLock { $0.events.append(event) }
+    }
+
+    /// Records the error's type and description. Callers must only pass
+    /// errors whose description is safe to log (the relay's errors never
+    /// contain tokens or keys).
+    public func recordError<Instant: TracerInstant>(
+        _ error: Error, attributes: SpanAttributes, at instant: @autoclosure () -> Instant
+    ) {
+        state.withLock { $0.errors.append("\(type(of: error)): \(error)") }
+    }
+
+    public func addLink(_ link: SpanLink) {}
+
+    public func end<Instant: TracerInstant>(at instant: @autoclosure () -> Instant) {
+        let endNanoseconds = instant().nanosecondsSinceEpoch
+        guard let finished = state.withLock({ state -> State? in
+            guard !state.ended else { return nil }
+            state.ended = true
+            return state
+        }) else { return }
+
+        var attributes: [String: Logger.MetadataValue] = [:]
+        finished.attributes.forEach { name, value in attributes[name] = Self.metadata(value) }
+        var metadata: Logger.Metadata = [
+            "record": "span",
+            "trace_id": .string(identity.traceID),
+            "span_id": .string(identity.spanID),
+            "name": .string(finished.operationName),
+            "kind": .string("\(kind)"),
+            "start": .string(UnixTime.rfc3339(nanoseconds: startNanoseconds)),
+            "duration_ms": .stringConvertible(Double(endNanoseconds &- startNanoseconds) / 1_000_000),
+            "status": .string(finished.status?.code == .error ? "error" : finished.status?.code == .ok ? "ok" : "unset"),
+            "attributes": .dictionary(attributes),
+        ]
+        if let parent = identity.parentSpanID { metadata["parent_span_id"] = .string(parent) }
+        if let message = finished.status?.message { metadata["status_message"] = .string(message) }
+        if !finished.errors.isEmpty { metadata["errors"] = .array(finished.errors.map { .string($0) }) }
+        if !finished.events.isEmpty { metadata["events"] = .array(finished.events.map { .string($0.name) }) }
+        logger.info("span", metadata: metadata)
+    }
+
+    static func metadata(_ attribute: SpanAttribute) -> Logger.MetadataValue {
+        switch attribute {
+        case .int32(let value): .stringConvertible(value)
+        case .int64(let value): .stringConvertible(value)
+        case .double(let value): .stringConvertible(value)
+        case .bool(let value): .stringConvertible(value)
+        case .string(let value): .string(value)
+        case .int32Array(let values): .array(values.map { .stringConvertible($0) })
+        case .int64Array(let values): .array(values.map { .stringConvertible($0) })
+        case .doubleArray(let values): .array(values.map { .stringConvertible($0) })
+        case .boolArray(let values): .array(values.map { .stringConvertible($0) })
+        case .stringArray(let values): .array(values.map { .string($0) })
+        case .stringConvertible(let value): .string(value.description)
+        case .stringConvertibleArray(let values): .array(values.map { .string($0.description) })
+        default: .string("\(attribute)")
+        }
+    }
+}

@@ -1,0 +1,88 @@
+public import Instrumentation
+public import Logging
+public import Tracing
+
+/// A tracer that writes every finished span as one JSON log line.
+///
+/// No collector is needed to see a trace: each span becomes a log record
+/// (`trace_id`, `span_id`, `parent_span_id`, `name`, `start`, `duration_ms`,
+/// `status`, `attributes`) that any log pipeline can index, and log lines
+/// written inside a span carry the same `trace_id` (see
+/// ``TraceMetadataProvider``). W3C `traceparent` is extracted and injected.
+public struct JSONSpanTracer: Tracer {
+    public typealias Span = JSONSpan
+
+    /// The header this tracer reads and writes.
+    public static let traceParentHeader = "traceparent"
+
+    let logger: Logger
+
+    /// - Parameter logger: where finished spans are written (at `info`).
+    public init(logger: Logger) {
+        self.logger = logger
+    }
+
+    public func startSpan<Instant: TracerInstant>(
+        _ operationName: String,
+        context: @autoclosure () -> InstrumentationContext,
+        ofKind kind: SpanKind,
+        at instant: @autoclosure () -> Instant,
+        function: String,
+        file fileID: String,
+        line: UInt
+    ) -> JSONSpan {
+        var spanContext = context()
+        let identity: SpanIdentity
+        if let parent = spanContext.spanIdentity {
+            identity = SpanIdentity(
+                traceID: parent.traceID, spanID: TraceParent.randomSpanID(), parentSpanID: parent.spanID,
+                sampled: parent.sampled)
+        } else if let remote = spanContext.remoteParent {
+            identity = SpanIdentity(
+                traceID: remote.traceID, spanID: TraceParent.randomSpanID(), parentSpanID: remote.spanID,
+                sampled: remote.isSampled)
+        } else {
+            identity = SpanIdentity(
+                traceID: TraceParent.randomTraceID(), spanID: TraceParent.randomSpanID(), parentSpanID: nil,
+                sampled: true)
+        }
+        spanContext.spanIdentity = identity
+        return JSONSpan(
+            operationName: operationName, kind: kind, context: spanContext, identity: identity,
+            startNanoseconds: instant().nanosecondsSinceEpoch, logger: logger)
+    }
+
+    public func forceFlush() {}
+
+    public func extract<Carrier, Extract: Extractor>(
+        _ carrier: Carrier, into context: inout InstrumentationContext, using extractor: Extract
+    ) where Extract.Carrier == Carrier {
+        guard let header = extractor.extract(key: Self.traceParentHeader, from: carrier),
+              let parent = TraceParent(header: header)
+        else { return }
+        context.remoteParent = parent
+    }
+
+    public func inject<Carrier, Inject: Injector>(
+        _ context: InstrumentationContext, into carrier: inout Carrier, using injector: Inject
+    ) where Inject.Carrier == Carrier {
+        if let identity = context.spanIdentity {
+            injector.inject(identity.traceParent.description, forKey: Self.traceParentHeader, into: &carrier)
+        } else if let remote = context.remoteParent {
+            injector.inject(remote.description, forKey: Self.traceParentHeader, into: &carrier)
+        }
+    }
+}
+
+/// Extracts from and injects into a header dictionary (lowercase names).
+public struct HeaderDictionaryPropagation: Extractor, Injector {
+    public init() {}
+
+    public func extract(key: String, from carrier: [String: String]) -> String? {
+        carrier[key.lowercased()]
+    }
+
+    public func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) {
+        carrier[key.lowercased()] = value
+    }
+}

@@ -1,0 +1,65 @@
+/// A W3C Trace Context `traceparent` value: which trace a request belongs to
+/// and which span is its parent.
+///
+/// `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`. Backends send it
+/// on the ingress; the relay makes its `apns.send` span a child of it and
+/// answers with its own.
+public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
+    /// 32 lowercase hex digits, not all zero.
+    public var traceID: String
+    /// 16 lowercase hex digits, not all zero.
+    public var spanID: String
+    /// Bit 0 is "sampled".
+    public var flags: UInt8
+
+    public init(traceID: String, spanID: String, flags: UInt8 = 1) {
+        self.traceID = traceID
+        self.spanID = spanID
+        self.flags = flags
+    }
+
+    /// Parses a header value; nil when it breaks the W3C format (a bad
+    /// header starts a new trace rather than failing the request).
+    public init?(header: String) {
+        let parts = header.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count >= 4, parts[0].count == 2, Self.isLowerHex(parts[0]), parts[0] != "ff" else { return nil }
+        // Version 00 has exactly four fields; later versions may append more.
+        if parts[0] == "00", parts.count != 4 { return nil }
+        guard parts[1].count == 32, Self.isLowerHex(parts[1]), parts[1] != String(repeating: "0", count: 32),
+              parts[2].count == 16, Self.isLowerHex(parts[2]), parts[2] != String(repeating: "0", count: 16),
+              parts[3].count == 2, Self.isLowerHex(parts[3]), let flags = UInt8(parts[3], radix: 16)
+        else { return nil }
+        self.init(traceID: parts[1], spanID: parts[2], flags: flags)
+    }
+
+    /// The header value, version 00.
+    public var description: String {
+        let flagText = String(flags, radix: 16)
+        return "00-\(traceID)-\(spanID)-\(flags < 16 ? "0" : "")\(flagText)"
+    }
+
+    public var isSampled: Bool { flags & 1 == 1 }
+
+    private static func isLowerHex(_ text: String) -> Bool {
+        text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
+    /// A fresh random trace id.
+    public static func randomTraceID() -> String { randomHex(bytes: 16) }
+    /// A fresh random span id.
+    public static func randomSpanID() -> String { randomHex(bytes: 8) }
+
+    static func randomHex(bytes: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        let digits = Array("0123456789abcdef".utf8)
+        while true {
+            var text: [UInt8] = []
+            for _ in 0..<bytes {
+                let byte = UInt8.random(in: 0...255, using: &generator)
+                text.append(digits[Int(byte >> 4)])
+                text.append(digits[Int(byte & 0x0F)])
+            }
+            if text.contains(where: { $0 != UInt8(ascii: "0") }) { return String(decoding: text, as: UTF8.self) }
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Instrumentation
+import Logging
+import RelayJSON
+import Synchronization
+import Telemetry
+import Testing
+import Tracing
+
+/// Every JSON line a sink received.
+final class LineCollector: Sendable {
+    private let lines = Mutex<[String]>([])
+    var all: [String] { lines.withLock { $0 } }
+    var sink: LogSink { LogSink { line in self.lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) } } }
+    func parsed() throws -> [JSONValue] { try all.map { try JSONParser.parse($0) } }
+}
+
+@Suite("W3C traceparent")
+struct TraceParentTests {
+    @Test("parses and formats version 00")
+    func roundTrip() throws {
+        let header = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        let parent = try #require(TraceParent(header: header))
+        #expect(parent.traceID == "4bf92f3577b34da6a3ce929d0e0e4736")
+        #expect(parent.spanID == "00f067aa0ba902b7")
+        #expect(parent.isSampled)
+        #expect(parent.description == header)
+    }
+
+    @Test(
+        "rejects malformed values",
+        arguments: [
+            "", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7", "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+        ]
+    )
+    func rejects(header: String) {
+        #expect(TraceParent(header: header) == nil)
+    }
+}
+
+@Suite("JSON span tracer and log handler")
+struct JSONTracerTests {
+    @Test("a child span inherits the remote trace, and each span is one JSON line")
+    func spans() throws {
+        let collector = LineCollector()
+        let logger = Logger(label: "trace") { JSONLogHandler(label: $0, sink: collector.sink) }
+        let tracer = JSONSpanTracer(logger: logger)
+        var context = InstrumentationContext.topLevel
+        tracer.extract(["traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"], into: &context, using: HeaderDictionaryPropagation())
+
+        let send = tracer.startSpan("apns.send", context: context)
+        send.attributes["apns.operation"] = "alert"
+        let attempt = tracer.startSpan("apns.attempt", context: send.context)
+        attempt.attributes["apns.status"] = 503
+        attempt.setStatus(SpanStatus(code: .error, message: "ServiceUnavailable"))
+        attempt.end()
+        send.setStatus(SpanStatus(code: .ok))
+        send.end()
+        send.end()  // a second end is ignored
+
+        let records = try collector.parsed()
+        #expect(records.count == 2)
+        let attemptRecord = records[0], sendRecord = records[1]
+        #expect(sendRecord["name"] == "apns.send")
+        #expect(sendRecord["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736")
+        #expect(sendRecord["parent_span_id"] == "00f067aa0ba902b7")
+        #expect(sendRecord["status"] == "ok")
+        #expect(sendRecord["attributes"]?["apns.operation"] == "alert")
+        #expect(attemptRecord["parent_span_id"] == sendRecord["span_id"])
+        #expect(attemptRecord["trace_id"] == sendRecord["trace_id"])
+        #expect(attemptRecord["status"] == "error")
+        #expect(attemptRecord["status_message"] == "ServiceUnavailable")
+        #expect(attemptRecord["attributes"]?["apns.status"] == 503)
+        #expect(attemptRecord["duration_ms"]?.numberValue.map { $0 >= 0 } == true)
+        #expect(sendRecord["start"]?.stringValue?.hasSuffix("Z") == true)
+
+        var headers: [String: String] = [:]
+        tracer.inject(send.context, into: &headers, using: HeaderDictionaryPropagation())
+        #expect(headers["traceparent"] == "00-4bf92f3577b34da6a3ce929d0e0e4736-\(sendRecord["span_id"]!.stringValue!)-01")
+    }
+
+    @Test("log lines written inside a span carry its trace id")
+    func logCorrelation() async throws {
+        let collector = LineCollector()
+        let logger = Logger(label: "relay") { JSONLogHandler(label: $0, sink: collector.sink) }
+        let tracer = JSONSpanTracer(logger: Logger(label: "spans") { _ in SwiftLogNoOpLogHandler() })
+        let span = tracer.startSpan("apns.send", context: .topLevel)
+        InstrumentationContext.$current.withValue(span.context) {
+            logger.info("sending", metadata: ["attempt": .stringConvertible(1), "nested": ["b": "2", "a": "1"]])
+        }
+        span.end()
+        let record = try #require(try collector.parsed().first)
+        #expect(record["msg"] == "sending")
+        #expect(record["level"] == "info")
+        #expect(record["trace_id"]?.stringValue == span.identity.traceID)
+        #expect(record["attempt"] == 1)
+        #expect(record["nested"]?.objectValue?.keys == ["a", "b"])
+    }
+}
