@@ -83,6 +83,15 @@ let package = Package(
 
         // MARK: Tests
 
+        // Shared test infrastructure: an independent JWT signer and an
+        // in-memory transport backed by the mock APNs engine.
+        .target(
+            name: "TestSupport",
+            dependencies: ["Relay", "MockAPNs", "APNs", "RelayJSON"],
+            path: "Tests/TestSupport",
+            swiftSettings: strictSwift
+        ),
+
         .testTarget(name: "RelayJSONTests", dependencies: ["RelayJSON"], swiftSettings: strictSwift),
         .testTarget(
             name: "SurfacesTests",
@@ -99,7 +108,7 @@ let package = Package(
         .testTarget(
             name: "RelayTests",
             dependencies: [
-                "Relay", "APNs", "RelayJSON",
+                "Relay", "APNs", "RelayJSON", "MockAPNs", "Telemetry", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
@@ -114,7 +123,9 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
-        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON", "TestSupport"],
+            swiftSettings: strictSwift),
         .testTarget(
             name: "CInteropTests",
             dependencies: ["CNGHTTP2", "COpenSSL", "CLibPQ", "CMicroHTTPD", "CZlib"],

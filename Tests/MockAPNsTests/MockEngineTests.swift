@@ -1,6 +1,7 @@
 import APNs
 import MockAPNs
 import RelayJSON
+import TestSupport
 import Testing
 
 let now: Int64 = 1_700_000_000

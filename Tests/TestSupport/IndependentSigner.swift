@@ -1,16 +1,19 @@
 import Foundation
 import RelayJSON
-import Testing
+
+public struct SignerError: Error, CustomStringConvertible {
+    public let description: String
+}
 
 /// Mints ES256 provider tokens with Python's `cryptography` package, an
 /// implementation nobody on this project wrote, so the mock's verifier is
 /// checked against a signer that shares none of its code.
-struct IndependentSigner {
-    let publicKeyPEM: String
-    let tokens: [String]
+public struct IndependentSigner: Sendable {
+    public let publicKeyPEM: String
+    public let tokens: [String]
 
     /// A fresh P-256 key and one token per (kid, iss, iat) claim set.
-    init(claims: [(kid: String, iss: String, iat: Int64)]) throws {
+    public init(claims: [(kid: String, iss: String, iat: Int64)]) throws {
         let script = #"""
         import sys, json, base64
         from cryptography.hazmat.primitives.asymmetric import ec, utils
@@ -38,11 +41,14 @@ struct IndependentSigner {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        try #require(
-            process.terminationStatus == 0,
-            "python3 with the cryptography package is needed (scripts/test installs it): \(errorText)")
+        guard process.terminationStatus == 0 else {
+            throw SignerError(description: "python3 with the cryptography package is needed (scripts/test installs it): \(errorText)")
+        }
         let json = try JSONParser.parse(Array(data))
-        publicKeyPEM = try #require(json["publicKey"]?.stringValue)
-        tokens = try #require(json["tokens"]?.arrayValue).compactMap(\.stringValue)
+        guard let key = json["publicKey"]?.stringValue, let minted = json["tokens"]?.arrayValue?.compactMap(\.stringValue) else {
+            throw SignerError(description: "unexpected signer output")
+        }
+        publicKeyPEM = key
+        tokens = minted
     }
 }

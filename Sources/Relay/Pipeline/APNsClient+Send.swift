@@ -1,0 +1,200 @@
+public import APNs
+import Instrumentation
+import Logging
+import Tracing
+
+extension APNsClient {
+    /// Sends `request` until APNs accepts it, rejects it for good, or the
+    /// retry budget or deadline runs out. Exactly one ``SendEvent`` is
+    /// reported per call, whatever happens.
+    ///
+    /// Every attempt carries the request's apns-id, so APNs deduplicates
+    /// retries. An ExpiredProviderToken answer re-mints the JWT and retries
+    /// once; transport failures and every 5xx retry with backoff; Retry-After
+    /// is a floor on the wait; cancellation wakes a backoff sleep at once.
+    public func send(_ request: APNsRequest, context: SendContext = SendContext()) async throws(SendFailure)
+        -> SendResult
+    {
+        var run = SendRun(client: self, request: request, context: context)
+        return try await run.execute()
+    }
+}
+
+/// The state of one send through its attempts.
+struct SendRun {
+    let client: APNsClient
+    let request: APNsRequest
+    let descriptor: SendDescriptor
+    let span: any Span
+    let policy: RetryPolicy
+    let clock = ContinuousClock()
+    let start: ContinuousClock.Instant
+    let startedAt: UInt64
+
+    var attempt = 0
+    var retriesUsed = 0
+    var unprocessedResends = 0
+    var refreshedToken = false
+    var trapHits: [TrapID] = []
+    var attemptLog: [AttemptSummary] = []
+
+    init(client: APNsClient, request: APNsRequest, context: SendContext) {
+        self.client = client
+        self.request = request
+        startedAt = UnixTime.nowNanoseconds()
+        start = clock.now
+        policy = client.effectivePolicy(for: request.priority)
+        let parent = context.instrumentation ?? InstrumentationContext.current ?? .topLevel
+        span = client.tracer.startSpan("apns.send", context: parent, ofKind: .client)
+        var headers: [String: String] = [:]
+        client.tracer.inject(span.context, into: &headers, using: TraceHeaderPropagation())
+        descriptor = SendDescriptor(
+            app: client.configuration.app, environment: client.configuration.environment,
+            operation: request.operation, apnsID: request.apnsID, pushType: request.pushType,
+            priority: request.priority, topic: request.topic, tokenFingerprint: request.tokenFingerprint,
+            channelID: request.channelID, snapshotID: context.snapshotID, surfaceID: context.surfaceID,
+            payloadBytes: request.body.count, caller: context.caller,
+            traceID: headers["traceparent"].flatMap { TraceParentFields(header: $0)?.traceID })
+        span.updateAttributes { attributes in
+            attributes["apns.operation"] = request.operation.rawValue
+            attributes["apns.app"] = client.configuration.app
+            attributes["apns.environment"] = client.configuration.environment.rawValue
+            attributes["apns.id"] = request.apnsID.value
+            attributes["apns.payload_bytes"] = request.body.count
+            if let pushType = request.pushType { attributes["apns.push_type"] = pushType.rawValue }
+            if let priority = request.priority { attributes["apns.priority"] = priority.rawValue }
+            if let fingerprint = request.tokenFingerprint { attributes["apns.token_fingerprint"] = fingerprint }
+            if let channel = request.channelID { attributes["apns.channel_id"] = channel }
+            if let snapshot = context.snapshotID { attributes["surface.snapshot_id"] = snapshot }
+        }
+    }
+
+    var elapsedSeconds: Double { seconds(clock.now - start) }
+
+    func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    mutating func execute() async throws(SendFailure) -> SendResult {
+        while true {
+            if Task.isCancelled { throw finish(failure: .cancelled, status: nil, reason: nil) }
+            attempt += 1
+            let attemptSpan = client.tracer.startSpan("apns.attempt", context: span.context, ofKind: .client)
+            attemptSpan.attributes["apns.attempt"] = attempt
+            let attemptStart = clock.now
+
+            let authorization: ProviderAuthorization
+            do {
+                authorization = try client.authorization.currentAuthorization()
+            } catch {
+                attemptSpan.setStatus(SpanStatus(code: .error, message: "credentials"))
+                attemptSpan.end()
+                throw finish(failure: .credentials("\(error)"), status: nil, reason: nil)
+            }
+
+            let remaining = client.configuration.sendDeadline - elapsedSeconds
+            let transportRequest = TransportRequest(
+                origin: request.origin(in: client.configuration.endpoints), method: request.method.rawValue,
+                path: request.path,
+                headers: request.headers + [HTTPHeader("authorization", authorization.headerValue)],
+                body: request.body, timeout: max(0.001, min(client.configuration.requestTimeout, remaining)))
+
+            let answer: Result<TransportResponse, TransportError>
+            do {
+                answer = .success(try await client.transport.send(transportRequest))
+            } catch {
+                answer = .failure(error)
+            }
+            let duration = seconds(clock.now - attemptStart)
+
+            switch answer {
+            case .success(let response):
+                client.clockSkew?.observe(dateHeader: response.header("date"), now: UnixTime.nowSeconds())
+                attemptSpan.attributes["apns.status"] = response.status
+                attemptLog.append(AttemptSummary(status: response.status, reason: nil, durationSeconds: duration))
+                if (200..<300).contains(response.status) {
+                    attemptSpan.end()
+                    report(attemptStatus: response.status, reason: nil, errorType: nil, trap: nil, duration: duration, final: true, backoff: nil)
+                    return succeed(response)
+                }
+                let error = APNsError.fromResponse(status: response.status, body: response.body, apnsID: request.apnsID)
+                attemptLog[attemptLog.count - 1].reason = error.code.rawValue
+                if let trap = error.trapID, !trapHits.contains(trap) { trapHits.append(trap) }
+                attemptSpan.attributes["apns.reason"] = error.code.rawValue
+                attemptSpan.setStatus(SpanStatus(code: .error, message: error.code.rawValue))
+                attemptSpan.end()
+
+                var delay: Double? = nil
+                if error.code.rawValue == "ExpiredProviderToken" {
+                    client.authorization.invalidate(authorization)
+                    if !refreshedToken, retriesUsed < policy.maxRetries { delay = 0 }
+                    refreshedToken = true
+                } else if policy.isRetryable(error), retriesUsed < policy.maxRetries {
+                    let retryAfter = RetryAfter.seconds(from: response.header("retry-after"), now: UnixTime.nowSeconds())
+                    delay = policy.delay(beforeRetry: retriesUsed, retryAfter: retryAfter)
+                }
+                if let wait = delay, elapsedSeconds + wait >= client.configuration.sendDeadline { delay = nil }
+                report(attemptStatus: response.status, reason: error.code.rawValue, errorType: error.code.rawValue,
+                       trap: error.trapID, duration: duration, final: delay == nil, backoff: delay)
+                guard let wait = delay else {
+                    throw finish(failure: .apns(error), status: response.status, reason: error.code.rawValue, error: error)
+                }
+                retriesUsed += 1
+                try await backoff(wait, lastFailure: .apns(error), status: response.status, reason: error.code.rawValue)
+
+            case .failure(let error):
+                attemptLog.append(AttemptSummary(status: nil, reason: "transport_\(error.kind.rawValue)", durationSeconds: duration))
+                attemptSpan.attributes["apns.transport_error"] = error.kind.rawValue
+                attemptSpan.setStatus(SpanStatus(code: .error, message: error.kind.rawValue))
+                attemptSpan.end()
+                if error.kind == .cancelled {
+                    report(attemptStatus: nil, reason: nil, errorType: "transport_cancelled", trap: nil, duration: duration, final: true, backoff: nil)
+                    throw finish(failure: .cancelled, status: nil, reason: nil)
+                }
+                var delay: Double? = nil
+                var spendsBudget = true
+                if error.kind == .unprocessed, unprocessedResends < client.configuration.maximumUnprocessedResends {
+                    // The server never saw it: resend at once, free of retry budget.
+                    delay = 0
+                    spendsBudget = false
+                } else if error.isRetryable, retriesUsed < policy.maxRetries {
+                    delay = policy.delay(beforeRetry: retriesUsed)
+                }
+                if let wait = delay, elapsedSeconds + wait >= client.configuration.sendDeadline { delay = nil }
+                report(attemptStatus: nil, reason: nil, errorType: "transport_\(error.kind.rawValue)", trap: nil,
+                       duration: duration, final: delay == nil, backoff: delay)
+                guard let wait = delay else { throw finish(failure: .transport(error), status: nil, reason: nil) }
+                if spendsBudget { retriesUsed += 1 } else { unprocessedResends += 1 }
+                try await backoff(wait, lastFailure: .transport(error), status: nil, reason: nil)
+            }
+        }
+    }
+
+    /// Waits before the next attempt; a cancelled task wakes at once and fails the send.
+    private func backoff(_ seconds: Double, lastFailure: SendFailure.Cause, status: Int?, reason: String?) async throws(SendFailure) {
+        guard seconds > 0 else { return }
+        do {
+            try await client.sleep(seconds)
+        } catch {
+            throw finish(failure: .cancelled, status: status, reason: reason)
+        }
+    }
+}
+
+/// Reads a `traceparent` a tracer injected, to learn the send's trace id
+/// without knowing which tracer is installed.
+struct TraceParentFields {
+    let traceID: String
+
+    init?(header: String) {
+        let parts = header.split(separator: "-")
+        guard parts.count >= 4, parts[1].count == 32 else { return nil }
+        traceID = String(parts[1])
+    }
+}
+
+struct TraceHeaderPropagation: Injector {
+    func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) {
+        carrier[key.lowercased()] = value
+    }
+}

@@ -1,0 +1,92 @@
+public import APNs
+public import Instrumentation
+public import Logging
+public import Tracing
+
+/// Sends built requests for one app in one environment: signs them, carries
+/// them over the transport, retries what is worth retrying, and reports
+/// every attempt and every finished send.
+///
+/// One client per (key, environment, bundle id), as APNs scopes provider
+/// tokens and channels; it owns that tuple's JWT cache through its
+/// ``AuthorizationProvider``.
+public final class APNsClient: Sendable {
+    /// Settings of one client.
+    public struct Configuration: Sendable {
+        /// The app's name in configuration, metrics and the audit.
+        public var app: String
+        public var environment: Environment
+        public var endpoints: APNsEndpoints
+        public var retryPolicy: RetryPolicy = RetryPolicy()
+        /// Per-attempt answer timeout, seconds.
+        public var requestTimeout: Double = 10
+        /// Whole-send budget including backoff, seconds.
+        public var sendDeadline: Double = 30
+        /// Resends after GOAWAY/REFUSED_STREAM that cost no retry budget.
+        public var maximumUnprocessedResends = 5
+
+        public init(app: String, environment: Environment, endpoints: APNsEndpoints) {
+            self.app = app
+            self.environment = environment
+            self.endpoints = endpoints
+        }
+    }
+
+    public let configuration: Configuration
+    let transport: any APNsTransport
+    let authorization: any AuthorizationProvider
+    let killSwitch: KillSwitch
+    let observers: [any RelayObserver]
+    let tracer: any Tracer
+    let logger: Logger
+    let clockSkew: ClockSkewMonitor?
+    let sleep: @Sendable (Double) async throws -> Void
+
+    public init(
+        configuration: Configuration, transport: any APNsTransport, authorization: any AuthorizationProvider,
+        killSwitch: KillSwitch, observers: [any RelayObserver] = [], tracer: any Tracer, logger: Logger,
+        clockSkew: ClockSkewMonitor? = nil,
+        sleep: @escaping @Sendable (Double) async throws -> Void = { seconds in
+            try await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1_000_000_000))
+        }
+    ) {
+        self.configuration = configuration
+        self.transport = transport
+        self.authorization = authorization
+        self.killSwitch = killSwitch
+        self.observers = observers
+        self.tracer = tracer
+        self.logger = logger
+        self.clockSkew = clockSkew
+        self.sleep = sleep
+    }
+
+    /// The retry policy a send at `priority` gets right now: zero retries
+    /// while the kill switch is engaged, the priority stretch otherwise.
+    public func effectivePolicy(for priority: Priority?) -> RetryPolicy {
+        var policy = configuration.retryPolicy.effective(for: priority)
+        if killSwitch.isEngaged { policy.maxRetries = 0 }
+        return policy
+    }
+}
+
+/// Caller-side facts about a send that the request itself does not carry.
+public struct SendContext: Sendable {
+    public var snapshotID: String?
+    public var surfaceID: String?
+    /// The API key name of the backend that asked.
+    public var caller: String?
+    /// The instrumentation context to parent the send's span on (carries an
+    /// extracted `traceparent`). Defaults to the task's current context.
+    public var instrumentation: InstrumentationContext?
+
+    public init(
+        snapshotID: String? = nil, surfaceID: String? = nil, caller: String? = nil,
+        instrumentation: InstrumentationContext? = nil
+    ) {
+        self.snapshotID = snapshotID
+        self.surfaceID = surfaceID
+        self.caller = caller
+        self.instrumentation = instrumentation
+    }
+}

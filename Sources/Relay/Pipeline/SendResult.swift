@@ -1,0 +1,73 @@
+public import APNs
+
+/// The outcome of one logical send that APNs accepted.
+public struct SendResult: Sendable, Hashable {
+    public var apnsID: APNsID
+    /// APNs' status (200, or 201/204 for channel management).
+    public var status: Int
+    /// When the send finished, unix milliseconds.
+    public var timestamp: Int64
+    /// Attempts made, including the successful one.
+    public var attempts: Int
+    /// Wall time from accepting the send to its result, including backoff.
+    public var latencyMilliseconds: Double
+    public var retried: Bool { attempts > 1 }
+    /// Traps hit on the way (e.g. MS015 on a 429 that a retry got past).
+    public var trapHits: [TrapID]
+    /// APNs' `apns-unique-id`, for its delivery log.
+    public var apnsUniqueID: String?
+    /// For channel create: the new channel's id.
+    public var channelID: String?
+    /// The response body when APNs sent one (channel list).
+    public var body: [UInt8]
+}
+
+/// A send that did not succeed. Carries the same fields as ``SendResult``
+/// plus the error, so a failure is just as traceable.
+public struct SendFailure: Error, Sendable, CustomStringConvertible {
+    /// The last error: an APNs rejection, a preflight error, or a transport failure.
+    public enum Cause: Sendable {
+        case apns(APNsError)
+        case transport(TransportError)
+        /// The relay could not build credentials (unreadable key, …).
+        case credentials(String)
+        case cancelled
+        /// The per-send deadline passed before a final answer.
+        case deadlineExceeded
+    }
+
+    public var cause: Cause
+    public var apnsID: APNsID
+    public var attempts: Int
+    public var latencyMilliseconds: Double
+    public var trapHits: [TrapID]
+    public var timestamp: Int64
+    public var retried: Bool { attempts > 1 }
+
+    /// The APNs error, when APNs or preflight decided the outcome.
+    public var apnsError: APNsError? {
+        if case .apns(let error) = cause { return error }
+        return nil
+    }
+
+    /// A stable label for metrics and the audit `error_type` column.
+    public var errorType: String {
+        switch cause {
+        case .apns(let error): error.code.rawValue
+        case .transport(let error): "transport_\(error.kind.rawValue)"
+        case .credentials: "credentials"
+        case .cancelled: "cancelled"
+        case .deadlineExceeded: "deadline_exceeded"
+        }
+    }
+
+    public var description: String {
+        switch cause {
+        case .apns(let error): "\(error) after \(attempts) attempt(s)"
+        case .transport(let error): "transport failure (\(error)) after \(attempts) attempt(s)"
+        case .credentials(let message): "credentials: \(message)"
+        case .cancelled: "cancelled after \(attempts) attempt(s)"
+        case .deadlineExceeded: "deadline exceeded after \(attempts) attempt(s)"
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import APNs
+import Tracing
+
+extension SendRun {
+    /// Tells every observer about the attempt that just ended.
+    func report(
+        attemptStatus: Int?, reason: String?, errorType: String?, trap: TrapID?, duration: Double, final: Bool,
+        backoff: Double?
+    ) {
+        let event = AttemptEvent(
+            send: descriptor, attempt: attempt, isFinalAttempt: final, status: attemptStatus, reason: reason,
+            errorType: errorType, trapID: trap, durationSeconds: duration, backoffSeconds: backoff)
+        for observer in client.observers { observer.attemptFinished(event) }
+    }
+
+    /// Ends the send successfully: span, send event, result.
+    func succeed(_ response: TransportResponse) -> SendResult {
+        let finishedAt = UnixTime.nowNanoseconds()
+        let latency = elapsedSeconds
+        let uniqueID = response.header("apns-unique-id")
+        span.attributes["apns.status"] = response.status
+        span.attributes["apns.attempts"] = attempt
+        span.setStatus(SpanStatus(code: .ok))
+        span.end()
+        publish(SendEvent(
+            send: descriptor, outcome: .success, status: response.status, reason: nil, errorType: nil,
+            attempts: attempt, trapHits: trapHits, latencySeconds: latency, startedAt: startedAt,
+            finishedAt: finishedAt, apnsUniqueID: uniqueID, unregisteredAt: nil, dropsToken: false,
+            attemptLog: attemptLog))
+        return SendResult(
+            apnsID: request.apnsID, status: response.status, timestamp: Int64(finishedAt / 1_000_000),
+            attempts: attempt, latencyMilliseconds: latency * 1000, trapHits: trapHits, apnsUniqueID: uniqueID,
+            channelID: response.header("apns-channel-id"), body: response.body)
+    }
+
+    /// Ends the send with a failure: span, send event, the error to throw.
+    func finish(failure cause: SendFailure.Cause, status: Int?, reason: String?, error: APNsError? = nil) -> SendFailure {
+        let finishedAt = UnixTime.nowNanoseconds()
+        let latency = elapsedSeconds
+        let failure = SendFailure(
+            cause: cause, apnsID: request.apnsID, attempts: attempt, latencyMilliseconds: latency * 1000,
+            trapHits: trapHits, timestamp: Int64(finishedAt / 1_000_000))
+        let outcome: SendOutcome = switch cause {
+        case .apns: .rejected
+        case .cancelled: .cancelled
+        case .transport, .credentials, .deadlineExceeded: .failed
+        }
+        span.attributes["apns.attempts"] = attempt
+        if let status { span.attributes["apns.status"] = status }
+        if let reason { span.attributes["apns.reason"] = reason }
+        span.setStatus(SpanStatus(code: .error, message: failure.errorType))
+        span.end()
+        publish(SendEvent(
+            send: descriptor, outcome: outcome, status: status, reason: reason, errorType: failure.errorType,
+            attempts: attempt, trapHits: trapHits, latencySeconds: latency, startedAt: startedAt,
+            finishedAt: finishedAt, apnsUniqueID: nil, unregisteredAt: error?.unregisteredAt,
+            dropsToken: error?.dropsToken ?? false, attemptLog: attemptLog))
+        return failure
+    }
+
+    private func publish(_ event: SendEvent) {
+        for observer in client.observers { observer.sendFinished(event) }
+    }
+}

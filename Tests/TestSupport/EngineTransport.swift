@@ -1,0 +1,44 @@
+import APNs
+public import MockAPNs
+public import Relay
+
+/// An in-memory transport: hands each request to a mock APNs engine and
+/// carries out its action (delay, no answer, reset, GOAWAY) as a transport
+/// would, without sockets. Network behaviour is tested against the real
+/// HTTP/2 server elsewhere; this keeps retry-engine tests fast and exact.
+public struct EngineTransport: APNsTransport {
+    public let engine: MockAPNsEngine
+
+    public init(engine: MockAPNsEngine) { self.engine = engine }
+
+    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
+        let mockRequest = MockRequest(
+            method: request.method, path: request.path, headers: request.headers.map { MockHeader($0.name, $0.value) },
+            body: request.body, connectionID: 1)
+        switch engine.handle(mockRequest) {
+        case .respond(let response, let delay):
+            if delay > 0 {
+                do { try await Task.sleep(nanoseconds: UInt64(delay) * 1_000_000) } catch {
+                    throw TransportError(.cancelled, "cancelled while waiting for the answer")
+                }
+            }
+            return Self.convert(response)
+        case .noAnswer:
+            do { try await Task.sleep(nanoseconds: UInt64(request.timeout * 1_000_000_000)) } catch {
+                throw TransportError(.cancelled, "cancelled while waiting for the answer")
+            }
+            throw TransportError(.timeout, "no answer within \(request.timeout) s")
+        case .resetConnection:
+            throw TransportError(.connection, "connection reset by peer")
+        case .goAway(true, let response?):
+            return Self.convert(response)
+        case .goAway:
+            throw TransportError(.unprocessed, "GOAWAY: stream above last-stream-id")
+        }
+    }
+
+    static func convert(_ response: MockResponse) -> TransportResponse {
+        TransportResponse(
+            status: response.status, headers: response.headers.map { HTTPHeader($0.name, $0.value) }, body: response.body)
+    }
+}
