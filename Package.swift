@@ -64,6 +64,10 @@ let package = Package(
             swiftSettings: strictSwift
         ),
 
+        // MARK: HTTP serving (metrics and the ingress)
+
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib"], swiftSettings: strictSwift),
+
         // MARK: Observability
 
         .target(
@@ -123,6 +127,7 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strictSwift),
         .testTarget(
             name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON", "TestSupport"],
             swiftSettings: strictSwift),

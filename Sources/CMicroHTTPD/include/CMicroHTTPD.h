@@ -23,4 +23,18 @@ struct MHD_Daemon *apns_relay_mhd_start_daemon(unsigned int flags,
 /* The port a daemon bound to (useful after binding port 0); 0 when unknown. */
 uint16_t apns_relay_mhd_bound_port(struct MHD_Daemon *daemon);
 
+/*
+ * Like apns_relay_mhd_start_daemon, plus a request-completed callback (MHD
+ * takes it as two variadic arguments, a function and its context) and an
+ * explicit bind address (NULL: all interfaces on `port`).
+ */
+struct MHD_Daemon *apns_relay_mhd_start_daemon_full(unsigned int flags,
+                                                    uint16_t port,
+                                                    const struct sockaddr *bind_address,
+                                                    MHD_AccessHandlerCallback handler,
+                                                    void *handler_context,
+                                                    MHD_RequestCompletedCallback completed,
+                                                    void *completed_context,
+                                                    const struct MHD_OptionItem *options);
+
 #endif

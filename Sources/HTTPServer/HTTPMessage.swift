@@ -1,0 +1,57 @@
+/// A request the server received, fully read.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    /// The path without the query string, e.g. `/v1/send`.
+    public var path: String
+    /// Decoded query parameters; a repeated name keeps its last value.
+    public var query: [String: String]
+    /// Headers with lowercase names, in arrival order.
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// Path parameters filled in by the router (`/v1/channels/{id}` → `id`).
+    public var pathParameters: [String: String] = [:]
+
+    public init(method: String, path: String, query: [String: String] = [:], headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The first value of header `name` (case-insensitive).
+    public func header(_ name: String) -> String? {
+        let lowered = name.lowercased()
+        return headers.first(where: { $0.name == lowered })?.value
+    }
+}
+
+/// A response to send.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// Whether the server may gzip the body for clients that accept it.
+    public var compressible: Bool
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], compressible: Bool = true) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.compressible = compressible
+    }
+
+    /// A plain-text response.
+    public static func text(_ status: Int, _ text: String, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("content-type", "text/plain; charset=utf-8")] + headers, body: Array(text.utf8))
+    }
+
+    /// A JSON response from already-encoded bytes.
+    public static func json(_ status: Int, _ body: [UInt8], headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("content-type", "application/json")] + headers, body: body)
+    }
+}
+
+/// Handles one request. Runs on Swift's concurrency pool, never on a
+/// libmicrohttpd thread, so it may await anything.
+public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
