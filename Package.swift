@@ -64,6 +64,10 @@ let package = Package(
             swiftSettings: strictSwift
         ),
 
+        // MARK: The audit log
+
+        .target(name: "Audit", dependencies: ["CLibPQ", "CZlib", "Relay", "APNs", "RelayJSON"], swiftSettings: strictSwift),
+
         // MARK: HTTP serving (metrics and the ingress)
 
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib"], swiftSettings: strictSwift),
@@ -127,6 +131,8 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+        .testTarget(
+            name: "AuditTests", dependencies: ["Audit", "Relay", "APNs", "RelayJSON"], swiftSettings: strictSwift),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strictSwift),
         .testTarget(
             name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON", "TestSupport"],

@@ -1,0 +1,126 @@
+internal import CLibPQ
+
+/// One blocking libpq connection. Used only from the audit writer's own
+/// thread and from command-line tools, never from Swift's cooperative pool.
+final class PostgresConnection: @unchecked Sendable {
+    // Not shared: each connection is used by one thread at a time (the
+    // writer thread, or a CLI command); @unchecked only lets it be handed
+    // to that thread.
+    private let connection: OpaquePointer
+
+    /// Connects with a libpq connection string or URL; an empty string uses
+    /// the PG* environment variables (PGHOST, PGSSLMODE, …), as libpq does.
+    init(conninfo: String) throws(PostgresError) {
+        guard let connection = PQconnectdb(conninfo) else {
+            throw PostgresError(message: "out of memory creating a libpq connection", sqlState: nil)
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.trimmed(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw PostgresError(message: message, sqlState: nil)
+        }
+        self.connection = connection
+    }
+
+    deinit { PQfinish(connection) }
+
+    /// False once the server went away; the writer then reconnects.
+    var isHealthy: Bool { PQstatus(connection) == CONNECTION_OK }
+
+    /// Runs one or more statements without parameters.
+    @discardableResult
+    func execute(_ sql: String) throws(PostgresError) -> PostgresRows {
+        let result = PQexec(connection, sql)
+        return try consume(result)
+    }
+
+    /// Runs one statement with text parameters ($1, $2, … ; nil is NULL).
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [String?]) throws(PostgresError) -> PostgresRows {
+        let cStrings = parameters.map { $0.map { strdup($0) } ?? nil }
+        defer { cStrings.forEach { free($0) } }
+        let result = cStrings.map { UnsafePointer($0) }.withUnsafeBufferPointer { values in
+            PQexecParams(connection, sql, Int32(parameters.count), nil, values.baseAddress, nil, nil, 0)
+        }
+        return try consume(result)
+    }
+
+    /// `COPY … FROM STDIN` with `data` (text format) as the whole input.
+    /// Returns the number of rows copied.
+    @discardableResult
+    func copyIn(_ copyStatement: String, data: [UInt8]) throws(PostgresError) -> Int {
+        let start = PQexec(connection, copyStatement)
+        guard PQresultStatus(start) == PGRES_COPY_IN else {
+            _ = try consume(start)
+            throw PostgresError(message: "COPY did not start", sqlState: nil)
+        }
+        PQclear(start)
+        var offset = 0
+        let chunk = 1 << 20
+        while offset < data.count {
+            let length = min(chunk, data.count - offset)
+            let sent = data.withUnsafeBufferPointer { buffer in
+                buffer.baseAddress!.advanced(by: offset).withMemoryRebound(to: CChar.self, capacity: length) {
+                    PQputCopyData(connection, $0, Int32(length))
+                }
+            }
+            guard sent == 1 else { break }
+            offset += length
+        }
+        let ended = PQputCopyEnd(connection, offset == data.count ? nil : "client could not send all data")
+        guard ended == 1 else { throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil) }
+        var copied = 0
+        var failure: PostgresError?
+        while let result = PQgetResult(connection) {
+            if PQresultStatus(result) == PGRES_COMMAND_OK {
+                copied = Int(String(cString: PQcmdTuples(result))) ?? 0
+            } else if failure == nil {
+                failure = Self.error(from: result, connection: connection)
+            }
+            PQclear(result)
+        }
+        if let failure { throw failure }
+        return copied
+    }
+
+    private func consume(_ result: OpaquePointer?) throws(PostgresError) -> PostgresRows {
+        guard let result else { throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil) }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+            return PostgresRows(columns: [], rows: [], affected: Int(String(cString: PQcmdTuples(result))) ?? 0)
+        case PGRES_TUPLES_OK:
+            let columns = (0..<PQnfields(result)).map { String(cString: PQfname(result, $0)) }
+            var rows: [[String?]] = []
+            rows.reserveCapacity(Int(PQntuples(result)))
+            for row in 0..<PQntuples(result) {
+                rows.append((0..<PQnfields(result)).map { column in
+                    PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
+                })
+            }
+            return PostgresRows(columns: columns, rows: rows, affected: rows.count)
+        default:
+            throw Self.error(from: result, connection: connection)
+        }
+    }
+
+    private static func error(from result: OpaquePointer, connection: OpaquePointer) -> PostgresError {
+        let message = PQresultErrorMessage(result).map { trimmed($0) } ?? ""
+        let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+        return PostgresError(message: message.isEmpty ? trimmed(PQerrorMessage(connection)) : message, sqlState: sqlState)
+    }
+
+    private static func trimmed(_ text: UnsafePointer<CChar>?) -> String {
+        guard let text else { return "" }
+        var string = String(cString: text)
+        while string.last == "\n" || string.last == " " { string.removeLast() }
+        return string
+    }
+
+    /// The libpq version, e.g. 150008.
+    static var libraryVersion: Int { Int(PQlibVersion()) }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#endif

@@ -1,0 +1,95 @@
+# Shared helpers for scripts/test and scripts/demo. Sourced, not run.
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+as_root() {
+    if [ "$(id -u)" = "0" ]; then "$@"; else sudo "$@"; fi
+}
+
+# Debian packages the build and the tests use.
+DEBIAN_PACKAGES=(
+    pkg-config libnghttp2-dev libssl-dev libpq-dev libmicrohttpd-dev zlib1g-dev
+    postgresql postgresql-client prometheus nghttp2-client nghttp2-server openssl curl python3 python3-pip
+)
+
+# Python packages the tests use as independent implementations.
+PYTHON_PACKAGES=(cryptography jsonschema PyYAML)
+PYTHON_MODULES=(cryptography jsonschema yaml)
+
+install_test_dependencies() {
+    local missing=()
+    for package in "${DEBIAN_PACKAGES[@]}"; do
+        dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+    done
+    if [ "${#missing[@]}" -gt 0 ]; then
+        log "installing Debian packages: ${missing[*]}"
+        as_root apt-get update -qq
+        # The postgresql package would start a system cluster; we never use it.
+        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+    local index
+    for index in "${!PYTHON_MODULES[@]}"; do
+        if ! python3 -c "import ${PYTHON_MODULES[$index]}" 2>/dev/null; then
+            log "installing Python package ${PYTHON_PACKAGES[$index]}"
+            python3 -m pip install --quiet "${PYTHON_PACKAGES[$index]}" \
+                || python3 -m pip install --quiet --break-system-packages "${PYTHON_PACKAGES[$index]}"
+        fi
+    done
+}
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+postgres_bin() {
+    local dir
+    dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    [ -n "$dir" ] || { log "PostgreSQL server binaries not found under /usr/lib/postgresql"; return 1; }
+    echo "$dir"
+}
+
+# Starts a private cluster: its own data directory and socket directory under
+# a temp dir, a free loopback port, trust auth, run as a non-root user. Sets
+# APNS_RELAY_PG_DIR, APNS_RELAY_PG_PORT and APNS_RELAY_PG_URL.
+start_throwaway_postgres() {
+    local bin user
+    bin=$(postgres_bin)
+    APNS_RELAY_PG_DIR=$(mktemp -d /tmp/apns-relay-pg.XXXXXX)
+    APNS_RELAY_PG_PORT=$(free_port)
+    if [ "$(id -u)" = "0" ]; then
+        user=postgres
+        id "$user" >/dev/null 2>&1 || useradd --system --no-create-home "$user"
+        chown "$user" "$APNS_RELAY_PG_DIR"
+    else
+        user=$(id -un)
+    fi
+    APNS_RELAY_PG_USER=$user
+    run_as_pg_user "$bin/initdb" -D "$APNS_RELAY_PG_DIR/data" -A trust -U "$user" --no-sync >/dev/null
+    if ! run_as_pg_user "$bin/pg_ctl" -D "$APNS_RELAY_PG_DIR/data" -l "$APNS_RELAY_PG_DIR/log" -w -t 60 \
+        -o "-p $APNS_RELAY_PG_PORT -k $APNS_RELAY_PG_DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
+        start >/dev/null; then
+        log "Postgres failed to start; its log:"
+        cat "$APNS_RELAY_PG_DIR/log" >&2
+        return 1
+    fi
+    run_as_pg_user "$bin/createdb" -h 127.0.0.1 -p "$APNS_RELAY_PG_PORT" -U "$user" apns_relay_test
+    APNS_RELAY_PG_URL="postgresql://$user@127.0.0.1:$APNS_RELAY_PG_PORT/apns_relay_test"
+    export APNS_RELAY_PG_DIR APNS_RELAY_PG_PORT APNS_RELAY_PG_URL APNS_RELAY_PG_USER
+}
+
+run_as_pg_user() {
+    if [ "$(id -u)" = "0" ]; then
+        runuser -u "$APNS_RELAY_PG_USER" -- "$@"
+    else
+        "$@"
+    fi
+}
+
+stop_throwaway_postgres() {
+    local status=$?
+    if [ -n "${APNS_RELAY_PG_DIR:-}" ] && [ -d "$APNS_RELAY_PG_DIR/data" ]; then
+        run_as_pg_user "$(postgres_bin)/pg_ctl" -D "$APNS_RELAY_PG_DIR/data" -m immediate -w stop >/dev/null 2>&1 || true
+        rm -rf "$APNS_RELAY_PG_DIR"
+    fi
+    return $status
+}
