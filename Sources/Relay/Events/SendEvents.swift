@@ -92,6 +92,52 @@ public struct SendEvent: Sendable {
     public var dropsToken: Bool
     /// Status, reason and duration of each attempt, in order.
     public var attemptLog: [AttemptSummary]
+    /// The token APNs called dead, for the dead-token store only.
+    public var deadToken: DeadToken?
+
+    public init(
+        send: SendDescriptor, outcome: SendOutcome, status: Int?, reason: String?, errorType: String?, attempts: Int,
+        trapHits: [TrapID], latencySeconds: Double, startedAt: UInt64, finishedAt: UInt64, apnsUniqueID: String?,
+        unregisteredAt: Int64?, dropsToken: Bool, attemptLog: [AttemptSummary], deadToken: DeadToken?
+    ) {
+        self.send = send
+        self.outcome = outcome
+        self.status = status
+        self.reason = reason
+        self.errorType = errorType
+        self.attempts = attempts
+        self.trapHits = trapHits
+        self.latencySeconds = latencySeconds
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
+        self.apnsUniqueID = apnsUniqueID
+        self.unregisteredAt = unregisteredAt
+        self.dropsToken = dropsToken
+        self.attemptLog = attemptLog
+        self.deadToken = deadToken
+    }
+}
+
+/// A token APNs rejected for good (Unregistered, ExpiredToken, BadDeviceToken,
+/// DeviceTokenNotForTopic), carried to the dead-token store so backends can
+/// prune it. Prints as its fingerprint: the token itself must reach the
+/// store and nothing else (no log, metric or trace).
+public struct DeadToken: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    public var token: String
+    public var fingerprint: String
+    public var reason: String
+    /// When APNs learned of it (410 `timestamp`, ms), if it said.
+    public var apnsTimestampMilliseconds: Int64?
+
+    public init(token: String, fingerprint: String, reason: String, apnsTimestampMilliseconds: Int64?) {
+        self.token = token
+        self.fingerprint = fingerprint
+        self.reason = reason
+        self.apnsTimestampMilliseconds = apnsTimestampMilliseconds
+    }
+
+    public var description: String { "DeadToken(\(fingerprint), \(reason))" }
+    public var debugDescription: String { description }
 }
 
 /// One line of a send's attempt log.
@@ -99,6 +145,12 @@ public struct AttemptSummary: Sendable, Hashable {
     public var status: Int?
     public var reason: String?
     public var durationSeconds: Double
+
+    public init(status: Int?, reason: String?, durationSeconds: Double) {
+        self.status = status
+        self.reason = reason
+        self.durationSeconds = durationSeconds
+    }
 }
 
 /// Receives the relay's events. Metrics, the audit writer and tests plug in

@@ -26,7 +26,7 @@ extension SendRun {
             send: descriptor, outcome: .success, status: response.status, reason: nil, errorType: nil,
             attempts: attempt, trapHits: trapHits, latencySeconds: latency, startedAt: startedAt,
             finishedAt: finishedAt, apnsUniqueID: uniqueID, unregisteredAt: nil, dropsToken: false,
-            attemptLog: attemptLog))
+            attemptLog: attemptLog, deadToken: nil))
         return SendResult(
             apnsID: request.apnsID, status: response.status, timestamp: Int64(finishedAt / 1_000_000),
             attempts: attempt, latencyMilliseconds: latency * 1000, trapHits: trapHits, apnsUniqueID: uniqueID,
@@ -54,8 +54,18 @@ extension SendRun {
             send: descriptor, outcome: outcome, status: status, reason: reason, errorType: failure.errorType,
             attempts: attempt, trapHits: trapHits, latencySeconds: latency, startedAt: startedAt,
             finishedAt: finishedAt, apnsUniqueID: nil, unregisteredAt: error?.unregisteredAt,
-            dropsToken: error?.dropsToken ?? false, attemptLog: attemptLog))
+            dropsToken: error?.dropsToken ?? false, attemptLog: attemptLog, deadToken: deadToken(error)))
         return failure
+    }
+
+    /// The token of a device send that APNs rejected for good.
+    private func deadToken(_ error: APNsError?) -> DeadToken? {
+        let prefix = "/3/device/"
+        guard let error, error.dropsToken, request.path.hasPrefix(prefix), let fingerprint = request.tokenFingerprint
+        else { return nil }
+        return DeadToken(
+            token: String(request.path.dropFirst(prefix.count)), fingerprint: fingerprint, reason: error.code.rawValue,
+            apnsTimestampMilliseconds: error.unregisteredAt)
     }
 
     private func publish(_ event: SendEvent) {

@@ -1,0 +1,127 @@
+import Foundation
+internal import CZlib
+
+/// Append-only segment files that hold audit rows while Postgres is away.
+///
+/// Each record is `[length: UInt32 LE][crc32: UInt32 LE][kind: UInt8][COPY line]`,
+/// length counting kind and line. A batch is written with one `write` and
+/// made durable with `fsync` before the writer counts it as spooled. A crash
+/// mid-write leaves at most a torn last record, which replay detects by its
+/// length or checksum and skips with a warning.
+final class AuditSpool: @unchecked Sendable {
+    // Used only from the audit writer's thread (and before it starts).
+
+    /// What a spooled record holds.
+    enum Kind: UInt8 {
+        case audit = 65  // "A"
+        case deadToken = 68  // "D"
+    }
+
+    struct Record: Equatable {
+        var kind: Kind
+        var line: [UInt8]
+    }
+
+    /// A segment's records, and how many bytes at its end were unreadable.
+    struct SegmentContents {
+        var records: [Record]
+        var tornBytes: Int
+    }
+
+    let directory: URL
+    let segmentLimit: Int
+    private var current: (url: URL, handle: FileHandle, size: Int)?
+
+    init(directory: String, segmentLimit: Int = 16 << 20) throws {
+        self.directory = URL(fileURLWithPath: directory, isDirectory: true)
+        self.segmentLimit = segmentLimit
+        try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
+    }
+
+    /// Segment files, oldest first.
+    func segments() -> [URL] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.filter { $0.hasPrefix("segment-") && $0.hasSuffix(".spool") }.sorted()
+            .map { directory.appendingPathComponent($0) }
+    }
+
+    /// Bytes held across all segments.
+    func totalBytes() -> Int {
+        segments().reduce(0) { total, url in
+            total + ((try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0)
+        }
+    }
+
+    /// Appends `records` durably (write + fsync) to the current segment.
+    func append(_ records: [Record]) throws {
+        guard !records.isEmpty else { return }
+        var bytes: [UInt8] = []
+        for record in records { Self.encode(record, into: &bytes) }
+        if current == nil || current!.size + bytes.count > segmentLimit { try rotate() }
+        guard var segment = current else { return }
+        try segment.handle.write(contentsOf: Data(bytes))
+        try segment.handle.synchronize()
+        segment.size += bytes.count
+        current = segment
+    }
+
+    /// Closes the current segment so replay may read and delete it.
+    func sealCurrent() {
+        if let segment = current { try? segment.handle.close() }
+        current = nil
+    }
+
+    /// Reads a segment; a torn tail is reported, not thrown.
+    func read(_ url: URL) throws -> SegmentContents {
+        let bytes = [UInt8](try Data(contentsOf: url))
+        var records: [Record] = []
+        var offset = 0
+        while offset < bytes.count {
+            guard bytes.count - offset >= 9 else { break }
+            let length = Int(Self.uint32(bytes, at: offset))
+            let checksum = Self.uint32(bytes, at: offset + 4)
+            guard length >= 1, offset + 8 + length <= bytes.count else { break }
+            let body = Array(bytes[(offset + 8)..<(offset + 8 + length)])
+            guard Self.crc(body) == checksum, let kind = Kind(rawValue: body[0]) else { break }
+            records.append(Record(kind: kind, line: Array(body[1...])))
+            offset += 8 + length
+        }
+        return SegmentContents(records: records, tornBytes: bytes.count - offset)
+    }
+
+    func remove(_ url: URL) throws {
+        if current?.url == url { sealCurrent() }
+        try FileManager.default.removeItem(at: url)
+    }
+
+    private func rotate() throws {
+        sealCurrent()
+        let next = (segments().last.flatMap { Int($0.lastPathComponent.dropFirst(8).dropLast(6)) } ?? 0) + 1
+        let name = "segment-" + String(format: "%016d", next) + ".spool"
+        let url = directory.appendingPathComponent(name)
+        guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]),
+              let handle = try? FileHandle(forWritingTo: url)
+        else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
+        current = (url, handle, 0)
+    }
+
+    static func encode(_ record: Record, into bytes: inout [UInt8]) {
+        var body: [UInt8] = [record.kind.rawValue]
+        body.append(contentsOf: record.line)
+        appendUInt32(UInt32(body.count), to: &bytes)
+        appendUInt32(crc(body), to: &bytes)
+        bytes.append(contentsOf: body)
+    }
+
+    static func crc(_ bytes: [UInt8]) -> UInt32 {
+        UInt32(bytes.withUnsafeBufferPointer { crc32(0, $0.baseAddress, uInt($0.count)) })
+    }
+
+    private static func appendUInt32(_ value: UInt32, to bytes: inout [UInt8]) {
+        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8((value >> UInt32(shift)) & 0xFF)) }
+    }
+
+    private static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+        (0..<4).reduce(UInt32(0)) { value, index in value | UInt32(bytes[offset + index]) << UInt32(index * 8) }
+    }
+}

@@ -1,0 +1,170 @@
+import APNs
+public import Relay
+import RelayJSON
+
+/// One row of `apns_audit`, built from a finished send.
+///
+/// The row's id and `recorded_at` are fixed when the record is made, so the
+/// same record written twice (a COPY whose acknowledgement was lost, then
+/// replayed from the spool) is the same primary key and lands once.
+public struct AuditRecord: Sendable, Hashable {
+    public var id: String
+    public var recordedAtNanoseconds: UInt64
+    public var startedAtNanoseconds: UInt64
+    public var finishedAtNanoseconds: UInt64
+    public var apnsID: String
+    public var apnsUniqueID: String?
+    public var traceID: String?
+    public var app: String
+    public var environment: String
+    public var operation: String
+    public var pushType: String?
+    public var priority: Int?
+    public var topic: String?
+    public var tokenFingerprint: String?
+    public var channelID: String?
+    public var snapshotID: String?
+    public var surfaceID: String?
+    public var outcome: String
+    public var status: Int?
+    public var reason: String?
+    public var errorType: String?
+    public var trapIDs: [String]
+    public var attempts: Int
+    public var retried: Bool
+    public var latencyMilliseconds: Double
+    /// `[{"status":…,"reason":…,"duration_ms":…}, …]`
+    public var attemptLog: String
+    public var payloadBytes: Int
+    public var caller: String?
+    public var relayInstance: String
+
+    /// The table's columns in COPY order.
+    public static let columns = [
+        "id", "recorded_at", "started_at", "finished_at", "apns_id", "apns_unique_id", "trace_id", "app",
+        "environment", "operation", "push_type", "priority", "topic", "token_fingerprint", "channel_id", "snapshot_id",
+        "surface_id", "outcome", "status", "reason", "error_type", "trap_ids", "attempts", "retried", "latency_ms",
+        "attempt_log", "payload_bytes", "caller", "relay_instance",
+    ]
+
+    public init(event: SendEvent, relayInstance: String) {
+        id = APNsID.random().value
+        recordedAtNanoseconds = event.finishedAt
+        startedAtNanoseconds = event.startedAt
+        finishedAtNanoseconds = event.finishedAt
+        apnsID = event.send.apnsID.value
+        apnsUniqueID = event.apnsUniqueID
+        traceID = event.send.traceID
+        app = event.send.app
+        environment = event.send.environment.rawValue
+        operation = event.send.operation.rawValue
+        pushType = event.send.pushType?.rawValue
+        priority = event.send.priority?.rawValue
+        topic = event.send.topic
+        tokenFingerprint = event.send.tokenFingerprint
+        channelID = event.send.channelID
+        snapshotID = event.send.snapshotID
+        surfaceID = event.send.surfaceID
+        outcome = event.outcome.rawValue
+        status = event.status
+        reason = event.reason
+        errorType = event.errorType
+        trapIDs = event.trapHits.map(\.rawValue)
+        attempts = event.attempts
+        retried = event.retried
+        latencyMilliseconds = event.latencySeconds * 1000
+        attemptLog = JSONValue.array(event.attemptLog.map { attempt in
+            var entry = JSONObject()
+            entry["status"] = attempt.status.map { .integer(Int64($0)) } ?? .null
+            entry["reason"] = attempt.reason.map { .string($0) } ?? .null
+            entry["duration_ms"] = .double((attempt.durationSeconds * 1000 * 1000).rounded() / 1000)
+            return .object(entry)
+        }).encodedString()
+        payloadBytes = event.send.payloadBytes
+        caller = event.send.caller
+        self.relayInstance = relayInstance
+    }
+
+    /// The row as one line of `COPY … FROM STDIN` text format.
+    public func copyLine() -> [UInt8] {
+        var line: [UInt8] = []
+        line.reserveCapacity(512)
+        let fields: [String?] = [
+            id, CopyText.timestamp(recordedAtNanoseconds), CopyText.timestamp(startedAtNanoseconds),
+            CopyText.timestamp(finishedAtNanoseconds), apnsID, apnsUniqueID, traceID, app, environment, operation,
+            pushType, priority.map(String.init), topic, tokenFingerprint, channelID, snapshotID, surfaceID, outcome,
+            status.map(String.init), reason, errorType, CopyText.array(trapIDs), String(attempts),
+            retried ? "t" : "f", String(latencyMilliseconds), attemptLog, String(payloadBytes), caller, relayInstance,
+        ]
+        CopyText.appendLine(fields, to: &line)
+        return line
+    }
+}
+
+/// One upsert into `apns_dead_tokens`.
+public struct DeadTokenRecord: Sendable, Hashable {
+    public var app: String
+    public var environment: String
+    public var token: String
+    public var fingerprint: String
+    public var reason: String
+    public var apnsTimestampMilliseconds: Int64?
+    public var seenAtNanoseconds: UInt64
+
+    public static let columns = ["app", "environment", "token", "token_fingerprint", "reason", "apns_timestamp", "first_seen", "last_seen"]
+
+    public init?(event: SendEvent) {
+        guard let dead = event.deadToken else { return nil }
+        app = event.send.app
+        environment = event.send.environment.rawValue
+        token = dead.token
+        fingerprint = dead.fingerprint
+        reason = dead.reason
+        apnsTimestampMilliseconds = dead.apnsTimestampMilliseconds
+        seenAtNanoseconds = event.finishedAt
+    }
+
+    public func copyLine() -> [UInt8] {
+        var line: [UInt8] = []
+        let seen = CopyText.timestamp(seenAtNanoseconds)
+        CopyText.appendLine(
+            [app, environment, token, fingerprint, reason,
+             apnsTimestampMilliseconds.map { CopyText.timestamp(UInt64(max(0, $0)) * 1_000_000) }, seen, seen],
+            to: &line)
+        return line
+    }
+}
+
+/// PostgreSQL COPY text format.
+enum CopyText {
+    static func appendLine(_ fields: [String?], to line: inout [UInt8]) {
+        for (index, field) in fields.enumerated() {
+            if index > 0 { line.append(0x09) }
+            guard let field else {
+                line.append(contentsOf: [0x5C, UInt8(ascii: "N")])
+                continue
+            }
+            for byte in field.utf8 {
+                switch byte {
+                case 0x5C: line.append(contentsOf: [0x5C, 0x5C])
+                case 0x0A: line.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+                case 0x0D: line.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+                case 0x09: line.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+                default: line.append(byte)
+                }
+            }
+        }
+        line.append(0x0A)
+    }
+
+    static func timestamp(_ nanoseconds: UInt64) -> String {
+        UnixTime.rfc3339(nanoseconds: nanoseconds)
+    }
+
+    /// A text[] literal: every element double-quoted, `"` and `\` escaped.
+    static func array(_ values: [String]) -> String {
+        "{" + values.map { value in
+            "\"" + value.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\""
+        }.joined(separator: ",") + "}"
+    }
+}

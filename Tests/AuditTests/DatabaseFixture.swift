@@ -1,0 +1,47 @@
+@testable import Audit
+import Foundation
+import Testing
+
+/// The Postgres that scripts/test started, and a fresh database per test so
+/// tests running in parallel never see each other's rows.
+struct TestDatabase {
+    let name: String
+    let conninfo: String
+    private let adminConninfo: String
+
+    static var serverURL: String? { ProcessInfo.processInfo.environment["APNS_RELAY_TEST_DATABASE_URL"] }
+
+    /// Fails with a clear message when the test database is not configured.
+    init() throws {
+        guard let url = Self.serverURL, !url.isEmpty else {
+            Issue.record("APNS_RELAY_TEST_DATABASE_URL is not set: run the tests with scripts/test, which starts Postgres")
+            throw SkipDatabase()
+        }
+        adminConninfo = url
+        name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+        let admin = try PostgresConnection(conninfo: url)
+        try admin.execute("CREATE DATABASE \(name)")
+        conninfo = Self.replacingDatabase(in: url, with: name)
+    }
+
+    /// Connects to this test's database.
+    func connect() throws -> PostgresConnection { try PostgresConnection(conninfo: conninfo) }
+
+    func drop() {
+        guard let admin = try? PostgresConnection(conninfo: adminConninfo) else { return }
+        _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+    }
+
+    static func replacingDatabase(in url: String, with database: String) -> String {
+        guard let slash = url.lastIndex(of: "/") else { return url }
+        let query = url[slash...].firstIndex(of: "?").map { String(url[$0...]) } ?? ""
+        return String(url[...slash]) + database + query
+    }
+
+    /// Scalar query helper.
+    func scalar(_ sql: String) throws -> String? {
+        try connect().execute(sql).rows.first?.first ?? nil
+    }
+}
+
+struct SkipDatabase: Error {}
