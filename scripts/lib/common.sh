@@ -13,8 +13,8 @@ DEBIAN_PACKAGES=(
 )
 
 # Python packages the tests use as independent implementations.
-PYTHON_PACKAGES=(cryptography jsonschema PyYAML)
-PYTHON_MODULES=(cryptography jsonschema yaml)
+PYTHON_PACKAGES=(cryptography jsonschema rfc3339-validator PyYAML)
+PYTHON_MODULES=(cryptography jsonschema rfc3339_validator yaml)
 
 install_test_dependencies() {
     local missing=()

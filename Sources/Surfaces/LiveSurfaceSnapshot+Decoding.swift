@@ -1,0 +1,148 @@
+public import RelayJSON
+
+extension LiveSurfaceSnapshot {
+    /// The top-level fields every kind carries.
+    static let baseKeys: Set<String> = ["schemaVersion", "id", "surfaceId", "kind", "updatedAt", "state"]
+
+    /// Parses and validates a snapshot from JSON bytes.
+    public init(parsing bytes: some Collection<UInt8>) throws(SnapshotValidationError) {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(bytes)
+        } catch {
+            throw .notJSON(error)
+        }
+        try self.init(json: value)
+    }
+
+    /// Validates a parsed JSON value against the contract. Every problem is
+    /// reported, each at its path; nothing is guessed or defaulted.
+    public init(json: JSONValue) throws(SnapshotValidationError) {
+        var reader = SnapshotReader()
+        guard let root = json.objectValue else {
+            throw SnapshotValidationError(issues: [.init(path: .root, rule: "type", message: "$ must be a JSON object (got \(json.typeName))")])
+        }
+        let path = JSONPath.root
+
+        let kindText = reader.string(root, "kind", at: path, required: true, allowed: SurfaceKind.allCases.map(\.rawValue))
+        let kind = kindText.flatMap(SurfaceKind.init(rawValue:))
+        // Every reference fixture carries a "$schema" annotation for editors;
+        // the JSON Schema's additionalProperties would reject it, so the
+        // relay accepts it at the top level only (and ignores it).
+        var allowed = Self.baseKeys.union(["$schema"])
+        if let kind { allowed.insert(kind.rawValue) } else { allowed.formUnion(SurfaceKind.allCases.map(\.rawValue)) }
+        reader.rejectUnknownKeys(root, allowed: allowed, at: path)
+        if let annotation = root["$schema"], annotation.stringValue == nil {
+            reader.fail(path.appending("$schema"), "type", "must be a string (got \(annotation.typeName))")
+        }
+
+        if let version = root["schemaVersion"] {
+            if version.stringValue == nil {
+                reader.fail(path.appending("schemaVersion"), "type", "must be a string (got \(version.typeName))")
+            } else if version.stringValue != Self.schemaVersion {
+                reader.fail(path.appending("schemaVersion"), "const", "must be \"5\" (got \"\(version.stringValue!)\"); migrate the producer to contract v5")
+            }
+        } else {
+            reader.fail(path.appending("schemaVersion"), "required", "is required")
+        }
+        let id = reader.string(root, "id", at: path, required: true, minLength: 1)
+        let surfaceID = reader.string(root, "surfaceId", at: path, required: true, minLength: 1)
+        let state = reader.string(root, "state", at: path, required: true, allowed: SurfaceState.allCases.map(\.rawValue))
+        var updatedSeconds: Double?
+        let updatedAt = reader.string(root, "updatedAt", at: path, required: true)
+        if let updatedAt {
+            updatedSeconds = RFC3339Timestamp.parse(updatedAt)
+            if updatedSeconds == nil {
+                reader.fail(path.appending("updatedAt"), "format", "must be an RFC 3339 date-time like 2026-05-12T18:30:00Z (got \"\(updatedAt)\")")
+            }
+        }
+
+        var slice: Slice?
+        if let kind, let object = reader.object(root, kind.rawValue, at: path) {
+            slice = Self.readSlice(kind, object, at: path.appending(kind.rawValue), &reader)
+        }
+
+        guard reader.issues.isEmpty, let id, let surfaceID, let updatedAt, let updatedSeconds,
+              let state = state.flatMap(SurfaceState.init(rawValue:)), let slice
+        else { throw SnapshotValidationError(issues: reader.issues) }
+        self.init(id: id, surfaceID: surfaceID, updatedAt: updatedAt, updatedAtSeconds: updatedSeconds, state: state, slice: slice)
+    }
+
+    private static func readSlice(_ kind: SurfaceKind, _ object: JSONObject, at path: JSONPath, _ reader: inout SnapshotReader) -> Slice? {
+        func keys(_ names: String...) { reader.rejectUnknownKeys(object, allowed: Set(names), at: path) }
+        func enumValue<E: RawRepresentable & CaseIterable>(_ type: E.Type, _ key: String, required: Bool) -> E? where E.RawValue == String {
+            reader.string(object, key, at: path, required: required, allowed: E.allCases.map(\.rawValue)).flatMap(E.init(rawValue:))
+        }
+        let unit = 0.0...1.0
+        let issuesBefore = reader.issues.count
+
+        switch kind {
+        case .liveActivity:
+            keys("title", "body", "progress", "deepLink", "modeLabel", "contextLabel", "statusLine", "actionLabel", "stage", "estimatedSeconds", "morePartsCount")
+            let slice = LiveActivitySlice(
+                title: reader.string(object, "title", at: path, required: true, minLength: 1) ?? "",
+                body: reader.string(object, "body", at: path, required: true) ?? "",
+                progress: reader.number(object, "progress", at: path, required: true, range: unit) ?? 0,
+                deepLink: reader.deepLink(object, at: path) ?? "",
+                modeLabel: reader.string(object, "modeLabel", at: path, required: true, minLength: 1) ?? "",
+                contextLabel: reader.string(object, "contextLabel", at: path, required: false),
+                statusLine: reader.string(object, "statusLine", at: path, required: false),
+                actionLabel: reader.string(object, "actionLabel", at: path, required: false, minLength: 1),
+                stage: enumValue(LiveActivitySlice.Stage.self, "stage", required: true) ?? .prompted,
+                estimatedSeconds: reader.integer(object, "estimatedSeconds", at: path, required: false),
+                morePartsCount: reader.integer(object, "morePartsCount", at: path, required: false))
+            return reader.issues.count == issuesBefore ? .liveActivity(slice) : nil
+        case .widget:
+            keys("title", "body", "progress", "deepLink", "family", "reloadPolicy")
+            let slice = WidgetSlice(
+                title: reader.string(object, "title", at: path, required: true, minLength: 1) ?? "",
+                body: reader.string(object, "body", at: path, required: true) ?? "",
+                progress: reader.number(object, "progress", at: path, required: true, range: unit) ?? 0,
+                deepLink: reader.deepLink(object, at: path) ?? "",
+                family: enumValue(WidgetSlice.Family.self, "family", required: false),
+                reloadPolicy: enumValue(WidgetSlice.ReloadPolicy.self, "reloadPolicy", required: false))
+            return reader.issues.count == issuesBefore ? .widget(slice) : nil
+        case .control:
+            keys("label", "deepLink", "controlKind", "state", "intent")
+            let slice = ControlSlice(
+                label: reader.string(object, "label", at: path, required: true, minLength: 1) ?? "",
+                deepLink: reader.deepLink(object, at: path) ?? "",
+                controlKind: enumValue(ControlSlice.Kind.self, "controlKind", required: true) ?? .button,
+                state: reader.bool(object, "state", at: path, required: false),
+                intent: reader.string(object, "intent", at: path, required: false))
+            return reader.issues.count == issuesBefore ? .control(slice) : nil
+        case .notification:
+            keys("title", "subtitle", "body", "deepLink", "category", "threadId", "interruptionLevel", "relevanceScore", "targetContentId")
+            let slice = NotificationSlice(
+                title: reader.string(object, "title", at: path, required: true, minLength: 1) ?? "",
+                subtitle: reader.string(object, "subtitle", at: path, required: false, minLength: 1),
+                body: reader.string(object, "body", at: path, required: true) ?? "",
+                deepLink: reader.deepLink(object, at: path) ?? "",
+                category: reader.string(object, "category", at: path, required: false, allowed: ["surface-update"]),
+                threadID: reader.string(object, "threadId", at: path, required: false, minLength: 1),
+                interruptionLevel: enumValue(NotificationSlice.InterruptionLevel.self, "interruptionLevel", required: false),
+                relevanceScore: reader.number(object, "relevanceScore", at: path, required: false, range: unit),
+                targetContentID: reader.string(object, "targetContentId", at: path, required: false, minLength: 1))
+            return reader.issues.count == issuesBefore ? .notification(slice) : nil
+        case .lockAccessory:
+            keys("title", "deepLink", "family", "gaugeValue", "shortText")
+            let slice = LockAccessorySlice(
+                title: reader.string(object, "title", at: path, required: true, minLength: 1) ?? "",
+                deepLink: reader.deepLink(object, at: path) ?? "",
+                family: enumValue(LockAccessorySlice.Family.self, "family", required: true) ?? .accessoryInline,
+                gaugeValue: reader.number(object, "gaugeValue", at: path, required: false, range: unit),
+                shortText: reader.string(object, "shortText", at: path, required: false, maxLength: 20))
+            return reader.issues.count == issuesBefore ? .lockAccessory(slice) : nil
+        case .standby:
+            keys("title", "body", "progress", "deepLink", "presentation", "tint")
+            let slice = StandbySlice(
+                title: reader.string(object, "title", at: path, required: true, minLength: 1) ?? "",
+                body: reader.string(object, "body", at: path, required: true) ?? "",
+                progress: reader.number(object, "progress", at: path, required: true, range: unit) ?? 0,
+                deepLink: reader.deepLink(object, at: path) ?? "",
+                presentation: enumValue(StandbySlice.Presentation.self, "presentation", required: true) ?? .card,
+                tint: enumValue(StandbySlice.Tint.self, "tint", required: false))
+            return reader.issues.count == issuesBefore ? .standby(slice) : nil
+        }
+    }
+}

@@ -1,0 +1,75 @@
+public import RelayJSON
+
+/// Projections from a snapshot to what APNs and ActivityKit consume. Each is
+/// gated on kind: projecting the wrong kind is an MS008 error, never a guess.
+extension LiveSurfaceSnapshot {
+    /// Throws unless the snapshot's kind is one of `allowed`, naming the operation.
+    public func requireKind(_ allowed: Set<SurfaceKind>, for operation: String) throws(SnapshotValidationError) {
+        guard !allowed.contains(kind) else { return }
+        let names = allowed.map(\.rawValue).sorted().joined(separator: " or ")
+        throw SnapshotValidationError(issues: [.init(
+            path: JSONPath.root.appending("kind"), rule: "kind",
+            message: "$.kind is \"\(kind.rawValue)\" but \(operation) needs a \(names) snapshot")])
+    }
+
+    /// The ActivityKit content-state: `{headline, subhead, progress, stage}`,
+    /// the JSON keys the widget's `Codable` ContentState decodes.
+    public func liveActivityContentState() throws(SnapshotValidationError) -> JSONValue {
+        try requireKind([.liveActivity], for: "a Live Activity content state")
+        let slice = liveActivity!
+        return [
+            "headline": .string(slice.title),
+            "subhead": .string(slice.body),
+            "progress": Self.number(slice.progress),
+            "stage": .string(slice.stage.rawValue),
+        ]
+    }
+
+    /// The static attributes a remote start needs by default: `{surfaceId, modeLabel}`.
+    public func liveActivityAttributes() throws(SnapshotValidationError) -> JSONValue {
+        try requireKind([.liveActivity], for: "Live Activity attributes")
+        return ["surfaceId": .string(surfaceID), "modeLabel": .string(liveActivity!.modeLabel)]
+    }
+
+    /// An alert push from a Live Activity snapshot, for users without the
+    /// activity: `aps.alert` title and body, the default sound, and a
+    /// `liveSurface` sidecar (`kind: surface_snapshot`) the app can route on.
+    public func alertPayload() throws(SnapshotValidationError) -> JSONValue {
+        try requireKind([.liveActivity], for: "an alert")
+        let slice = liveActivity!
+        return [
+            "aps": ["alert": ["title": .string(slice.title), "body": .string(slice.body)], "sound": "default"],
+            "liveSurface": sidecar(kind: "surface_snapshot", deepLink: slice.deepLink),
+        ]
+    }
+
+    /// A notification push from a notification snapshot: `aps.alert` (title,
+    /// subtitle when set, body), sound, category, `thread-id`,
+    /// `interruption-level` in Apple's spelling (`time-sensitive`),
+    /// `relevance-score`, `target-content-id`, and a `liveSurface` sidecar
+    /// (`kind: surface_notification`).
+    public func notificationPayload() throws(SnapshotValidationError) -> JSONValue {
+        try requireKind([.notification], for: "a notification")
+        let slice = notification!
+        var alert = JSONObject()
+        alert["title"] = .string(slice.title)
+        if let subtitle = slice.subtitle { alert["subtitle"] = .string(subtitle) }
+        alert["body"] = .string(slice.body)
+        var aps = JSONObject()
+        aps["alert"] = .object(alert)
+        aps["sound"] = "default"
+        if let category = slice.category { aps["category"] = .string(category) }
+        if let thread = slice.threadID { aps["thread-id"] = .string(thread) }
+        if let level = slice.interruptionLevel { aps["interruption-level"] = .string(level.wireValue) }
+        if let score = slice.relevanceScore { aps["relevance-score"] = Self.number(score) }
+        if let target = slice.targetContentID { aps["target-content-id"] = .string(target) }
+        return ["aps": .object(aps), "liveSurface": sidecar(kind: "surface_notification", deepLink: slice.deepLink)]
+    }
+
+    private func sidecar(kind: String, deepLink: String) -> JSONValue {
+        [
+            "kind": .string(kind), "snapshotId": .string(id), "surfaceId": .string(surfaceID),
+            "state": .string(state.rawValue), "deepLink": .string(deepLink),
+        ]
+    }
+}

@@ -1,0 +1,151 @@
+import RelayJSON
+
+/// Reads fields out of a JSON object while collecting every contract
+/// violation, so one pass reports all of them with their paths.
+struct SnapshotReader {
+    var issues: [SnapshotValidationError.Issue] = []
+
+    mutating func fail(_ path: JSONPath, _ rule: String, _ message: String) {
+        issues.append(.init(path: path, rule: rule, message: "\(path) \(message)"))
+    }
+
+    /// The value at `key` as an object, or nil (with an issue) when it is not one.
+    mutating func object(_ parent: JSONObject, _ key: String, at path: JSONPath, required: Bool = true) -> JSONObject? {
+        let path = path.appending(key)
+        guard let value = parent[key] else {
+            if required { fail(path, "required", "is required") }
+            return nil
+        }
+        guard let object = value.objectValue else {
+            fail(path, "type", "must be an object (got \(value.typeName))")
+            return nil
+        }
+        return object
+    }
+
+    /// Reports every key of `object` not in `allowed`.
+    mutating func rejectUnknownKeys(_ object: JSONObject, allowed: Set<String>, at path: JSONPath) {
+        for key in object.keys where !allowed.contains(key) {
+            fail(path.appending(key), "additionalProperties", "is not a field of this object (allowed: \(allowed.sorted().joined(separator: ", ")))")
+        }
+    }
+
+    mutating func string(
+        _ object: JSONObject, _ key: String, at path: JSONPath, required: Bool, minLength: Int? = nil,
+        maxLength: Int? = nil, allowed: [String]? = nil
+    ) -> String? {
+        let path = path.appending(key)
+        guard let value = object[key] else {
+            if required { fail(path, "required", "is required") }
+            return nil
+        }
+        guard let text = value.stringValue else {
+            fail(path, "type", "must be a string (got \(value.typeName))")
+            return nil
+        }
+        // JSON Schema counts characters as Unicode code points.
+        let length = text.unicodeScalars.count
+        if let minLength, length < minLength {
+            fail(path, "minLength", minLength == 1 ? "must not be empty" : "must be at least \(minLength) characters")
+            return nil
+        }
+        if let maxLength, length > maxLength {
+            fail(path, "maxLength", "must be at most \(maxLength) characters (is \(length))")
+            return nil
+        }
+        if let allowed, !allowed.contains(text) {
+            fail(path, "enum", "must be one of \(allowed.map { "\"\($0)\"" }.joined(separator: ", ")) (got \"\(text)\")")
+            return nil
+        }
+        return text
+    }
+
+    mutating func deepLink(_ object: JSONObject, at path: JSONPath) -> String? {
+        guard let link = string(object, "deepLink", at: path, required: true) else { return nil }
+        guard Self.hasURLScheme(link) else {
+            fail(path.appending("deepLink"), "pattern", "must start with a lowercase URL scheme and \"://\" (like myapp://surface/1)")
+            return nil
+        }
+        return link
+    }
+
+    /// `^[a-z][a-z0-9+\-.]*:\/\/`, matched at the start of the string.
+    static func hasURLScheme(_ text: String) -> Bool {
+        let scalars = Array(text.unicodeScalars)
+        guard let first = scalars.first, ("a"..."z").contains(first) else { return false }
+        var index = 1
+        while index < scalars.count {
+            let scalar = scalars[index]
+            if ("a"..."z").contains(scalar) || ("0"..."9").contains(scalar) || "+-.".unicodeScalars.contains(scalar) {
+                index += 1
+            } else {
+                break
+            }
+        }
+        return scalars.count >= index + 3 && scalars[index] == ":" && scalars[index + 1] == "/" && scalars[index + 2] == "/"
+    }
+
+    mutating func number(_ object: JSONObject, _ key: String, at path: JSONPath, required: Bool, range: ClosedRange<Double>) -> Double? {
+        let path = path.appending(key)
+        guard let value = object[key] else {
+            if required { fail(path, "required", "is required") }
+            return nil
+        }
+        guard let number = value.numberValue else {
+            fail(path, "type", "must be a number (got \(value.typeName))")
+            return nil
+        }
+        if number < range.lowerBound {
+            fail(path, "minimum", "must be at least \(Self.text(range.lowerBound)) (got \(Self.text(number)))")
+            return nil
+        }
+        if number > range.upperBound {
+            fail(path, "maximum", "must be at most \(Self.text(range.upperBound)) (got \(Self.text(number)))")
+            return nil
+        }
+        return number
+    }
+
+    /// Integers as JSON Schema sees them: `3` and `3.0` both count.
+    mutating func integer(_ object: JSONObject, _ key: String, at path: JSONPath, required: Bool) -> Int64? {
+        let path = path.appending(key)
+        guard let value = object[key] else {
+            if required { fail(path, "required", "is required") }
+            return nil
+        }
+        guard value.numberValue != nil else {
+            fail(path, "type", "must be an integer (got \(value.typeName))")
+            return nil
+        }
+        guard let integer = value.integerValue else {
+            fail(path, "type", "must be an integer (got a fraction)")
+            return nil
+        }
+        if integer < 0 {
+            fail(path, "minimum", "must be at least 0 (got \(integer))")
+            return nil
+        }
+        if integer > 9_007_199_254_740_991 {
+            fail(path, "maximum", "must be at most 9007199254740991 (got \(integer))")
+            return nil
+        }
+        return integer
+    }
+
+    mutating func bool(_ object: JSONObject, _ key: String, at path: JSONPath, required: Bool) -> Bool? {
+        let path = path.appending(key)
+        guard let value = object[key] else {
+            if required { fail(path, "required", "is required") }
+            return nil
+        }
+        guard let flag = value.boolValue else {
+            fail(path, "type", "must be a boolean (got \(value.typeName))")
+            return nil
+        }
+        return flag
+    }
+
+    static func text(_ number: Double) -> String {
+        number.rounded(.towardZero) == number && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+    }
+}
