@@ -1,3 +1,5 @@
+public import APNs
+
 /// Supplies the provider token (JWT) for a send and learns when APNs rejects it.
 public protocol AuthorizationProvider: Sendable {
     /// The token to send now, minted or re-minted when due.
@@ -24,4 +26,19 @@ public struct ProviderAuthorization: Sendable, Hashable, CustomStringConvertible
 
     public var description: String { "ProviderAuthorization(issuedAt: \(issuedAt), token: <redacted>)" }
     public var debugDescription: String { description }
+}
+
+
+/// The production provider: a JWT cache per (key, team). The authorization
+/// value maps back to the token it came from, so an invalidation names the
+/// exact token APNs rejected.
+extension ProviderTokenCache: AuthorizationProvider {
+    public func currentAuthorization() throws -> ProviderAuthorization {
+        let token = current()
+        return ProviderAuthorization(headerValue: token.authorizationHeaderValue, issuedAt: token.issuedAt)
+    }
+
+    public func invalidate(_ authorization: ProviderAuthorization) {
+        invalidate(authorizationHeaderValue: authorization.headerValue)
+    }
 }

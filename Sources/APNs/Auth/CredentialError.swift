@@ -1,0 +1,75 @@
+/// An app's APNs credentials are missing or unusable. Raised at start-up, so
+/// a misconfigured app never reaches its first send.
+public struct CredentialError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Stable identifier of what is wrong.
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// A required setting is absent or empty (MS028).
+        public static let missing = Code(rawValue: "MissingApnsConfig")
+        /// Key id or team id is not 10 letters and digits.
+        public static let malformedIdentifier = Code(rawValue: "MalformedIdentifier")
+        public static let keyFileMissing = Code(rawValue: "KeyFileMissing")
+        public static let keyFileUnreadable = Code(rawValue: "KeyFileUnreadable")
+        /// The key file can be read by group or others.
+        public static let keyFileTooOpen = Code(rawValue: "KeyFileTooOpen")
+        /// Not a PKCS#8 PEM private key.
+        public static let notPKCS8 = Code(rawValue: "KeyNotPKCS8")
+        /// Not an EC key on P-256 (ES256 needs P-256).
+        public static let wrongKeyType = Code(rawValue: "KeyNotP256")
+    }
+
+    public var code: Code
+    /// The configuration field at fault (`keyId`, `keyPath`…).
+    public var field: String
+    /// Names the field and the rule; never contains key material.
+    public var message: String
+    public var trapID: TrapID?
+
+    public init(_ code: Code, field: String, message: String, trapID: TrapID? = nil) {
+        self.code = code
+        self.field = field
+        self.message = message
+        self.trapID = trapID
+    }
+
+    public var description: String { "\(code): \(message)" + (trapID.map { " [\($0)]" } ?? "") }
+}
+
+/// The provider credentials of one app: who signs (team, key) and with what.
+public struct ProviderCredentials: Sendable {
+    public let keyID: String
+    public let teamID: String
+    public let key: SigningKey
+
+    /// Checks key id and team id (10 letters or digits each) around an already loaded key.
+    public init(keyID: String, teamID: String, key: SigningKey) throws(CredentialError) {
+        try Self.checkIdentifier(keyID, field: "keyId")
+        try Self.checkIdentifier(teamID, field: "teamId")
+        self.keyID = keyID
+        self.teamID = teamID
+        self.key = key
+    }
+
+    /// Loads credentials from configuration values; every missing value is
+    /// MS028, and the key file is checked before it is read.
+    public init(keyID: String?, teamID: String?, keyPath: String?) throws(CredentialError) {
+        for (name, value) in [("keyId", keyID), ("teamId", teamID), ("keyPath", keyPath)] where (value ?? "").isEmpty {
+            throw CredentialError(.missing, field: name, message: "\(name) is required to sign provider tokens", trapID: .missingConfiguration)
+        }
+        try self.init(keyID: keyID!, teamID: teamID!, key: SigningKey(contentsOfFile: keyPath!))
+    }
+
+    static func checkIdentifier(_ value: String, field: String) throws(CredentialError) {
+        if value.isEmpty {
+            throw CredentialError(.missing, field: field, message: "\(field) is required to sign provider tokens", trapID: .missingConfiguration)
+        }
+        guard value.utf8.count == 10, value.utf8.allSatisfy(\.isASCIIAlphanumeric) else {
+            throw CredentialError(
+                .malformedIdentifier, field: field,
+                message: "\(field) must be the 10-character identifier from the developer portal (letters and digits; got \(value.utf8.count) characters)")
+        }
+    }
+}

@@ -1,0 +1,125 @@
+internal import COpenSSL
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Owns the OpenSSL EVP_PKEY of a signing key.
+final class PrivateKeyHandle: @unchecked Sendable {
+    // The EVP_PKEY is never mutated after init; OpenSSL 3 allows concurrent
+    // signing with one key as long as each call uses its own EVP_MD_CTX.
+    private let key: OpaquePointer
+
+    init(pem: [UInt8], field: String) throws(CredentialError) {
+        guard let bio = pem.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else {
+            throw CredentialError(.notPKCS8, field: field, message: "\(field) could not be read into OpenSSL")
+        }
+        defer { BIO_free(bio) }
+        guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+            ERR_clear_error()
+            throw CredentialError(.notPKCS8, field: field, message: "\(field) is not a readable PKCS#8 private key")
+        }
+        let type = apns_relay_evp_pkey_id(key)
+        guard type == EVP_PKEY_EC else {
+            EVP_PKEY_free(key)
+            let name = type == EVP_PKEY_RSA ? "an RSA key" : type == EVP_PKEY_ED25519 ? "an Ed25519 key" : "a non-EC key"
+            throw CredentialError(.wrongKeyType, field: field, message: "\(field) holds \(name); APNs needs an EC P-256 key (ES256)")
+        }
+        var group = [CChar](repeating: 0, count: 64)
+        let curve = apns_relay_evp_pkey_ec_group_name(key, &group, group.count) == 1
+            ? String(decoding: group.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
+        guard curve == "prime256v1" else {
+            EVP_PKEY_free(key)
+            throw CredentialError(.wrongKeyType, field: field, message: "\(field) holds an EC key on \(curve); APNs needs P-256 (prime256v1)")
+        }
+        self.key = key
+    }
+
+    deinit { EVP_PKEY_free(key) }
+
+    func sign(_ message: [UInt8]) -> [UInt8] {
+        guard let context = EVP_MD_CTX_new() else { fatalError("OpenSSL could not allocate a digest context") }
+        defer { EVP_MD_CTX_free(context) }
+        precondition(EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1, "EVP_DigestSignInit failed")
+        var length = 0
+        var der = [UInt8](repeating: 0, count: 80)
+        length = der.count
+        let status = message.withUnsafeBufferPointer { input in
+            EVP_DigestSign(context, &der, &length, input.baseAddress, input.count)
+        }
+        precondition(status == 1, "ES256 signing failed")
+        return Self.joseSignature(der: Array(der.prefix(length)))
+    }
+
+    /// DER ECDSA-Sig-Value to JOSE R‖S.
+    private static func joseSignature(der: [UInt8]) -> [UInt8] {
+        let signature = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+            var pointer = buffer.baseAddress
+            return d2i_ECDSA_SIG(nil, &pointer, buffer.count)
+        }
+        guard let signature else { fatalError("OpenSSL produced an unreadable ECDSA signature") }
+        defer { ECDSA_SIG_free(signature) }
+        var r: OpaquePointer?
+        var s: OpaquePointer?
+        ECDSA_SIG_get0(signature, &r, &s)
+        var output = [UInt8](repeating: 0, count: 64)
+        output.withUnsafeMutableBufferPointer { buffer in
+            _ = BN_bn2binpad(r, buffer.baseAddress, 32)
+            _ = BN_bn2binpad(s, buffer.baseAddress! + 32, 32)
+        }
+        return output
+    }
+
+    func publicKeyPEM() -> String {
+        guard let bio = BIO_new(BIO_s_mem()) else { return "" }
+        defer { BIO_free(bio) }
+        guard PEM_write_bio_PUBKEY(bio, key) == 1 else { return "" }
+        var data: UnsafeMutablePointer<CChar>?
+        let length = apns_relay_bio_get_mem_data(bio, &data)
+        guard length > 0, let data else { return "" }
+        return String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+    }
+
+    func publicKeyDER() -> [UInt8] {
+        var output: UnsafeMutablePointer<UInt8>?
+        let length = i2d_PUBKEY(key, &output)
+        guard length > 0, let output else { return [] }
+        defer { apns_relay_openssl_free(output) }
+        return Array(UnsafeBufferPointer(start: output, count: Int(length)))
+    }
+}
+
+extension SigningKey {
+    /// Reads a key file, refusing one that is missing, a directory, or
+    /// readable by group or others (a leaked .p8 can push to every app of the team).
+    static func readProtectedFile(_ path: String) throws(CredentialError) -> [UInt8] {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw CredentialError(.keyFileMissing, field: "keyPath", message: "keyPath \(path) does not exist (\(String(cString: strerror(errno))))")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw CredentialError(.keyFileUnreadable, field: "keyPath", message: "keyPath \(path) is not a regular file")
+        }
+        let permissions = info.st_mode & 0o777
+        guard permissions & 0o077 == 0 else {
+            throw CredentialError(
+                .keyFileTooOpen, field: "keyPath",
+                message: "keyPath \(path) is readable by group or others (mode \(String(permissions, radix: 8))); run chmod 600 \(path)")
+        }
+        guard let file = fopen(path, "rb") else {
+            throw CredentialError(.keyFileUnreadable, field: "keyPath", message: "keyPath \(path) cannot be read (\(String(cString: strerror(errno))))")
+        }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = fread(&chunk, 1, chunk.count, file)
+            if count > 0 { bytes.append(contentsOf: chunk[0..<count]) }
+            if count < chunk.count { break }
+            if bytes.count > 64 * 1024 {
+                throw CredentialError(.notPKCS8, field: "keyPath", message: "keyPath \(path) is far larger than a .p8 key")
+            }
+        }
+        return bytes
+    }
+}
