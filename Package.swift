@@ -52,6 +52,10 @@ let package = Package(
         .target(name: "Surfaces", dependencies: ["RelayJSON"], swiftSettings: strictSwift),
         .target(name: "APNs", dependencies: ["RelayJSON", "COpenSSL"], swiftSettings: strictSwift),
 
+        // MARK: HTTP/2 transport (knows nothing about APNs)
+
+        .target(name: "HTTP2", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: strictSwift),
+
         // MARK: The send pipeline
 
         .target(
@@ -133,6 +137,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AuditTests", dependencies: ["Audit", "Relay", "APNs", "RelayJSON"], swiftSettings: strictSwift),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "RelayJSON"], swiftSettings: strictSwift),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strictSwift),
         .testTarget(
             name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON", "TestSupport"],

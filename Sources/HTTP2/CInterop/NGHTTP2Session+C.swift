@@ -1,0 +1,218 @@
+internal import CNGHTTP2
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What a session reports from the frames it receives.
+protocol NGHTTP2SessionDelegate: AnyObject {
+    func sessionBeganHeaders(stream: Int32)
+    func sessionReceivedHeader(stream: Int32, name: String, value: String)
+    /// The peer ended its side of `stream` (END_STREAM on HEADERS or DATA).
+    func sessionStreamEnded(stream: Int32)
+    func sessionReceivedData(stream: Int32, bytes: UnsafeRawBufferPointer)
+    func sessionStreamClosed(stream: Int32, errorCode: UInt32)
+    func sessionReceivedGoAway(lastStream: Int32, errorCode: UInt32)
+    func sessionReceivedPingAck()
+    /// The peer's SETTINGS (not an ACK) arrived: its limits are now known.
+    func sessionReceivedSettings()
+}
+
+/// Owns an nghttp2_session driven by memory buffers (our thread does the I/O).
+final class NGHTTP2Session {
+    private var session: OpaquePointer?
+    private weak var delegate: (any NGHTTP2SessionDelegate)?
+    /// Outgoing bodies by stream, with how much has been sent.
+    fileprivate var bodies: [Int32: (bytes: [UInt8], offset: Int)] = [:]
+
+    static let refusedStream = NGHTTP2_REFUSED_STREAM.rawValue
+    static let noError = NGHTTP2_NO_ERROR.rawValue
+    static let cancel = NGHTTP2_CANCEL.rawValue
+
+    init(client: Bool, delegate: any NGHTTP2SessionDelegate, maxConcurrentStreams: UInt32?) throws(HTTP2Error) {
+        self.delegate = delegate
+        var callbacks: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&callbacks) == 0 else { throw HTTP2Error(.proto, "nghttp2 callbacks") }
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, onBeginHeaders)
+        nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeader)
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrameReceived)
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunk)
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        var session: OpaquePointer?
+        let status = client
+            ? nghttp2_session_client_new(&session, callbacks, context)
+            : nghttp2_session_server_new(&session, callbacks, context)
+        guard status == 0, let session else { throw HTTP2Error(.proto, "nghttp2 session: \(status)") }
+        self.session = session
+
+        var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0)]
+        if let maxConcurrentStreams {
+            settings.append(nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: maxConcurrentStreams))
+        }
+        if !client { settings.removeFirst() }  // ENABLE_PUSH is a client setting
+        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+    }
+
+    deinit { nghttp2_session_del(session) }
+
+    /// Feeds received bytes; throws when the peer broke the protocol.
+    func receive(_ buffer: [UInt8], count: Int) throws(HTTP2Error) {
+        let consumed = buffer.withUnsafeBufferPointer { nghttp2_session_mem_recv(session, $0.baseAddress, count) }
+        if consumed < 0 { throw HTTP2Error(.proto, String(cString: nghttp2_strerror(Int32(consumed)))) }
+    }
+
+    /// Everything nghttp2 wants to send now, appended to `output`.
+    func collectOutput(into output: inout [UInt8]) throws(HTTP2Error) {
+        while true {
+            var data: UnsafePointer<UInt8>?
+            let count = nghttp2_session_mem_send(session, &data)
+            if count < 0 { throw HTTP2Error(.proto, String(cString: nghttp2_strerror(Int32(count)))) }
+            guard count > 0, let data else { return }
+            output.append(contentsOf: UnsafeBufferPointer(start: data, count: count))
+        }
+    }
+
+    var wantsRead: Bool { nghttp2_session_want_read(session) != 0 }
+    var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
+
+    /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS (unlimited until it says).
+    var remoteMaxConcurrentStreams: UInt32 {
+        nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+    }
+
+    /// Submits a request; returns its stream id.
+    func submitRequest(headers: [(String, String)], body: [UInt8]) throws(HTTP2Error) -> Int32 {
+        let stream = withHeaderBlock(headers) { nva, count in
+            body.isEmpty
+                ? nghttp2_submit_request(session, nil, nva, count, nil, nil)
+                : withDataProvider { provider in nghttp2_submit_request(session, nil, nva, count, provider, nil) }
+        }
+        guard stream > 0 else { throw HTTP2Error(.proto, "cannot submit request: \(String(cString: nghttp2_strerror(stream)))") }
+        if !body.isEmpty { bodies[stream] = (body, 0) }
+        return stream
+    }
+
+    /// Submits a response on `stream`.
+    func submitResponse(stream: Int32, headers: [(String, String)], body: [UInt8]) {
+        let status = withHeaderBlock(headers) { nva, count in
+            body.isEmpty
+                ? nghttp2_submit_response(session, stream, nva, count, nil)
+                : withDataProvider { provider in nghttp2_submit_response(session, stream, nva, count, provider) }
+        }
+        if status == 0, !body.isEmpty { bodies[stream] = (body, 0) }
+    }
+
+    func submitReset(stream: Int32, errorCode: UInt32) {
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, errorCode)
+    }
+
+    func submitGoAway(lastStream: Int32, errorCode: UInt32 = 0) {
+        _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStream, errorCode, nil, 0)
+    }
+
+    func submitPing() {
+        _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+    }
+
+    /// The highest stream id the peer opened (servers use it for GOAWAY).
+    var lastProcessedPeerStream: Int32 { nghttp2_session_get_last_proc_stream_id(session) }
+
+    private func withHeaderBlock(_ headers: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32) -> Int32 {
+        let names = headers.map { strdup($0.0)! }
+        let values = headers.map { strdup($0.1)! }
+        defer {
+            names.forEach { free($0) }
+            values.forEach { free($0) }
+        }
+        var nva = (0..<headers.count).map { index in
+            nghttp2_nv(
+                name: UnsafeMutableRawPointer(names[index]).assumingMemoryBound(to: UInt8.self),
+                value: UnsafeMutableRawPointer(values[index]).assumingMemoryBound(to: UInt8.self),
+                namelen: strlen(names[index]), valuelen: strlen(values[index]), flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+        }
+        return nva.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) }
+    }
+
+    private func withDataProvider(_ body: (UnsafePointer<nghttp2_data_provider>) -> Int32) -> Int32 {
+        var provider = nghttp2_data_provider()
+        provider.read_callback = readBody
+        return body(&provider)
+    }
+
+    fileprivate static func from(_ context: UnsafeMutableRawPointer?) -> NGHTTP2Session {
+        Unmanaged<NGHTTP2Session>.fromOpaque(context!).takeUnretainedValue()
+    }
+
+    fileprivate var reporter: (any NGHTTP2SessionDelegate)? { delegate }
+}
+
+// MARK: nghttp2 callbacks (C convention, no captures)
+
+private let readBody: nghttp2_data_source_read_callback = { _, stream, buffer, length, flags, _, context in
+    let session = NGHTTP2Session.from(context)
+    guard let entry = session.bodies[stream], let buffer, let flags else {
+        flags?.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+        return 0
+    }
+    let count = min(length, entry.bytes.count - entry.offset)
+    entry.bytes.withUnsafeBufferPointer { source in
+        buffer.update(from: source.baseAddress! + entry.offset, count: count)
+    }
+    if entry.offset + count == entry.bytes.count {
+        flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+        session.bodies[stream] = nil
+    } else {
+        session.bodies[stream] = (entry.bytes, entry.offset + count)
+    }
+    return count
+}
+
+private let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, context in
+    guard let frame else { return 0 }
+    NGHTTP2Session.from(context).reporter?.sessionBeganHeaders(stream: frame.pointee.hd.stream_id)
+    return 0
+}
+
+private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, context in
+    guard let frame, let name, let value else { return 0 }
+    let nameText = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
+    let valueText = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
+    NGHTTP2Session.from(context).reporter?.sessionReceivedHeader(stream: frame.pointee.hd.stream_id, name: nameText, value: valueText)
+    return 0
+}
+
+private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, context in
+    guard let frame else { return 0 }
+    let session = NGHTTP2Session.from(context)
+    let header = frame.pointee.hd
+    let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+    switch UInt32(header.type) {
+    case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
+        if endStream { session.reporter?.sessionStreamEnded(stream: header.stream_id) }
+    case NGHTTP2_GOAWAY.rawValue:
+        session.reporter?.sessionReceivedGoAway(lastStream: frame.pointee.goaway.last_stream_id, errorCode: frame.pointee.goaway.error_code)
+    case NGHTTP2_SETTINGS.rawValue:
+        if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { session.reporter?.sessionReceivedSettings() }
+    case NGHTTP2_PING.rawValue:
+        if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { session.reporter?.sessionReceivedPingAck() }
+    default:
+        break
+    }
+    return 0
+}
+
+private let onDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, stream, data, length, context in
+    guard let data else { return 0 }
+    NGHTTP2Session.from(context).reporter?.sessionReceivedData(stream: stream, bytes: UnsafeRawBufferPointer(start: data, count: length))
+    return 0
+}
+
+private let onStreamClose: nghttp2_on_stream_close_callback = { _, stream, errorCode, context in
+    let session = NGHTTP2Session.from(context)
+    session.bodies[stream] = nil
+    session.reporter?.sessionStreamClosed(stream: stream, errorCode: errorCode)
+    return 0
+}

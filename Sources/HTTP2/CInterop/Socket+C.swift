@@ -1,0 +1,84 @@
+internal import CNGHTTP2
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Thin POSIX socket helpers for the connection threads.
+enum Socket {
+    /// Connects a non-blocking TCP socket, waiting up to `timeout` seconds.
+    static func connect(host: String, port: Int, timeout: Double) throws(HTTP2Error) -> Int32 {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var results: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &results)
+        guard status == 0, let first = results else {
+            throw HTTP2Error(.connectFailed, "cannot resolve \(host): \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(results) }
+        var lastError = "no address"
+        var candidate: UnsafeMutablePointer<addrinfo>? = first
+        while let address = candidate {
+            candidate = address.pointee.ai_next
+            let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { continue }
+            setNonBlocking(fd)
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let result = Glibc.connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen)
+            if result == 0 { return fd }
+            if errno == EINPROGRESS {
+                var descriptor = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                if poll(&descriptor, 1, Int32(timeout * 1000)) == 1 {
+                    var error: Int32 = 0
+                    var length = socklen_t(MemoryLayout<Int32>.size)
+                    getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+                    if error == 0 { return fd }
+                    lastError = String(cString: strerror(error))
+                } else {
+                    lastError = "timed out after \(timeout) s"
+                }
+            } else {
+                lastError = String(cString: strerror(errno))
+            }
+            close(fd)
+        }
+        throw HTTP2Error(.connectFailed, "cannot connect to \(host):\(port): \(lastError)")
+    }
+
+    static func setNonBlocking(_ fd: Int32) {
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    }
+
+    /// Closes with an RST instead of a FIN (SO_LINGER 0): a connection reset for tests.
+    static func reset(_ fd: Int32) {
+        var option = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+        close(fd)
+    }
+}
+
+/// An eventfd another thread signals to wake a poll() loop.
+final class WakeSignal: @unchecked Sendable {
+    // eventfd writes and reads are atomic in the kernel; any thread may signal.
+    let fd: Int32
+
+    init() {
+        fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        precondition(fd >= 0, "eventfd failed")
+    }
+
+    deinit { close(fd) }
+
+    func signal() {
+        var one: UInt64 = 1
+        _ = write(fd, &one, 8)
+    }
+
+    func drain() {
+        var value: UInt64 = 0
+        _ = read(fd, &value, 8)
+    }
+}

@@ -1,0 +1,80 @@
+internal import COpenSSL
+
+/// Owns an SSL_CTX.
+final class TLSContext: @unchecked Sendable {
+    // The SSL_CTX is configured in init and only read afterwards (SSL_new),
+    // which OpenSSL allows from any thread.
+    let context: OpaquePointer
+
+    /// A client context: TLS 1.2+, ALPN h2, peer verification on.
+    init(client configuration: TLSClientConfiguration) throws(HTTP2Error) {
+        guard let context = SSL_CTX_new(TLS_client_method()) else { throw Self.failure("SSL_CTX_new") }
+        self.context = context
+        _ = apns_relay_ssl_ctx_set_min_proto_version(context, TLS1_2_VERSION)
+        _ = apns_relay_ssl_ctx_set_nonblocking_modes(context)
+        let protocols: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
+        _ = SSL_CTX_set_alpn_protos(context, protocols, UInt32(protocols.count))
+        SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+        if let caFile = configuration.caFile {
+            guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
+                throw Self.failure("cannot load CA file \(caFile)")
+            }
+        } else if SSL_CTX_set_default_verify_paths(context) != 1 {
+            throw Self.failure("cannot load the system trust store")
+        }
+    }
+
+    /// A server context with a certificate chain and key, answering ALPN with h2.
+    init(server configuration: TLSServerConfiguration) throws(HTTP2Error) {
+        guard let context = SSL_CTX_new(TLS_server_method()) else { throw Self.failure("SSL_CTX_new") }
+        self.context = context
+        _ = apns_relay_ssl_ctx_set_min_proto_version(context, TLS1_2_VERSION)
+        _ = apns_relay_ssl_ctx_set_nonblocking_modes(context)
+        guard SSL_CTX_use_certificate_chain_file(context, configuration.certificateChainFile) == 1,
+              SSL_CTX_use_PrivateKey_file(context, configuration.privateKeyFile, SSL_FILETYPE_PEM) == 1,
+              SSL_CTX_check_private_key(context) == 1
+        else { throw Self.failure("cannot load server certificate or key") }
+        if configuration.offerHTTP2 {
+            SSL_CTX_set_alpn_select_cb(context, selectHTTP2, nil)
+        }
+    }
+
+    deinit { SSL_CTX_free(context) }
+
+    static func failure(_ what: String) -> HTTP2Error {
+        HTTP2Error(.tls, "\(what): \(openSSLErrors())")
+    }
+
+    /// Drains OpenSSL's error queue into one line.
+    static func openSSLErrors() -> String {
+        var messages: [String] = []
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { break }
+            var buffer = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &buffer, buffer.count)
+            messages.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return messages.isEmpty ? "no OpenSSL detail" : messages.joined(separator: "; ")
+    }
+}
+
+/// ALPN server callback: pick "h2" from the client's list, or refuse.
+private let selectHTTP2: @convention(c) (
+    OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?, UnsafePointer<UInt8>?,
+    UInt32, UnsafeMutableRawPointer?
+) -> Int32 = { _, out, outLength, input, inputLength, _ in
+    guard let out, let outLength, let input else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+    var index = 0
+    while index < Int(inputLength) {
+        let length = Int(input[index])
+        let start = index + 1
+        if length == 2, start + 2 <= Int(inputLength), input[start] == UInt8(ascii: "h"), input[start + 1] == UInt8(ascii: "2") {
+            out.pointee = input + start
+            outLength.pointee = 2
+            return SSL_TLSEXT_ERR_OK
+        }
+        index = start + length
+    }
+    return SSL_TLSEXT_ERR_ALERT_FATAL
+}

@@ -1,0 +1,114 @@
+internal import COpenSSL
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One TLS session over a non-blocking socket. Owned by the connection's thread.
+final class TLSStream {
+    enum Progress {
+        case done
+        case wantRead
+        case wantWrite
+    }
+
+    enum IOResult {
+        case bytes(Int)
+        case wouldBlock(wantsWrite: Bool)
+        case closed
+        case failed(String)
+    }
+
+    private let ssl: OpaquePointer
+    let isClient: Bool
+
+    /// - Parameter verifyName: the host name or IP address the certificate must match (clients).
+    init(context: TLSContext, socket: Int32, client: Bool, serverName: String?) throws(HTTP2Error) {
+        guard let ssl = SSL_new(context.context) else { throw TLSContext.failure("SSL_new") }
+        self.ssl = ssl
+        isClient = client
+        SSL_set_fd(ssl, socket)
+        if client {
+            SSL_set_connect_state(ssl)
+            if let serverName {
+                if Self.isIPAddress(serverName) {
+                    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName)
+                } else {
+                    _ = apns_relay_ssl_set_sni_hostname(ssl, serverName)
+                    SSL_set1_host(ssl, serverName)
+                }
+            }
+        } else {
+            SSL_set_accept_state(ssl)
+        }
+    }
+
+    deinit { SSL_free(ssl) }
+
+    /// Advances the handshake.
+    func handshake() throws(HTTP2Error) -> Progress {
+        ERR_clear_error()
+        let result = SSL_do_handshake(ssl)
+        if result == 1 { return .done }
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ: return .wantRead
+        case SSL_ERROR_WANT_WRITE: return .wantWrite
+        default:
+            let verify = SSL_get_verify_result(ssl)
+            if verify != X509_V_OK {
+                throw HTTP2Error(.tls, "certificate verification failed: \(String(cString: X509_verify_cert_error_string(verify)))")
+            }
+            throw HTTP2Error(.tls, "TLS handshake failed: \(TLSContext.openSSLErrors())")
+        }
+    }
+
+    /// The ALPN protocol both sides agreed on, if any.
+    var negotiatedProtocol: String? {
+        var data: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &data, &length)
+        guard let data, length > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> IOResult {
+        ERR_clear_error()
+        let result = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
+        if result > 0 { return .bytes(Int(result)) }
+        return classify(result)
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) -> IOResult {
+        ERR_clear_error()
+        let result = SSL_write(ssl, bytes.baseAddress, Int32(bytes.count))
+        if result > 0 { return .bytes(Int(result)) }
+        return classify(result)
+    }
+
+    /// Bytes decrypted and buffered inside OpenSSL, readable without polling.
+    var hasPendingBytes: Bool { SSL_pending(ssl) > 0 }
+
+    private func classify(_ result: Int32) -> IOResult {
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ: return .wouldBlock(wantsWrite: false)
+        case SSL_ERROR_WANT_WRITE: return .wouldBlock(wantsWrite: true)
+        case SSL_ERROR_ZERO_RETURN: return .closed
+        case SSL_ERROR_SYSCALL:
+            let code = errno
+            return code == 0 ? .closed : .failed(String(cString: strerror(code)))
+        default: return .failed(TLSContext.openSSLErrors())
+        }
+    }
+
+    /// Sends close_notify; best effort on a non-blocking socket.
+    func shutdown() {
+        ERR_clear_error()
+        _ = SSL_shutdown(ssl)
+    }
+
+    static func isIPAddress(_ text: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
+    }
+}

@@ -1,0 +1,252 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension ConnectionCore {
+    /// The connection thread: connect, then serve until closed or broken.
+    func run() {
+        do {
+            try establish()
+        } catch {
+            finishThread(failing: error)
+            return
+        }
+        setState(.ready)
+        report(.opened)
+        lastActivity = Clock.now()
+        var failure: HTTP2Error?
+        do {
+            while try iterate() {}
+        } catch {
+            failure = error
+        }
+        finishThread(failing: failure ?? HTTP2Error(.closed, "connection to \(configuration.origin) closed"))
+    }
+
+    private func establish() throws(HTTP2Error) {
+        socket = try Socket.connect(host: configuration.host, port: configuration.port, timeout: configuration.connectTimeout)
+        let context = try TLSContext(client: configuration.tls)
+        let stream = try TLSStream(context: context, socket: socket, client: true, serverName: configuration.tls.serverName ?? configuration.host)
+        tls = stream
+        let deadline = Clock.now() + UInt64(configuration.connectTimeout * 1e9)
+        while true {
+            let progress = try stream.handshake()
+            if case .done = progress { break }
+            let remaining = Int64(deadline) - Int64(Clock.now())
+            guard remaining > 0 else { throw HTTP2Error(.tls, "TLS handshake with \(configuration.origin) timed out") }
+            var descriptor = pollfd(fd: socket, events: Int16(progress == .wantRead ? POLLIN : POLLOUT), revents: 0)
+            _ = poll(&descriptor, 1, Int32(min(remaining / 1_000_000, 1000)))
+        }
+        guard stream.negotiatedProtocol == "h2" else {
+            throw HTTP2Error(.noHTTP2, "\(configuration.origin) did not agree to HTTP/2 in ALPN (got \(stream.negotiatedProtocol ?? "nothing"))")
+        }
+        session = try NGHTTP2Session(client: true, delegate: self, maxConcurrentStreams: nil)
+    }
+
+    /// One turn of the loop; false when the connection is done.
+    private func iterate() throws(HTTP2Error) -> Bool {
+        guard let session else { return false }
+        let now = Clock.now()
+        let (incoming, cancelled, closeRequested, closeDeadline) = shared.withLock { shared in
+            defer {
+                shared.incoming.removeAll(keepingCapacity: true)
+                shared.cancelled.removeAll(keepingCapacity: true)
+            }
+            return (shared.incoming, shared.cancelled, shared.closeRequested, shared.closeDeadline)
+        }
+        waiting.append(contentsOf: incoming)
+        for token in cancelled { cancelRequest(token: token) }
+
+        if goAwayLastStream == nil, peerSettingsReceived {
+            let limit = effectiveLimit(session)
+            while waitingHead < waiting.count, streams.count < limit {
+                let pending = waiting[waitingHead]
+                waitingHead += 1
+                submit(pending, on: session, now: now)
+            }
+        }
+        if waitingHead > 1024, waitingHead * 2 > waiting.count {
+            waiting.removeFirst(waitingHead)
+            waitingHead = 0
+        }
+        expireTimedOut(now: now, session: session)
+
+        // Keep-alive: PING after a quiet spell; no ACK in time means a dead peer.
+        if let sent = pingSentAt, now - sent > UInt64(configuration.pingTimeout * 1e9) {
+            report(.pingTimeout)
+            throw HTTP2Error(.connection, "no PING acknowledgement from \(configuration.origin) within \(configuration.pingTimeout) s")
+        }
+        if pingSentAt == nil, now - lastActivity > UInt64(configuration.pingInterval * 1e9) {
+            session.submitPing()
+            pingSentAt = now
+        }
+
+        let busy = !streams.isEmpty || waitingHead < waiting.count
+        if busy { idleSince = nil } else if idleSince == nil { idleSince = now }
+        let idleExpired = idleSince.map { now - $0 > UInt64(configuration.idleTimeout * 1e9) } ?? false
+        if (closeRequested && !busy) || idleExpired {
+            setState(.goingAway)
+            session.submitGoAway(lastStream: 0)
+            try flush(session)
+            return false
+        }
+        if closeRequested, now > closeDeadline {
+            throw HTTP2Error(.connection, "connection to \(configuration.origin) closed before the answer (drain timeout)")
+        }
+        if goAwayLastStream != nil, streams.isEmpty { return false }
+        if !session.wantsRead, !session.wantsWrite, streams.isEmpty { return false }
+
+        try flush(session)
+        try waitForEvents(now: now, session: session)
+        return true
+    }
+
+    private func effectiveLimit(_ session: NGHTTP2Session) -> Int {
+        let peer = Int(min(session.remoteMaxConcurrentStreams, UInt32(Int32.max)))
+        return max(1, min(peer, configuration.maxConcurrentStreams, 900))
+    }
+
+    private func submit(_ pending: PendingRequest, on session: NGHTTP2Session, now: UInt64) {
+        let request = pending.request
+        var headers = [
+            (":method", request.method), (":scheme", "https"),
+            (":authority", request.authority ?? (configuration.port == 443 ? configuration.host : configuration.origin)),
+            (":path", request.path),
+        ]
+        headers.append(contentsOf: request.headers.map { ($0.name.lowercased(), $0.value) })
+        if !request.body.isEmpty { headers.append(("content-length", String(request.body.count))) }
+        do {
+            let stream = try session.submitRequest(headers: headers, body: request.body)
+            streams[stream] = StreamState(pending: pending, deadline: now + UInt64(max(0.001, request.timeout) * 1e9))
+            streamByToken[pending.token] = stream
+        } catch {
+            complete(pending, .failure(error))
+        }
+    }
+
+    private func cancelRequest(token: UInt64) {
+        if let stream = streamByToken[token], let state = streams[stream] {
+            session?.submitReset(stream: stream, errorCode: NGHTTP2Session.cancel)
+            removeStream(stream)
+            complete(state.pending, .failure(HTTP2Error(.cancelled, "cancelled by the caller")))
+        } else if let index = waiting[waitingHead...].firstIndex(where: { $0.token == token }) {
+            let pending = waiting.remove(at: index)
+            complete(pending, .failure(HTTP2Error(.cancelled, "cancelled by the caller")))
+        }
+    }
+
+    private func expireTimedOut(now: UInt64, session: NGHTTP2Session) {
+        for (stream, state) in streams where state.deadline <= now {
+            session.submitReset(stream: stream, errorCode: NGHTTP2Session.cancel)
+            removeStream(stream)
+            complete(state.pending, .failure(HTTP2Error(.timeout, "no answer from \(configuration.origin) within \(state.pending.request.timeout) s")))
+        }
+    }
+
+    func removeStream(_ stream: Int32) {
+        if let state = streams.removeValue(forKey: stream) { streamByToken[state.pending.token] = nil }
+    }
+
+    func complete(_ pending: PendingRequest, _ result: Result<HTTP2Response, HTTP2Error>) {
+        load.subtract(1, ordering: .relaxed)
+        pending.finish(result)
+    }
+
+    private func flush(_ session: NGHTTP2Session) throws(HTTP2Error) {
+        if outputOffset >= output.count {
+            output.removeAll(keepingCapacity: true)
+            outputOffset = 0
+        }
+        try session.collectOutput(into: &output)
+        guard let tls else { return }
+        while outputOffset < output.count {
+            let result = output.withUnsafeBytes { bytes in
+                tls.write(UnsafeRawBufferPointer(rebasing: bytes[outputOffset...]))
+            }
+            switch result {
+            case .bytes(let count): outputOffset += count
+            case .wouldBlock: return
+            case .closed: throw HTTP2Error(.connection, "\(configuration.origin) closed the connection")
+            case .failed(let reason): throw HTTP2Error(.connection, "write to \(configuration.origin) failed: \(reason)")
+            }
+        }
+    }
+
+    private func waitForEvents(now: UInt64, session: NGHTTP2Session) throws(HTTP2Error) {
+        guard let tls else { return }
+        var timeout: UInt64 = 1_000_000_000
+        for state in streams.values { timeout = min(timeout, state.deadline > now ? state.deadline - now : 0) }
+        if pingSentAt == nil {
+            let due = lastActivity + UInt64(configuration.pingInterval * 1e9)
+            timeout = min(timeout, due > now ? due - now : 0)
+        }
+        var descriptors = [
+            pollfd(fd: socket, events: Int16(POLLIN) | (outputOffset < output.count ? Int16(POLLOUT) : 0), revents: 0),
+            pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
+        ]
+        if !tls.hasPendingBytes {
+            _ = poll(&descriptors, 2, Int32(timeout / 1_000_000))
+        } else {
+            descriptors[0].revents = Int16(POLLIN)
+        }
+        if descriptors[1].revents != 0 { wake.drain() }
+        if descriptors[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { try readAvailable(tls: tls, session: session) }
+    }
+
+    private func readAvailable(tls: TLSStream, session: NGHTTP2Session) throws(HTTP2Error) {
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let result = buffer.withUnsafeMutableBytes { tls.read(into: $0) }
+            switch result {
+            case .bytes(let count):
+                lastActivity = Clock.now()
+                try session.receive(buffer, count: count)
+            case .wouldBlock:
+                return
+            case .closed:
+                throw HTTP2Error(.connection, "\(configuration.origin) closed the connection")
+            case .failed(let reason):
+                throw HTTP2Error(.connection, "connection to \(configuration.origin) failed: \(reason)")
+            }
+        }
+    }
+
+    /// Fails whatever is left and tells everyone the connection is gone.
+    private func finishThread(failing error: HTTP2Error) {
+        setState(.closed)
+        for (stream, state) in streams {
+            let unprocessed = goAwayLastStream.map { stream > $0 } ?? false
+            complete(state.pending, .failure(unprocessed ? HTTP2Error(.unprocessed, "stream \(stream) above GOAWAY's last-stream-id") : error))
+        }
+        streams.removeAll()
+        streamByToken.removeAll()
+        let neverSent = Array(waiting[waitingHead...])
+        waiting.removeAll()
+        waitingHead = 0
+        let (incoming, waiters) = shared.withLock { shared in
+            shared.exited = true
+            defer {
+                shared.incoming.removeAll()
+                shared.closeWaiters.removeAll()
+            }
+            return (shared.incoming, shared.closeWaiters)
+        }
+        for pending in neverSent + incoming {
+            // Never written to the socket: safe to send elsewhere, unless the
+            // connection itself never came up, which the caller should know.
+            let code: HTTP2Error.Code = [.connectFailed, .tls, .noHTTP2].contains(error.code) ? error.code : .unprocessed
+            complete(pending, .failure(HTTP2Error(code, error.message)))
+        }
+        tls?.shutdown()
+        tls = nil
+        session = nil
+        if socket >= 0 {
+            Glibc.close(socket)
+            socket = -1
+        }
+        if [.connectFailed, .tls, .noHTTP2].contains(error.code) { report(.refused) } else { report(.closed) }
+        waiters.forEach { $0.resume() }
+    }
+}

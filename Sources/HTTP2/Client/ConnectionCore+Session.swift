@@ -1,0 +1,58 @@
+extension ConnectionCore: NGHTTP2SessionDelegate {
+    func sessionBeganHeaders(stream: Int32) {}
+
+    func sessionReceivedHeader(stream: Int32, name: String, value: String) {
+        guard streams[stream] != nil else { return }
+        if name == ":status" {
+            streams[stream]?.status = Int(value)
+        } else if !name.hasPrefix(":") {
+            streams[stream]?.headers.append((name, value))
+        }
+    }
+
+    func sessionStreamEnded(stream: Int32) {
+        streams[stream]?.ended = true
+    }
+
+    func sessionReceivedData(stream: Int32, bytes: UnsafeRawBufferPointer) {
+        streams[stream]?.body.append(contentsOf: bytes)
+    }
+
+    func sessionStreamClosed(stream: Int32, errorCode: UInt32) {
+        guard let state = streams[stream] else { return }
+        removeStream(stream)
+        if let status = state.status, state.ended, errorCode == NGHTTP2Session.noError {
+            complete(state.pending, .success(HTTP2Response(status: status, headers: state.headers, body: state.body)))
+        } else if errorCode == NGHTTP2Session.refusedStream || (goAwayLastStream.map { stream > $0 } ?? false) {
+            complete(state.pending, .failure(HTTP2Error(.unprocessed, "\(configuration.origin) refused stream \(stream)")))
+        } else {
+            complete(state.pending, .failure(HTTP2Error(.streamReset, "\(configuration.origin) reset stream \(stream) (HTTP/2 error \(errorCode))")))
+        }
+    }
+
+    func sessionReceivedGoAway(lastStream: Int32, errorCode: UInt32) {
+        goAwayLastStream = lastStream
+        setState(.goingAway)
+        report(.goaway)
+        // Streams the server will never process come back as unprocessed now,
+        // so the pool resends them on another connection at once.
+        for (stream, state) in streams where stream > lastStream {
+            removeStream(stream)
+            complete(state.pending, .failure(HTTP2Error(.unprocessed, "stream \(stream) above GOAWAY's last-stream-id \(lastStream)")))
+        }
+        let neverSent = waiting[waitingHead...]
+        waiting.removeAll()
+        waitingHead = 0
+        for pending in neverSent {
+            complete(pending, .failure(HTTP2Error(.unprocessed, "\(configuration.origin) is going away")))
+        }
+    }
+
+    func sessionReceivedPingAck() {
+        pingSentAt = nil
+    }
+
+    func sessionReceivedSettings() {
+        peerSettingsReceived = true
+    }
+}

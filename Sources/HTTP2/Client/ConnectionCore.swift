@@ -1,0 +1,121 @@
+import Foundation
+import Synchronization
+
+/// The connection's state: a part any thread may touch (under `shared`), and
+/// a part only the connection thread touches (everything else).
+final class ConnectionCore: @unchecked Sendable {
+    // Thread discipline: `shared`, `load`, `stateValue` and `tokens` are
+    // synchronized; every other stored property is read and written only on
+    // the connection's own thread, started in `start()`.
+
+    struct Shared {
+        var incoming: [PendingRequest] = []
+        var cancelled: [UInt64] = []
+        var closeRequested = false
+        var closeDeadline: UInt64 = 0
+        var closeWaiters: [CheckedContinuation<Void, Never>] = []
+        var exited = false
+    }
+
+    let configuration: HTTP2Connection.Configuration
+    let observer: HTTP2EventObserver?
+    let shared = Mutex(Shared())
+    let load = Atomic<Int>(0)
+    let stateValue = Atomic<Int>(HTTP2Connection.State.connecting.rawValue)
+    private let tokens = Atomic<UInt64>(0)
+    let wake = WakeSignal()
+
+    // Thread-owned.
+    var tls: TLSStream?
+    var socket: Int32 = -1
+    var session: NGHTTP2Session?
+    var output: [UInt8] = []
+    var outputOffset = 0
+    var waiting: [PendingRequest] = []
+    var waitingHead = 0
+    var streams: [Int32: StreamState] = [:]
+    var streamByToken: [UInt64: Int32] = [:]
+    var goAwayLastStream: Int32?
+    /// Streams wait for the server's SETTINGS so its concurrency limit is known.
+    var peerSettingsReceived = false
+    var lastActivity: UInt64 = 0
+    var pingSentAt: UInt64?
+    var idleSince: UInt64?
+
+    struct StreamState {
+        var pending: PendingRequest
+        var deadline: UInt64
+        var status: Int?
+        var headers: [(name: String, value: String)] = []
+        var body: [UInt8] = []
+        var ended = false
+    }
+
+    init(configuration: HTTP2Connection.Configuration, observer: HTTP2EventObserver?) {
+        self.configuration = configuration
+        self.observer = observer
+    }
+
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "h2 \(configuration.origin)"
+        thread.start()
+    }
+
+    var state: HTTP2Connection.State { HTTP2Connection.State(rawValue: stateValue.load(ordering: .acquiring))! }
+
+    func setState(_ state: HTTP2Connection.State) { stateValue.store(state.rawValue, ordering: .releasing) }
+
+    func nextToken() -> UInt64 { tokens.wrappingAdd(1, ordering: .relaxed).newValue }
+
+    /// Hands a request to the thread, or refuses it at once.
+    func enqueue(_ pending: PendingRequest) {
+        let refusal: HTTP2Error? = shared.withLock { shared in
+            if shared.exited || shared.closeRequested { return HTTP2Error(.unprocessed, "connection to \(configuration.origin) is closing") }
+            if load.load(ordering: .relaxed) >= configuration.queueCapacity + effectiveLimitHint {
+                return HTTP2Error(.queueFull, "more than \(configuration.queueCapacity) requests waiting for \(configuration.origin)")
+            }
+            if state == .goingAway || state == .closed {
+                return HTTP2Error(.unprocessed, "connection to \(configuration.origin) is going away")
+            }
+            shared.incoming.append(pending)
+            load.add(1, ordering: .relaxed)
+            return nil
+        }
+        if let refusal { pending.finish(.failure(refusal)) } else { wake.signal() }
+    }
+
+    /// The stream limit before the peer's SETTINGS arrive; refined on the thread.
+    var effectiveLimitHint: Int { min(configuration.maxConcurrentStreams, 900) }
+
+    func cancel(token: UInt64) {
+        shared.withLock { $0.cancelled.append(token) }
+        wake.signal()
+    }
+
+    func close(drainTimeout: Double) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let alreadyGone = shared.withLock { shared -> Bool in
+                if shared.exited { return true }
+                if !shared.closeRequested {
+                    shared.closeRequested = true
+                    shared.closeDeadline = Clock.now() + UInt64(drainTimeout * 1e9)
+                }
+                shared.closeWaiters.append(continuation)
+                return false
+            }
+            if alreadyGone { continuation.resume() } else { wake.signal() }
+        }
+    }
+
+    func report(_ event: HTTP2ConnectionEvent) { observer?(configuration.origin, event) }
+}
+
+/// Monotonic nanoseconds.
+enum Clock {
+    static func now() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+}

@@ -1,0 +1,90 @@
+import Synchronization
+
+/// One TLS HTTP/2 connection to an origin, with its own thread.
+///
+/// The thread connects, handshakes (ALPN `h2` required), and then runs
+/// nghttp2 over a poll() loop on the socket and an eventfd. Callers never
+/// block: ``send(_:)`` queues the request, wakes the thread, and suspends
+/// until the thread resumes it with the answer or a typed error.
+public final class HTTP2Connection: Sendable {
+    /// Settings of one connection.
+    public struct Configuration: Sendable {
+        public var host: String
+        public var port: Int
+        public var tls = TLSClientConfiguration()
+        /// Our cap on concurrent streams; the effective limit is
+        /// min(peer's SETTINGS_MAX_CONCURRENT_STREAMS, this, 900).
+        public var maxConcurrentStreams = 900
+        /// Requests waiting for a stream slot; beyond it `send` fails at once.
+        public var queueCapacity = 10_000
+        public var connectTimeout = 10.0
+        /// Send a PING after this many seconds without traffic…
+        public var pingInterval = 30.0
+        /// …and give the connection up if the ACK takes longer than this.
+        public var pingTimeout = 10.0
+        /// Close after this many seconds with no streams.
+        public var idleTimeout = 60.0
+
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+
+        /// `host:port` as logs and metrics name it.
+        public var origin: String { "\(host):\(port)" }
+    }
+
+    /// Where the connection is in its life.
+    public enum State: Int, Sendable {
+        case connecting, ready, goingAway, closed
+    }
+
+    let core: ConnectionCore
+    public var configuration: Configuration { core.configuration }
+
+    /// Starts connecting at once on a new thread.
+    public init(configuration: Configuration, observer: HTTP2EventObserver? = nil) {
+        core = ConnectionCore(configuration: configuration, observer: observer)
+        core.start()
+    }
+
+    /// Sends a request and waits for the complete response.
+    ///
+    /// Cancelling the calling task resets the stream (RST_STREAM CANCEL) and
+    /// throws `.cancelled`. A request the server never processed (GOAWAY,
+    /// REFUSED_STREAM, the connection failing before it was sent) throws
+    /// `.unprocessed`, which is always safe to send again.
+    public func send(_ request: HTTP2Request) async throws(HTTP2Error) -> HTTP2Response {
+        let token = core.nextToken()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP2Response, HTTP2Error>, Never>) in
+                core.enqueue(PendingRequest(token: token, request: request, continuation: continuation))
+            }
+        } onCancel: {
+            core.cancel(token: token)
+        }
+        return try result.get()
+    }
+
+    /// The connection's state now.
+    public var state: State { core.state }
+    /// Requests queued or in flight: what least-loaded dispatch compares.
+    public var load: Int { core.load.load(ordering: .relaxed) }
+
+    /// Stops taking requests, lets in-flight ones finish for up to
+    /// `drainTimeout` seconds, then closes (failing what is left).
+    public func close(drainTimeout: Double = 5) async {
+        await core.close(drainTimeout: drainTimeout)
+    }
+}
+
+/// A request waiting for its answer.
+struct PendingRequest: @unchecked Sendable {
+    // The continuation is resumed exactly once, by the connection thread (or
+    // by `enqueue` when the request is refused), never concurrently.
+    let token: UInt64
+    let request: HTTP2Request
+    let continuation: CheckedContinuation<Result<HTTP2Response, HTTP2Error>, Never>
+
+    func finish(_ result: Result<HTTP2Response, HTTP2Error>) { continuation.resume(returning: result) }
+}

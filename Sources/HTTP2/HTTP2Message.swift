@@ -1,0 +1,90 @@
+/// One HTTP/2 request: pseudo-headers come from the fields, headers are
+/// lowercase name/value pairs sent in order.
+public struct HTTP2Request: Sendable {
+    public var method: String
+    public var path: String
+    /// `host` or `host:port`; defaults to the connection's origin.
+    public var authority: String?
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// Seconds to wait for the complete answer before the stream is reset.
+    public var timeout: Double
+
+    public init(method: String, path: String, authority: String? = nil, headers: [(name: String, value: String)] = [], body: [UInt8] = [], timeout: Double = 10) {
+        self.method = method
+        self.path = path
+        self.authority = authority
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+    }
+}
+
+/// A complete HTTP/2 response.
+public struct HTTP2Response: Sendable {
+    public var status: Int
+    /// Response headers (pseudo-headers excluded), lowercase names.
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    public func header(_ name: String) -> String? {
+        headers.first(where: { $0.name == name })?.value
+    }
+}
+
+/// Why a request got no complete HTTP answer.
+public struct HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// No answer within the request's timeout; the stream was reset.
+        public static let timeout = Code(rawValue: "timeout")
+        /// The server never processed the request (above GOAWAY's
+        /// last-stream-id, REFUSED_STREAM, or never sent): safe to resend.
+        public static let unprocessed = Code(rawValue: "unprocessed")
+        /// The connection failed or closed while the request was in flight.
+        public static let connection = Code(rawValue: "connection")
+        /// TCP connect failed or was refused.
+        public static let connectFailed = Code(rawValue: "connect_failed")
+        /// TLS handshake or certificate verification failed.
+        public static let tls = Code(rawValue: "tls")
+        /// The server did not agree to HTTP/2 in ALPN.
+        public static let noHTTP2 = Code(rawValue: "no_h2")
+        /// The waiting queue is full.
+        public static let queueFull = Code(rawValue: "queue_full")
+        /// The stream was reset by the peer with an error.
+        public static let streamReset = Code(rawValue: "stream_reset")
+        /// The caller cancelled.
+        public static let cancelled = Code(rawValue: "cancelled")
+        /// The connection or pool is closed.
+        public static let closed = Code(rawValue: "closed")
+        /// The protocol went wrong (nghttp2 reported an error).
+        public static let proto = Code(rawValue: "protocol")
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+}
+
+/// Something that happened to a connection, for metrics.
+public enum HTTP2ConnectionEvent: String, Sendable, Hashable {
+    case opened, closed, goaway, pingTimeout = "ping_timeout", reconnect, refused
+}
+
+/// Receives connection events.
+public typealias HTTP2EventObserver = @Sendable (_ origin: String, _ event: HTTP2ConnectionEvent) -> Void
