@@ -5,7 +5,7 @@ import Testing
 /// Our client against nghttpd, an HTTP/2 server nobody here wrote.
 @Suite("HTTP/2 client against nghttpd")
 struct NGHTTPDInteropTests {
-    struct Server {
+    struct Server: @unchecked Sendable {
         let process: Process
         let port: Int
         let certificate: TestCertificate

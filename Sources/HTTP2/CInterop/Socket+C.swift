@@ -82,3 +82,11 @@ final class WakeSignal: @unchecked Sendable {
         _ = read(fd, &value, 8)
     }
 }
+
+extension Socket {
+    /// OpenSSL writes with write(2), which raises SIGPIPE on a reset peer and
+    /// would kill the process; a server must take EPIPE as an error instead.
+    static let ignoreBrokenPipes: Void = {
+        signal(SIGPIPE, SIG_IGN)
+    }()
+}

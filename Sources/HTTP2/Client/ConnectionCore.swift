@@ -57,6 +57,7 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     func start() {
+        Socket.ignoreBrokenPipes
         let thread = Thread { [self] in run() }
         thread.name = "h2 \(configuration.origin)"
         thread.start()

@@ -1,0 +1,81 @@
+import Foundation
+import Synchronization
+
+/// A request as the server received it.
+public struct HTTP2ServerRequest: Sendable {
+    public var method: String
+    public var path: String
+    public var authority: String?
+    /// Regular headers in arrival order (pseudo-headers excluded), repeats kept.
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// Which accepted connection carried it (1, 2, … in accept order).
+    public var connectionID: Int
+    public var streamID: Int32
+}
+
+/// How the server answers one request. Exactly one call per request; the
+/// handler may call it at once or later from any thread.
+public final class HTTP2Responder: Sendable {
+    let connection: ServerConnection
+    let stream: Int32
+
+    init(connection: ServerConnection, stream: Int32) {
+        self.connection = connection
+        self.stream = stream
+    }
+
+    /// Sends `response`, after `delayMilliseconds` if given.
+    public func respond(_ response: HTTP2Response, delayMilliseconds: Int = 0) {
+        connection.command(.respond(stream: stream, response: response, due: Clock.now() + UInt64(max(0, delayMilliseconds)) * 1_000_000))
+    }
+
+    /// Drops the TCP connection with a reset, no HTTP/2 goodbye.
+    public func resetConnection() { connection.command(.reset) }
+
+    /// Sends GOAWAY. Graceful: last-stream-id is this stream, which is then
+    /// answered with `response`; later streams are refused. Abrupt:
+    /// last-stream-id 0 and the connection closes at once.
+    public func goAway(graceful: Bool, response: HTTP2Response?) {
+        connection.command(.goAway(stream: stream, graceful: graceful, response: response))
+    }
+
+    /// Leaves the stream unanswered (the client's timeout must fire).
+    public func ignore() {}
+}
+
+/// Handles requests on a connection's thread: it must not block. Answer
+/// through the responder (now, or later from anywhere).
+public typealias HTTP2ServerHandler = @Sendable (HTTP2ServerRequest, HTTP2Responder) -> Void
+
+/// A TLS HTTP/2 server on loopback: enough protocol for a mock APNs and for
+/// tests, with the fault hooks a mock needs. One thread accepts; each
+/// connection runs on its own thread.
+public final class HTTP2Server: Sendable {
+    public struct Configuration: Sendable {
+        public var host = "127.0.0.1"
+        /// 0 picks a free port (see ``HTTP2Server/port``).
+        public var port = 0
+        public var tls: TLSServerConfiguration
+        /// SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients.
+        public var maxConcurrentStreams: UInt32 = 1000
+
+        public init(tls: TLSServerConfiguration) { self.tls = tls }
+    }
+
+    let listener: Listener
+    /// The port the server listens on.
+    public var port: Int { listener.port }
+
+    public init(configuration: Configuration, handler: @escaping HTTP2ServerHandler) throws(HTTP2Error) {
+        listener = try Listener(configuration: configuration, handler: handler)
+    }
+
+    /// Connections accepted so far.
+    public var acceptedConnections: Int { listener.accepted.load(ordering: .relaxed) }
+
+    /// Stops accepting and closes every connection.
+    public func stop() { listener.stop() }
+
+    deinit { listener.stop() }
+}

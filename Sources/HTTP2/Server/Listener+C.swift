@@ -1,0 +1,89 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The accept loop of an ``HTTP2Server``.
+final class Listener: @unchecked Sendable {
+    // `fd` and `context` are set in init and never change; `connections` and
+    // `stopped` are guarded by `state`.
+    let fd: Int32
+    let port: Int
+    let context: TLSContext
+    let configuration: HTTP2Server.Configuration
+    let handler: HTTP2ServerHandler
+    let wake = WakeSignal()
+    let accepted = Atomic<Int>(0)
+    private let state = Mutex<(stopped: Bool, connections: [ServerConnection])>((false, []))
+
+    init(configuration: HTTP2Server.Configuration, handler: @escaping HTTP2ServerHandler) throws(HTTP2Error) {
+        self.configuration = configuration
+        self.handler = handler
+        Socket.ignoreBrokenPipes
+        context = try TLSContext(server: configuration.tls)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw HTTP2Error(.connectFailed, "socket: \(String(cString: strerror(errno)))") }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(configuration.port).bigEndian
+        inet_pton(AF_INET, configuration.host, &address.sin_addr)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 512) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw HTTP2Error(.connectFailed, "cannot listen on \(configuration.host):\(configuration.port): \(reason)")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Socket.setNonBlocking(fd)
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "h2 listener :\(port)"
+        thread.start()
+    }
+
+    private func acceptLoop() {
+        while true {
+            var descriptors = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
+            _ = poll(&descriptors, 2, 1000)
+            if state.withLock({ $0.stopped }) { break }
+            guard descriptors[0].revents & Int16(POLLIN) != 0 else { continue }
+            while true {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else { break }
+                Socket.setNonBlocking(client)
+                var one: Int32 = 1
+                setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                let id = accepted.wrappingAdd(1, ordering: .relaxed).newValue
+                let connection = ServerConnection(socket: client, id: id, listener: self)
+                let keep = state.withLock { state -> Bool in
+                    guard !state.stopped else { return false }
+                    state.connections.removeAll { $0.isFinished }
+                    state.connections.append(connection)
+                    return true
+                }
+                if keep { connection.start() } else { close(client) }
+            }
+        }
+        close(fd)
+    }
+
+    func stop() {
+        let connections = state.withLock { state -> [ServerConnection] in
+            guard !state.stopped else { return [] }
+            state.stopped = true
+            return state.connections
+        }
+        wake.signal()
+        connections.forEach { $0.command(.shutdown) }
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One accepted connection of an ``HTTP2Server``, on its own thread.
+final class ServerConnection: @unchecked Sendable {
+    // `commands` and `finished` are synchronized; everything else belongs to
+    // the connection thread.
+
+    enum Command {
+        case respond(stream: Int32, response: HTTP2Response, due: UInt64)
+        case reset
+        case goAway(stream: Int32, graceful: Bool, response: HTTP2Response?)
+        case shutdown
+    }
+
+    struct IncomingStream {
+        var method = ""
+        var path = ""
+        var authority: String?
+        var headers: [(name: String, value: String)] = []
+        var body: [UInt8] = []
+    }
+
+    let id: Int
+    unowned let listener: Listener
+    private let commands = Mutex<[Command]>([])
+    private let finished = Atomic<Bool>(false)
+    private let wake = WakeSignal()
+    private var socket: Int32
+    private var tls: TLSStream?
+    private var session: NGHTTP2Session?
+    private var incoming: [Int32: IncomingStream] = [:]
+    private var scheduled: [(due: UInt64, stream: Int32, response: HTTP2Response)] = []
+    private var output: [UInt8] = []
+    private var closeAfterFlush = false
+
+    init(socket: Int32, id: Int, listener: Listener) {
+        self.socket = socket
+        self.id = id
+        self.listener = listener
+    }
+
+    var isFinished: Bool { finished.load(ordering: .relaxed) }
+
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "h2 server connection \(id)"
+        thread.start()
+    }
+
+    func command(_ command: Command) {
+        commands.withLock { $0.append(command) }
+        wake.signal()
+    }
+
+    private func run() {
+        defer {
+            if socket >= 0 { close(socket) }
+            finished.store(true, ordering: .relaxed)
+        }
+        guard handshake() else { return }
+        guard let session = try? NGHTTP2Session(client: false, delegate: self, maxConcurrentStreams: listener.configuration.maxConcurrentStreams)
+        else { return }
+        self.session = session
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            // Commands from responders and the listener.
+            let pending = commands.withLock { queued -> [Command] in
+                let taken = queued
+                queued.removeAll()
+                return taken
+            }
+            for command in pending {
+                switch command {
+                case .respond(let stream, let response, let due): scheduled.append((due, stream, response))
+                case .reset:
+                    Socket.reset(socket)
+                    socket = -1
+                    return
+                case .goAway(let stream, let graceful, let response):
+                    session.submitGoAway(lastStream: graceful ? stream : 0)
+                    if graceful, let response { scheduled.append((0, stream, response)) }
+                    if !graceful { closeAfterFlush = true }
+                case .shutdown:
+                    session.submitGoAway(lastStream: session.lastProcessedPeerStream)
+                    closeAfterFlush = true
+                }
+            }
+            let now = Clock.now()
+            scheduled.removeAll { item in
+                guard item.due <= now else { return false }
+                var headers = [(":status", String(item.response.status))]
+                headers += item.response.headers.map { ($0.name.lowercased(), $0.value) }
+                session.submitResponse(stream: item.stream, headers: headers, body: item.response.body)
+                return true
+            }
+            guard (try? session.collectOutput(into: &output)) != nil, writeOutput() else { return }
+            if closeAfterFlush, output.isEmpty { return }
+            if !session.wantsRead, !session.wantsWrite, scheduled.isEmpty, output.isEmpty { return }
+
+            var next: Int32 = 1000
+            if let due = scheduled.map(\.due).min() {
+                next = due > now ? Int32(min((due - now) / 1_000_000 + 1, 1000)) : 0
+            }
+            var descriptors = [
+                pollfd(fd: socket, events: Int16(POLLIN) | (output.isEmpty ? 0 : Int16(POLLOUT)), revents: 0),
+                pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
+            ]
+            if tls?.hasPendingBytes == true { descriptors[0].revents = Int16(POLLIN) } else { _ = poll(&descriptors, 2, next) }
+            if descriptors[1].revents != 0 { wake.drain() }
+            if descriptors[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+                readLoop: while let tls {
+                    switch buffer.withUnsafeMutableBytes({ tls.read(into: $0) }) {
+                    case .bytes(let count):
+                        guard (try? session.receive(buffer, count: count)) != nil else { return }
+                    case .wouldBlock: break readLoop
+                    case .closed, .failed: return
+                    }
+                }
+            }
+        }
+    }
+
+    private func handshake() -> Bool {
+        guard let stream = try? TLSStream(context: listener.context, socket: socket, client: false, serverName: nil) else { return false }
+        tls = stream
+        let deadline = Clock.now() + 10_000_000_000
+        while Clock.now() < deadline {
+            guard let progress = try? stream.handshake() else { return false }
+            if case .done = progress { return stream.negotiatedProtocol == "h2" }
+            var descriptor = pollfd(fd: socket, events: Int16(progress == .wantRead ? POLLIN : POLLOUT), revents: 0)
+            _ = poll(&descriptor, 1, 1000)
+        }
+        return false
+    }
+
+    /// Writes as much output as the socket takes; false when the socket failed.
+    private func writeOutput() -> Bool {
+        guard let tls else { return false }
+        while !output.isEmpty {
+            switch output.withUnsafeBytes({ tls.write($0) }) {
+            case .bytes(let count): output.removeFirst(count)
+            case .wouldBlock: return true
+            case .closed, .failed: return false
+            }
+        }
+        return true
+    }
+}
+
+extension ServerConnection: NGHTTP2SessionDelegate {
+    func sessionBeganHeaders(stream: Int32) { incoming[stream] = IncomingStream() }
+
+    func sessionReceivedHeader(stream: Int32, name: String, value: String) {
+        switch name {
+        case ":method": incoming[stream]?.method = value
+        case ":path": incoming[stream]?.path = value
+        case ":authority": incoming[stream]?.authority = value
+        default: if !name.hasPrefix(":") { incoming[stream]?.headers.append((name, value)) }
+        }
+    }
+
+    func sessionReceivedData(stream: Int32, bytes: UnsafeRawBufferPointer) {
+        incoming[stream]?.body.append(contentsOf: bytes)
+    }
+
+    func sessionStreamEnded(stream: Int32) {
+        guard let request = incoming[stream] else { return }
+        listener.handler(
+            HTTP2ServerRequest(method: request.method, path: request.path, authority: request.authority, headers: request.headers, body: request.body, connectionID: id, streamID: stream),
+            HTTP2Responder(connection: self, stream: stream))
+    }
+
+    func sessionStreamClosed(stream: Int32, errorCode: UInt32) { incoming[stream] = nil }
+    func sessionReceivedGoAway(lastStream: Int32, errorCode: UInt32) {}
+    func sessionReceivedPingAck() {}
+    func sessionReceivedSettings() {}
+}

@@ -1,0 +1,209 @@
+import Foundation
+import HTTP2
+import Synchronization
+import Testing
+
+/// Our client against our server, for the behaviours a mock APNs needs.
+struct LocalServer {
+    let server: HTTP2Server
+    let certificate: TestCertificate
+
+    init(maxConcurrentStreams: UInt32 = 1000, handler: @escaping HTTP2ServerHandler) throws {
+        certificate = try TestCertificate()
+        var configuration = HTTP2Server.Configuration(tls: TLSServerConfiguration(certificateChainFile: certificate.certificate, privateKeyFile: certificate.key))
+        configuration.maxConcurrentStreams = maxConcurrentStreams
+        server = try HTTP2Server(configuration: configuration, handler: handler)
+    }
+
+    func connection(_ configure: (inout HTTP2Connection.Configuration) -> Void = { _ in }, events: HTTP2EventObserver? = nil) -> HTTP2Connection {
+        var configuration = HTTP2Connection.Configuration(host: "127.0.0.1", port: server.port)
+        configuration.tls = TLSClientConfiguration(caFile: certificate.certificate)
+        configure(&configuration)
+        return HTTP2Connection(configuration: configuration, observer: events)
+    }
+
+    func stop() {
+        server.stop()
+        certificate.remove()
+    }
+}
+
+/// Echoes method, path and body; paths starting with /fault/ trigger faults.
+let echoHandler: HTTP2ServerHandler = { request, responder in
+    switch request.path {
+    case "/fault/ignore": responder.ignore()
+    case "/fault/reset": responder.resetConnection()
+    case "/fault/goaway-graceful": responder.goAway(graceful: true, response: HTTP2Response(status: 200, body: Array("last".utf8)))
+    case "/fault/goaway-abrupt": responder.goAway(graceful: false, response: nil)
+    case let path where path.hasPrefix("/slow/"):
+        responder.respond(HTTP2Response(status: 200, body: Array(path.utf8)), delayMilliseconds: Int(path.dropFirst(6)) ?? 0)
+    default:
+        let headers = [("x-method", request.method), ("x-connection", String(request.connectionID))]
+        responder.respond(HTTP2Response(status: request.path == "/created" ? 201 : 200, headers: headers, body: request.body.isEmpty ? Array(request.path.utf8) : request.body))
+    }
+}
+
+/// Collects connection events.
+final class EventLog: Sendable {
+    private let events = Mutex<[HTTP2ConnectionEvent]>([])
+    var all: [HTTP2ConnectionEvent] { events.withLock { $0 } }
+    var observer: HTTP2EventObserver { { _, event in self.events.withLock { $0.append(event) } } }
+}
+
+@Suite("HTTP/2 client against our server")
+struct ClientServerTests {
+    @Test("requests and responses round-trip with headers and bodies")
+    func roundTrip() async throws {
+        let local = try LocalServer(handler: echoHandler)
+        defer { local.stop() }
+        let events = EventLog()
+        let connection = local.connection(events: events.observer)
+        let response = try await connection.send(HTTP2Request(method: "POST", path: "/created", headers: [("apns-topic", "a.b")], body: Array("payload".utf8)))
+        #expect(response.status == 201)
+        #expect(response.header("x-method") == "POST")
+        #expect(response.body == Array("payload".utf8))
+        await connection.close()
+        #expect(events.all == [.opened, .closed])
+    }
+
+    @Test("a request with no answer times out with a typed error and the connection lives on")
+    func timeout() async throws {
+        let local = try LocalServer(handler: echoHandler)
+        defer { local.stop() }
+        let connection = local.connection()
+        await #expect {
+            try await connection.send(HTTP2Request(method: "GET", path: "/fault/ignore", timeout: 0.2))
+        } throws: { ($0 as? HTTP2Error)?.code == .timeout }
+        #expect(try await connection.send(HTTP2Request(method: "GET", path: "/after")).status == 200)
+        await connection.close()
+    }
+
+    @Test("cancelling the waiting task resets the stream and throws cancelled")
+    func cancellation() async throws {
+        let local = try LocalServer(handler: echoHandler)
+        defer { local.stop() }
+        let connection = local.connection()
+        let task = Task { try await connection.send(HTTP2Request(method: "GET", path: "/fault/ignore", timeout: 30)) }
+        // Wait until the request is on the connection, then cancel.
+        while connection.load == 0 { await Task.yield() }
+        task.cancel()
+        let result = await task.result
+        guard case .failure(let error as HTTP2Error) = result else { Issue.record("expected cancellation, got \(result)"); return }
+        #expect(error.code == .cancelled)
+        #expect(connection.load == 0)
+        await connection.close()
+    }
+
+    @Test("graceful GOAWAY: the last stream is answered, later streams come back unprocessed")
+    func gracefulGoAway() async throws {
+        let local = try LocalServer(handler: echoHandler)
+        defer { local.stop() }
+        let events = EventLog()
+        let connection = local.connection(events: events.observer)
+        let last = try await connection.send(HTTP2Request(method: "GET", path: "/fault/goaway-graceful"))
+        #expect(last.status == 200)
+        #expect(last.body == Array("last".utf8))
+        await #expect {
+            try await connection.send(HTTP2Request(method: "GET", path: "/after"))
+        } throws: { ($0 as? HTTP2Error)?.code == .unprocessed }
+        #expect(events.all.contains(.goaway))
+    }
+
+    @Test("abrupt GOAWAY: in-flight streams above last-stream-id are unprocessed")
+    func abruptGoAway() async throws {
+        let local = try LocalServer(handler: echoHandler)
+        defer { local.stop() }
+        let connection = local.connection()
+        let slow = Task { try await connection.send(HTTP2Request(method: "GET", path: "/slow/300")) }
+        while connection.load == 0 { await Task.yield() }
+        await #expect {
+            try await connection.send(HTTP2Request(method: "GET", path: "/fault/goaway-abrupt"))
+        } throws: { ($0 as? HTTP2Error)?.code == .unprocessed }
+        await #expect {
+            _ = try await slow.value
+        } throws: { ($0 as? HTTP2Error)?.code == .unprocessed }
+    }
+
+    @Test("a TCP reset mid-stream fails in-flight requests with a connection error")
+    func reset() async throws {
+        let local = try LocalServer(handler: echoHandler)
+        defer { local.stop() }
+        let connection = local.connection()
+        await #expect {
+            try await connection.send(HTTP2Request(method: "GET", path: "/fault/reset"))
+        } throws: { ($0 as? HTTP2Error)?.code == .connection }
+        #expect(connection.state == .closed)
+    }
+
+    @Test("the server's small MAX_CONCURRENT_STREAMS is honoured; excess waits, nothing is refused")
+    func smallStreamLimit() async throws {
+        let active = Atomic<Int>(0)
+        let peak = Atomic<Int>(0)
+        let local = try LocalServer(maxConcurrentStreams: 3) { request, responder in
+            let now = active.wrappingAdd(1, ordering: .relaxed).newValue
+            _ = peak.max(now, ordering: .relaxed)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) {
+                active.subtract(1, ordering: .relaxed)
+                responder.respond(HTTP2Response(status: 200))
+            }
+        }
+        defer { local.stop() }
+        let connection = local.connection()
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<30 { group.addTask { (try? await connection.send(HTTP2Request(method: "GET", path: "/x")).status) ?? -1 } }
+            var all: [Int] = []
+            for await status in group { all.append(status) }
+            return all
+        }
+        #expect(statuses == Array(repeating: 200, count: 30))
+        #expect(peak.load(ordering: .relaxed) <= 3)
+        await connection.close()
+    }
+
+    @Test("a full waiting queue fails at once with queueFull")
+    func queueFull() async throws {
+        let local = try LocalServer(maxConcurrentStreams: 1, handler: echoHandler)
+        defer { local.stop() }
+        let connection = local.connection { $0.queueCapacity = 2; $0.maxConcurrentStreams = 1 }
+        // Establish the connection so its limits are known.
+        _ = try await connection.send(HTTP2Request(method: "GET", path: "/warm"))
+        let tasks = (0..<3).map { _ in Task { try await connection.send(HTTP2Request(method: "GET", path: "/slow/300")) } }
+        while connection.load < 3 { await Task.yield() }
+        await #expect {
+            try await connection.send(HTTP2Request(method: "GET", path: "/one-too-many"))
+        } throws: { ($0 as? HTTP2Error)?.code == .queueFull }
+        for task in tasks { _ = try await task.value }
+        await connection.close()
+    }
+
+    @Test("close drains in-flight requests, then refuses new ones")
+    func drainingClose() async throws {
+        let local = try LocalServer(handler: echoHandler)
+        defer { local.stop() }
+        let connection = local.connection()
+        async let inFlight = connection.send(HTTP2Request(method: "GET", path: "/slow/200"))
+        while connection.load == 0 { await Task.yield() }
+        await connection.close(drainTimeout: 5)
+        #expect(try await inFlight.status == 200)
+        await #expect(throws: HTTP2Error.self) { try await connection.send(HTTP2Request(method: "GET", path: "/late")) }
+    }
+
+    @Test("a server without h2 in ALPN is a clear error")
+    func noHTTP2() async throws {
+        let certificate = try TestCertificate()
+        defer { certificate.remove() }
+        var tls = TLSServerConfiguration(certificateChainFile: certificate.certificate, privateKeyFile: certificate.key)
+        tls.offerHTTP2 = false
+        let server = try HTTP2Server(configuration: .init(tls: tls), handler: echoHandler)
+        defer { server.stop() }
+        var configuration = HTTP2Connection.Configuration(host: "127.0.0.1", port: server.port)
+        configuration.tls = TLSClientConfiguration(caFile: certificate.certificate)
+        let connection = HTTP2Connection(configuration: configuration)
+        await #expect {
+            try await connection.send(HTTP2Request(method: "GET", path: "/"))
+        } throws: { error in
+            let error = error as! HTTP2Error
+            return error.code == .noHTTP2 && error.message.contains("did not agree to HTTP/2")
+        }
+    }
+}
