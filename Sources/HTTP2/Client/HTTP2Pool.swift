@@ -1,0 +1,125 @@
+import Synchronization
+
+/// A pool of HTTP/2 connections to one origin.
+///
+/// Up to `size` connections are opened lazily, the least loaded one takes
+/// each request, and a connection that closes (idle, GOAWAY, failure) is
+/// replaced on demand, after a backoff with jitter when opening keeps
+/// failing. A request the server never processed (GOAWAY above
+/// last-stream-id, REFUSED_STREAM) is sent again on another connection
+/// without the caller seeing it: that is not a failed attempt.
+public final class HTTP2Pool: Sendable {
+    public struct Configuration: Sendable {
+        public var connection: HTTP2Connection.Configuration
+        /// Connections kept to the origin.
+        public var size = 2
+        /// How many times one request may be resent after coming back unprocessed.
+        public var maximumUnprocessedResends = 5
+        /// Backoff between failed connection attempts: doubling from the
+        /// minimum to the maximum, with up to 20% jitter.
+        public var reconnectMinimumDelay = 0.05
+        public var reconnectMaximumDelay = 5.0
+
+        public init(connection: HTTP2Connection.Configuration) { self.connection = connection }
+    }
+
+    private struct State {
+        var connections: [HTTP2Connection] = []
+        var closed = false
+        var consecutiveFailures = 0
+        var nextAttempt: ContinuousClock.Instant?
+    }
+
+    public let configuration: Configuration
+    private let observer: HTTP2EventObserver?
+    private let state = Mutex(State())
+
+    public init(configuration: Configuration, observer: HTTP2EventObserver? = nil) {
+        self.configuration = configuration
+        self.observer = observer
+    }
+
+    /// Sends on the least-loaded usable connection, resending transparently
+    /// when the server did not process the request.
+    public func send(_ request: HTTP2Request) async throws(HTTP2Error) -> HTTP2Response {
+        var resends = 0
+        while true {
+            let connection = try await pick()
+            do {
+                let response = try await connection.send(request)
+                state.withLock { $0.consecutiveFailures = 0 }
+                return response
+            } catch where error.code == .unprocessed && resends < configuration.maximumUnprocessedResends {
+                resends += 1
+                continue
+            } catch where [.connectFailed, .tls, .noHTTP2].contains(error.code) {
+                noteConnectFailure()
+                throw error
+            }
+        }
+    }
+
+    /// Open connections (any state but closed).
+    public var openConnections: Int {
+        state.withLock { $0.connections.filter { $0.state != .closed }.count }
+    }
+
+    /// Stops intake; each connection drains for up to `drainTimeout` seconds.
+    public func close(drainTimeout: Double = 5) async {
+        let connections = state.withLock { state -> [HTTP2Connection] in
+            state.closed = true
+            defer { state.connections.removeAll() }
+            return state.connections
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for connection in connections { group.addTask { await connection.close(drainTimeout: drainTimeout) } }
+        }
+    }
+
+    private func pick() async throws(HTTP2Error) -> HTTP2Connection {
+        while true {
+            let decision = state.withLock { state -> Result<HTTP2Connection, HTTP2Error>? in
+                if state.closed { return .failure(HTTP2Error(.closed, "pool for \(configuration.connection.origin) is closed")) }
+                state.connections.removeAll { $0.state == .closed }
+                let usable = state.connections.filter { $0.state == .ready || $0.state == .connecting }
+                if usable.count < configuration.size {
+                    if let next = state.nextAttempt, ContinuousClock.now < next {
+                        // Backing off: use what is there, or wait.
+                        return usable.min(by: { $0.load < $1.load }).map { .success($0) }
+                    }
+                    let connection = HTTP2Connection(configuration: configuration.connection, observer: observer)
+                    if !state.connections.isEmpty || state.consecutiveFailures > 0 { observer?(configuration.connection.origin, .reconnect) }
+                    state.connections.append(connection)
+                    // Open lazily, but prefer an idle existing one over a new one.
+                    if let idle = usable.first(where: { $0.load == 0 && $0.state == .ready }) { return .success(idle) }
+                    return .success(connection)
+                }
+                return usable.min(by: { $0.load < $1.load }).map { .success($0) }
+            }
+            switch decision {
+            case .success(let connection): return connection
+            case .failure(let error): throw error
+            case nil:
+                let wait = state.withLock { $0.nextAttempt.map { $0 - ContinuousClock.now } } ?? .milliseconds(10)
+                try? await Task.sleep(for: max(wait, .milliseconds(1)))
+                if Task.isCancelled { throw HTTP2Error(.cancelled, "cancelled while waiting for a connection") }
+            }
+        }
+    }
+
+    private func noteConnectFailure() {
+        state.withLock { state in
+            state.consecutiveFailures += 1
+            let exponent = Double(min(state.consecutiveFailures - 1, 20))
+            let base = min(configuration.reconnectMinimumDelay * pow2(exponent), configuration.reconnectMaximumDelay)
+            let delay = base * Double.random(in: 0.8...1.2)
+            state.nextAttempt = ContinuousClock.now + .milliseconds(Int(delay * 1000))
+        }
+    }
+
+    private func pow2(_ exponent: Double) -> Double {
+        var value = 1.0
+        for _ in 0..<Int(exponent) { value *= 2 }
+        return value
+    }
+}

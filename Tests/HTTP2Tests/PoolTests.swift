@@ -1,0 +1,91 @@
+import Foundation
+import HTTP2
+import Synchronization
+import Testing
+
+@Suite("HTTP/2 connection pool")
+struct PoolTests {
+    func makePool(_ local: LocalServer, size: Int = 2, events: EventLog? = nil) -> HTTP2Pool {
+        var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: local.server.port)
+        connection.tls = TLSClientConfiguration(caFile: local.certificate.certificate)
+        var configuration = HTTP2Pool.Configuration(connection: connection)
+        configuration.size = size
+        return HTTP2Pool(configuration: configuration, observer: events?.observer)
+    }
+
+    @Test("opens lazily, at most `size` connections, spreading load")
+    func lazyAndBounded() async throws {
+        let local = try LocalServer(handler: echoHandler)
+        defer { local.stop() }
+        let pool = makePool(local)
+        #expect(pool.openConnections == 0)
+        #expect(try await pool.send(HTTP2Request(method: "GET", path: "/one")).status == 200)
+        #expect(pool.openConnections == 1)
+        let connections = await withTaskGroup(of: String.self) { group in
+            for _ in 0..<200 {
+                group.addTask { (try? await pool.send(HTTP2Request(method: "GET", path: "/slow/20")).status).map(String.init) ?? "failed" }
+            }
+            var all: [String] = []
+            for await result in group { all.append(result) }
+            return all
+        }
+        #expect(connections.allSatisfy { $0 == "200" })
+        #expect(pool.openConnections == 2)
+        #expect(local.server.acceptedConnections == 2)
+        await pool.close()
+    }
+
+    @Test("after a graceful GOAWAY, later requests move to a new connection without errors")
+    func goAwayMovesTraffic() async throws {
+        let local = try LocalServer(handler: echoHandler)
+        defer { local.stop() }
+        let events = EventLog()
+        let pool = makePool(local, size: 1, events: events)
+        #expect(try await pool.send(HTTP2Request(method: "GET", path: "/fault/goaway-graceful")).status == 200)
+        for index in 0..<20 {
+            #expect(try await pool.send(HTTP2Request(method: "GET", path: "/after/\(index)")).status == 200)
+        }
+        #expect(local.server.acceptedConnections == 2)
+        #expect(events.all.contains(.goaway))
+        await pool.close()
+    }
+
+    @Test("requests caught by an abrupt GOAWAY are resent on a new connection and succeed")
+    func abruptGoAwayResends() async throws {
+        // The first /fault request drops its connection abruptly; resent, it is answered.
+        let fired = Atomic<Bool>(false)
+        let local = try LocalServer { request, responder in
+            if request.path == "/fault", !fired.exchange(true, ordering: .relaxed) {
+                responder.goAway(graceful: false, response: nil)
+            } else {
+                echoHandler(request, responder)
+            }
+        }
+        defer { local.stop() }
+        let pool = makePool(local, size: 1)
+        _ = try await pool.send(HTTP2Request(method: "GET", path: "/warm"))
+        let slow = (0..<5).map { index in Task { try await pool.send(HTTP2Request(method: "GET", path: "/slow/\(200 + index)")) } }
+        try await Task.sleep(for: .milliseconds(50))  // let them reach the server; correctness does not depend on it
+        #expect(try await pool.send(HTTP2Request(method: "GET", path: "/fault")).status == 200)
+        for task in slow { #expect(try await task.value.status == 200) }
+        #expect(local.server.acceptedConnections >= 2)
+        await pool.close()
+    }
+
+    @Test("a refused origin is a typed error and reconnects back off")
+    func refusedOrigin() async throws {
+        var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: Command.freePort())
+        connection.connectTimeout = 1
+        var configuration = HTTP2Pool.Configuration(connection: connection)
+        configuration.reconnectMinimumDelay = 0.2
+        let events = EventLog()
+        let pool = HTTP2Pool(configuration: configuration, observer: events.observer)
+        await #expect { try await pool.send(HTTP2Request(method: "GET", path: "/")) } throws: { ($0 as? HTTP2Error)?.code == .connectFailed }
+        let clock = ContinuousClock()
+        let start = clock.now
+        await #expect(throws: HTTP2Error.self) { try await pool.send(HTTP2Request(method: "GET", path: "/")) }
+        #expect(clock.now - start >= .milliseconds(100), "the second attempt waits for the backoff")
+        #expect(events.all.filter { $0 == .refused }.count == 2)
+        await pool.close()
+    }
+}
