@@ -61,7 +61,7 @@ let package = Package(
         .target(
             name: "Relay",
             dependencies: [
-                "APNs", "Surfaces", "RelayJSON",
+                "APNs", "Surfaces", "RelayJSON", "HTTP2",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
@@ -91,7 +91,7 @@ let package = Package(
         // MARK: Mock APNs
         // Verifies provider tokens with its own OpenSSL calls (COpenSSL) rather
         // than the relay's signing code: a stand-in must not share the client's logic.
-        .target(name: "MockAPNs", dependencies: ["APNs", "RelayJSON", "COpenSSL"], swiftSettings: strictSwift),
+        .target(name: "MockAPNs", dependencies: ["APNs", "RelayJSON", "HTTP2", "COpenSSL"], swiftSettings: strictSwift),
 
         // MARK: Tests
 
@@ -99,7 +99,7 @@ let package = Package(
         // in-memory transport backed by the mock APNs engine.
         .target(
             name: "TestSupport",
-            dependencies: ["Relay", "MockAPNs", "APNs", "RelayJSON"],
+            dependencies: ["Relay", "MockAPNs", "APNs", "RelayJSON", "HTTP2"],
             path: "Tests/TestSupport",
             swiftSettings: strictSwift
         ),

@@ -40,3 +40,7 @@ long apns_relay_bio_get_mem_data(BIO *bio, char **data) {
 const char *apns_relay_openssl_version(void) {
     return OpenSSL_version(OPENSSL_VERSION);
 }
+
+EVP_PKEY *apns_relay_ec_p256_generate(void) {
+    return EVP_EC_gen("P-256");
+}

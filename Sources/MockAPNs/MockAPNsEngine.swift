@@ -48,16 +48,22 @@ public final class MockAPNsEngine: Sendable {
     }
 
     private func decide(_ request: MockRequest) -> MockAction {
-        if let limit = configuration.goAwayAfterStreams {
-            let count = state.withLock { state in
-                state.streamsPerConnection[request.connectionID, default: 0] += 1
-                return state.streamsPerConnection[request.connectionID]!
-            }
-            if count == limit.count {
-                let answer = limit.graceful ? validate(request) : nil
-                return .goAway(graceful: limit.graceful, response: answer)
-            }
+        let action = answer(request)
+        guard let limit = configuration.goAwayAfterStreams else { return action }
+        let count = state.withLock { state in
+            state.streamsPerConnection[request.connectionID, default: 0] += 1
+            return state.streamsPerConnection[request.connectionID]!
         }
+        guard count == limit.count else { return action }
+        // The Nth stream carries the GOAWAY. Gracefully, it is still answered
+        // exactly as it would have been; abruptly, it is refused unprocessed.
+        guard limit.graceful else { return .goAway(graceful: false, response: nil) }
+        if case .respond(let response, _) = action { return .goAway(graceful: true, response: response) }
+        return action
+    }
+
+    /// The answer before connection-level faults: validation, then rules.
+    private func answer(_ request: MockRequest) -> MockAction {
         var response = validate(request)
         if response.status < 300, let scripted = scriptedOutcome(for: request) {
             switch scripted {

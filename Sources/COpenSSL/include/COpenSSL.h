@@ -47,6 +47,9 @@ void apns_relay_openssl_free(void *ptr);
 /* BIO_get_mem_data: pointer to a memory BIO's bytes; returns the length. */
 long apns_relay_bio_get_mem_data(BIO *bio, char **data);
 
+/* A fresh EC P-256 key (EVP_EC_gen is a macro over a variadic call). NULL on failure. */
+EVP_PKEY *apns_relay_ec_p256_generate(void);
+
 /* The library's version string, e.g. "OpenSSL 3.0.17 1 Jul 2025". */
 const char *apns_relay_openssl_version(void);
 

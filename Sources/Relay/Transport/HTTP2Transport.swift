@@ -1,0 +1,82 @@
+public import APNs
+public import HTTP2
+import Synchronization
+
+/// The production transport: a pool of TLS HTTP/2 connections per origin.
+public final class HTTP2Transport: APNsTransport {
+    /// Settings applied to every origin's pool.
+    public struct Configuration: Sendable {
+        /// Connections per origin.
+        public var connectionsPerOrigin = 2
+        public var maxConcurrentStreams = 900
+        public var queueCapacity = 10_000
+        public var idleTimeout = 60.0
+        public var pingInterval = 30.0
+        /// A CA bundle to trust instead of the system store: tests and the mock only.
+        public var caFile: String?
+
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    private let observer: HTTP2EventObserver?
+    private let pools = Mutex<[Origin: HTTP2Pool]>([:])
+
+    public init(configuration: Configuration = Configuration(), observer: HTTP2EventObserver? = nil) {
+        self.configuration = configuration
+        self.observer = observer
+    }
+
+    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
+        let pool = pool(for: request.origin)
+        let http2Request = HTTP2Request(
+            method: request.method, path: request.path, authority: request.origin.authority,
+            headers: request.headers.map { ($0.name, $0.value) }, body: request.body, timeout: request.timeout)
+        do {
+            let response = try await pool.send(http2Request)
+            return TransportResponse(status: response.status, headers: response.headers.map { HTTPHeader($0.name, $0.value) }, body: response.body)
+        } catch {
+            throw Self.convert(error)
+        }
+    }
+
+    /// Closes every pool, draining in-flight requests for up to `drainTimeout` seconds.
+    public func close(drainTimeout: Double = 5) async {
+        let all = pools.withLock { pools in
+            defer { pools.removeAll() }
+            return Array(pools.values)
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for pool in all { group.addTask { await pool.close(drainTimeout: drainTimeout) } }
+        }
+    }
+
+    private func pool(for origin: Origin) -> HTTP2Pool {
+        pools.withLock { pools in
+            if let pool = pools[origin] { return pool }
+            var connection = HTTP2Connection.Configuration(host: origin.host, port: origin.port)
+            connection.tls = TLSClientConfiguration(caFile: configuration.caFile)
+            connection.maxConcurrentStreams = configuration.maxConcurrentStreams
+            connection.queueCapacity = configuration.queueCapacity
+            connection.idleTimeout = configuration.idleTimeout
+            connection.pingInterval = configuration.pingInterval
+            var poolConfiguration = HTTP2Pool.Configuration(connection: connection)
+            poolConfiguration.size = configuration.connectionsPerOrigin
+            let pool = HTTP2Pool(configuration: poolConfiguration, observer: observer)
+            pools[origin] = pool
+            return pool
+        }
+    }
+
+    static func convert(_ error: HTTP2Error) -> TransportError {
+        switch error.code {
+        case .timeout: TransportError(.timeout, error.message)
+        case .unprocessed: TransportError(.unprocessed, error.message)
+        case .queueFull: TransportError(.queueFull, error.message)
+        case .tls, .noHTTP2: TransportError(.tls, error.message)
+        case .cancelled: TransportError(.cancelled, error.message)
+        case .closed: TransportError(.closed, error.message)
+        default: TransportError(.connection, error.message)
+        }
+    }
+}
