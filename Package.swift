@@ -16,6 +16,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         // MARK: C interop (headers, module maps and tiny shims only)
@@ -92,6 +93,18 @@ let package = Package(
         // Verifies provider tokens with its own OpenSSL calls (COpenSSL) rather
         // than the relay's signing code: a stand-in must not share the client's logic.
         .target(name: "MockAPNs", dependencies: ["APNs", "RelayJSON", "HTTP2", "COpenSSL"], swiftSettings: strictSwift),
+
+        // MARK: The command line
+
+        .executableTarget(
+            name: "apns-relay",
+            dependencies: [
+                "APNs", "Surfaces", "RelayJSON", "HTTP2", "Relay", "MockAPNs", "Telemetry",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
+        ),
 
         // MARK: Tests
 
