@@ -1,4 +1,5 @@
 public import APNs
+public import Surfaces
 
 /// The outcome of one logical send that APNs accepted.
 public struct SendResult: Sendable, Hashable {
@@ -34,6 +35,10 @@ public struct SendFailure: Error, Sendable, CustomStringConvertible {
         case cancelled
         /// The per-send deadline passed before a final answer.
         case deadlineExceeded
+        /// The snapshot broke the contract or does not fit the operation (MS008).
+        case invalidSnapshot(SnapshotValidationError)
+        /// The request names an app or environment the relay does not serve.
+        case configuration(String)
     }
 
     public var cause: Cause
@@ -58,6 +63,8 @@ public struct SendFailure: Error, Sendable, CustomStringConvertible {
         case .credentials: "credentials"
         case .cancelled: "cancelled"
         case .deadlineExceeded: "deadline_exceeded"
+        case .invalidSnapshot: SnapshotValidationError.code
+        case .configuration: "configuration"
         }
     }
 
@@ -68,6 +75,8 @@ public struct SendFailure: Error, Sendable, CustomStringConvertible {
         case .credentials(let message): "credentials: \(message)"
         case .cancelled: "cancelled after \(attempts) attempt(s)"
         case .deadlineExceeded: "deadline exceeded after \(attempts) attempt(s)"
+        case .invalidSnapshot(let error): "\(error)"
+        case .configuration(let message): message
         }
     }
 }

@@ -44,6 +44,7 @@ extension SendRun {
         case .apns: .rejected
         case .cancelled: .cancelled
         case .transport, .credentials, .deadlineExceeded: .failed
+        case .invalidSnapshot, .configuration: .rejected
         }
         span.attributes["apns.attempts"] = attempt
         if let status { span.attributes["apns.status"] = status }

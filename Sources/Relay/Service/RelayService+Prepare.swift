@@ -1,0 +1,104 @@
+import APNs
+import Logging
+import RelayJSON
+import Surfaces
+
+extension RelayService {
+    /// Turns an operation into its APNs request, running every check that
+    /// needs no I/O. A refusal is reported (zero attempts) unless `context` is nil (describe).
+    func prepare(
+        app: String, environment: Environment, _ operation: RelayOperation, apnsID: APNsID?, context: SendContext? = nil
+    ) throws(SendFailure) -> (APNsRequest, (String, Int64)?) {
+        func refused(_ cause: SendFailure.Cause) -> SendFailure {
+            context == nil
+                ? SendFailure(cause: cause, apnsID: APNsID.random(), attempts: 0, latencyMilliseconds: 0, trapHits: [], timestamp: UnixTime.nowSeconds() * 1000)
+                : refuse(cause, app: app, environment: environment, operation: operation, context: context!)
+        }
+        guard let builder = builders[app], let appConfiguration = configuration.apps.first(where: { $0.name == app }) else {
+            throw refused(.configuration("no app named \(app) (configured: \(appNames.joined(separator: ", ")))"))
+        }
+        guard appConfiguration.environments.contains(environment) else {
+            throw refused(.configuration("app \(app) is not configured for \(environment.rawValue)"))
+        }
+        do {
+            return try build(operation, builder: builder, app: app, environment: environment)
+        } catch let error as APNsError {
+            throw refused(.apns(error))
+        } catch let error as SnapshotValidationError {
+            throw refused(.invalidSnapshot(error))
+        } catch {
+            throw refused(.configuration("\(error)"))
+        }
+    }
+
+    private func build(_ operation: RelayOperation, builder: RequestBuilder, app: String, environment: Environment) throws -> (APNsRequest, (String, Int64)?) {
+        switch operation {
+        case .alert(let token, let snapshot, let options):
+            return (try builder.alert(token: token, payload: snapshot.alertPayload(), options: options), nil)
+        case .notification(let token, let snapshot, let options):
+            return (try builder.notification(token: token, payload: snapshot.notificationPayload(), options: options), nil)
+        case .background(let token, let customData, let options):
+            return (try builder.background(token: token, customData: customData, options: options), nil)
+        case .start(let token, let snapshot, let attributes, let attributesType, let live, let options):
+            var content = try liveContent(snapshot, live)
+            content.attributesType = attributesType ?? RelayOperation.defaultAttributesType
+            content.attributes = try attributes ?? snapshot.liveActivityAttributes()
+            content.alert = try snapshot.alertPayload()["aps"]?["alert"]
+            return (try builder.liveActivity(.start, token: token, content: content, options: options), nil)
+        case .update(let token, let snapshot, let live, let options), .end(let token, let snapshot, let live, let options):
+            let event: LiveActivityEvent = operation.operation == .update ? .update : .end
+            var content = try liveContent(snapshot, live)
+            let timestamp = content.timestamp ?? UnixTime.nowSeconds()
+            content.timestamp = timestamp
+            let request = try builder.liveActivity(event, token: token, content: content, options: options)
+            let key = "\(app)|\(environment.rawValue)|\(request.tokenFingerprint ?? "")"
+            try checkTimestamp(key: key, timestamp: timestamp, apnsID: request.apnsID)
+            return (request, (key, timestamp))
+        case .broadcast(let channelID, let snapshot, let storagePolicy, let live, let options):
+            return (try builder.broadcast(channelID: channelID, content: liveContent(snapshot, live), storagePolicy: storagePolicy, options: options), nil)
+        case .createChannel(let storagePolicy):
+            return (builder.createChannel(storagePolicy: storagePolicy), nil)
+        case .listChannels:
+            return (builder.listChannels(), nil)
+        case .deleteChannel(let channelID):
+            return (try builder.deleteChannel(channelID: channelID), nil)
+        case .raw(let token, let payload, let headers):
+            return (try builder.raw(token: token, payload: payload, headers: headers), nil)
+        }
+    }
+
+    private func liveContent(_ snapshot: LiveSurfaceSnapshot, _ live: LiveActivityOptions) throws -> LiveActivityContent {
+        LiveActivityContent(
+            contentState: try live.contentState ?? snapshot.liveActivityContentState(), timestamp: live.timestamp,
+            staleDate: live.staleDate, dismissalDate: live.dismissalDate, relevanceScore: live.relevanceScore)
+    }
+
+    private func checkTimestamp(key: String, timestamp: Int64, apnsID: APNsID) throws(APNsError) {
+        guard configuration.timestampPolicy != .allow, let last = timestamps.staleness(key: key, timestamp: timestamp) else { return }
+        let rule = "must be newer than \(last), the last timestamp sent to this activity (iOS silently drops older or equal ones)"
+        if configuration.timestampPolicy == .reject {
+            throw APNsError.preflight("StaleTimestamp", field: "aps.timestamp", rule: rule, apnsID: apnsID)
+        }
+        logger.warning("Live Activity timestamp not increasing; iOS will drop this update", metadata: ["apns_id": "\(apnsID)", "timestamp": "\(timestamp)", "last": "\(last)"])
+    }
+
+    /// Reports a send refused before any I/O and returns its failure.
+    func refuse(_ cause: SendFailure.Cause, app: String, environment: Environment, operation: RelayOperation, context: SendContext) -> SendFailure {
+        let now = UnixTime.nowNanoseconds()
+        var trapHits: [TrapID] = []
+        if case .apns(let error) = cause, let trap = error.trapID { trapHits.append(trap) }
+        if case .invalidSnapshot = cause { trapHits.append(.invalidSnapshot) }
+        let apnsID = APNsID.random()
+        let failure = SendFailure(cause: cause, apnsID: apnsID, attempts: 0, latencyMilliseconds: 0, trapHits: trapHits, timestamp: Int64(now / 1_000_000))
+        let event = SendEvent(
+            send: SendDescriptor(
+                app: app, environment: environment, operation: operation.operation, apnsID: apnsID,
+                snapshotID: context.snapshotID ?? operation.snapshot?.id, surfaceID: context.surfaceID ?? operation.snapshot?.surfaceID,
+                caller: context.caller),
+            outcome: .rejected, status: nil, reason: nil, errorType: failure.errorType, attempts: 0, trapHits: trapHits,
+            latencySeconds: 0, startedAt: now, finishedAt: now, apnsUniqueID: nil, unregisteredAt: nil, dropsToken: false,
+            attemptLog: [], deadToken: nil)
+        for observer in observers { observer.sendFinished(event) }
+        return failure
+    }
+}

@@ -1,0 +1,93 @@
+public import APNs
+public import Instrumentation
+public import Logging
+import RelayJSON
+import Surfaces
+public import Tracing
+
+/// The relay: many apps in one process, one client per (key, environment,
+/// bundle id), every operation validated before any I/O.
+///
+/// Credentials are loaded and checked when the service is built, so a
+/// missing key id or a bundle id with the Live Activity suffix stops the
+/// relay at start-up (MS028, MS018) instead of failing the first send.
+public final class RelayService: Sendable {
+    public let configuration: RelayConfiguration
+    public let killSwitch: KillSwitch
+    let clients: [String: APNsClient]
+    let builders: [String: RequestBuilder]
+    let observers: [any RelayObserver]
+    let logger: Logger
+    let timestamps: TimestampGuard
+    /// Watches APNs' Date header across every client.
+    public let clockSkew: ClockSkewMonitor
+
+    /// - Throws: ``CredentialError`` or ``APNsError`` (preflight) for the first misconfigured app.
+    public init(
+        configuration: RelayConfiguration, transport: any APNsTransport, killSwitch: KillSwitch = KillSwitch(),
+        observers: [any RelayObserver] = [], tracer: any Tracer, logger: Logger,
+        jwtMinted: (@Sendable (_ app: String, _ issuedAt: Int64) -> Void)? = nil
+    ) throws {
+        self.configuration = configuration
+        self.killSwitch = killSwitch
+        self.observers = observers
+        self.logger = logger
+        timestamps = TimestampGuard(capacity: configuration.timestampMemory)
+        clockSkew = ClockSkewMonitor(logger: logger)
+        var clients: [String: APNsClient] = [:]
+        var builders: [String: RequestBuilder] = [:]
+        var seen = Set<String>()
+        for app in configuration.apps {
+            guard seen.insert(app.name).inserted else {
+                throw CredentialError(.missing, field: "apps.\(app.name)", message: "app \(app.name) is configured twice")
+            }
+            builders[app.name] = try RequestBuilder(bundleID: app.bundleID)
+            let credentials = try ProviderCredentials(keyID: app.keyID, teamID: app.teamID, keyPath: app.keyPath)
+            for environment in app.environments {
+                let name = app.name
+                var onMint: (@Sendable (Int64) -> Void)?
+                if let jwtMinted { onMint = { issuedAt in jwtMinted(name, issuedAt) } }
+                let tokens = ProviderTokenCache(credentials: credentials, onMint: onMint)
+                var clientConfiguration = APNsClient.Configuration(
+                    app: app.name, environment: environment,
+                    endpoints: configuration.endpointOverrides[environment] ?? APNsEndpoints(environment: environment))
+                clientConfiguration.retryPolicy = configuration.retryPolicy
+                clientConfiguration.requestTimeout = configuration.requestTimeout
+                clientConfiguration.sendDeadline = configuration.sendDeadline
+                clients[Self.key(app.name, environment)] = APNsClient(
+                    configuration: clientConfiguration, transport: transport, authorization: tokens, killSwitch: killSwitch,
+                    observers: observers, tracer: tracer, logger: logger, clockSkew: clockSkew)
+            }
+        }
+        self.clients = clients
+        self.builders = builders
+    }
+
+    static func key(_ app: String, _ environment: Environment) -> String { "\(app)|\(environment.rawValue)" }
+
+    /// The apps the relay serves, by name.
+    public var appNames: [String] { configuration.apps.map(\.name).sorted() }
+
+    /// Builds the exact APNs request for an operation without sending it.
+    public func describe(app: String, environment: Environment, _ operation: RelayOperation) throws(SendFailure) -> RequestDescription {
+        let (request, _) = try prepare(app: app, environment: environment, operation, apnsID: nil)
+        let endpoints = configuration.endpointOverrides[environment] ?? APNsEndpoints(environment: environment)
+        return request.describe(endpoints: endpoints)
+    }
+
+    /// Validates, signs, sends and retries one operation. Exactly one
+    /// ``SendEvent`` reaches the observers, whatever happens, including
+    /// sends refused before any I/O (with zero attempts).
+    public func send(app: String, environment: Environment, _ operation: RelayOperation, context: SendContext = SendContext()) async throws(SendFailure) -> SendResult {
+        let (request, activityKey) = try prepare(app: app, environment: environment, operation, apnsID: nil, context: context)
+        guard let client = clients[Self.key(app, environment)] else {
+            throw refuse(.configuration("app \(app) does not send to \(environment.rawValue)"), app: app, environment: environment, operation: operation, context: context)
+        }
+        var context = context
+        if context.snapshotID == nil { context.snapshotID = operation.snapshot?.id }
+        if context.surfaceID == nil { context.surfaceID = operation.snapshot?.surfaceID }
+        let result = try await client.send(request, context: context)
+        if let (key, timestamp) = activityKey { timestamps.record(key: key, timestamp: timestamp) }
+        return result
+    }
+}
