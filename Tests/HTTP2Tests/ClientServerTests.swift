@@ -43,6 +43,19 @@ let echoHandler: HTTP2ServerHandler = { request, responder in
     }
 }
 
+/// Waits until `condition` holds, checking every few milliseconds, for at
+/// most `timeout` seconds; records a test failure instead of hanging.
+func waitUntil(_ what: String, timeout: Double = 10, _ condition: () -> Bool) async {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    while !condition() {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("timed out after \(timeout) s waiting until \(what)")
+            return
+        }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+}
+
 /// Collects connection events.
 final class EventLog: Sendable {
     private let events = Mutex<[HTTP2ConnectionEvent]>([])
@@ -85,7 +98,7 @@ struct ClientServerTests {
         let connection = local.connection()
         let task = Task { try await connection.send(HTTP2Request(method: "GET", path: "/fault/ignore", timeout: 30)) }
         // Wait until the request is on the connection, then cancel.
-        while connection.load == 0 { await Task.yield() }
+        await waitUntil("the request is in flight") { connection.load > 0 }
         task.cancel()
         let result = await task.result
         guard case .failure(let error as HTTP2Error) = result else { Issue.record("expected cancellation, got \(result)"); return }
@@ -115,7 +128,7 @@ struct ClientServerTests {
         defer { local.stop() }
         let connection = local.connection()
         let slow = Task { try await connection.send(HTTP2Request(method: "GET", path: "/slow/300")) }
-        while connection.load == 0 { await Task.yield() }
+        await waitUntil("the slow request is in flight") { connection.load > 0 }
         await #expect {
             try await connection.send(HTTP2Request(method: "GET", path: "/fault/goaway-abrupt"))
         } throws: { ($0 as? HTTP2Error)?.code == .unprocessed }
@@ -168,7 +181,7 @@ struct ClientServerTests {
         // Establish the connection so its limits are known.
         _ = try await connection.send(HTTP2Request(method: "GET", path: "/warm"))
         let tasks = (0..<3).map { _ in Task { try await connection.send(HTTP2Request(method: "GET", path: "/slow/300")) } }
-        while connection.load < 3 { await Task.yield() }
+        await waitUntil("three requests are queued or in flight") { connection.load >= 3 }
         await #expect {
             try await connection.send(HTTP2Request(method: "GET", path: "/one-too-many"))
         } throws: { ($0 as? HTTP2Error)?.code == .queueFull }
@@ -182,7 +195,7 @@ struct ClientServerTests {
         defer { local.stop() }
         let connection = local.connection()
         async let inFlight = connection.send(HTTP2Request(method: "GET", path: "/slow/200"))
-        while connection.load == 0 { await Task.yield() }
+        await waitUntil("the request is in flight") { connection.load > 0 }
         await connection.close(drainTimeout: 5)
         #expect(try await inFlight.status == 200)
         await #expect(throws: HTTP2Error.self) { try await connection.send(HTTP2Request(method: "GET", path: "/late")) }

@@ -85,7 +85,7 @@ struct PoolTests {
         let start = clock.now
         await #expect(throws: HTTP2Error.self) { try await pool.send(HTTP2Request(method: "GET", path: "/")) }
         #expect(clock.now - start >= .milliseconds(100), "the second attempt waits for the backoff")
-        #expect(events.all.filter { $0 == .refused }.count == 2)
+        #expect(events.all.filter { $0 == .refused }.count >= 2)
         await pool.close()
     }
 }
