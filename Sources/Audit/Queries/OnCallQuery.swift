@@ -1,0 +1,65 @@
+/// One of the on-call queries in `sql/queries`: the SQL as psql runs it, with
+/// `:'name'` variables, and a form libpq can bind.
+public struct OnCallQuery: Sendable, Hashable {
+    /// The file name without `.sql`, e.g. `by_apns_id`.
+    public var name: String
+    public var sql: String
+
+    public init(name: String, sql: String) {
+        self.name = name
+        self.sql = sql
+    }
+
+    /// The query's first comment line: which question it answers.
+    public var question: String {
+        sql.split(separator: "\n").first.map { String($0.drop(while: { $0 == "-" || $0 == " " })) } ?? name
+    }
+
+    /// The psql variable names, in order of first use.
+    public var variables: [String] { bindable.variables }
+
+    /// The SQL with each `:'name'` replaced by `$1`, `$2`… and the variable order.
+    public var bindable: (sql: String, variables: [String]) {
+        var variables: [String] = []
+        var output = ""
+        var rest = Substring(sql)
+        while let start = rest.range(of: ":'") {
+            output += rest[..<start.lowerBound]
+            let afterQuote = rest[start.upperBound...]
+            guard let end = afterQuote.firstIndex(of: "'") else { break }
+            let name = String(afterQuote[..<end])
+            if !variables.contains(name) { variables.append(name) }
+            output += "$\(variables.firstIndex(of: name)! + 1)"
+            rest = afterQuote[afterQuote.index(after: end)...]
+        }
+        output += rest
+        return (output, variables)
+    }
+
+    public static func named(_ name: String) -> OnCallQuery? { all.first { $0.name == name } }
+}
+
+/// Runs on-call queries against the audit database.
+public struct AuditQueryRunner: Sendable {
+    public let conninfo: String
+
+    public init(conninfo: String) { self.conninfo = conninfo }
+
+    /// Runs `query` with `values` for its variables.
+    public func run(_ query: OnCallQuery, _ values: [String: String]) throws -> PostgresRows {
+        let (sql, variables) = query.bindable
+        let parameters: [String?] = try variables.map { name in
+            guard let value = values[name] else { throw PostgresError(message: "query \(query.name) needs a value for \(name)", sqlState: nil) }
+            return value
+        }
+        return try PostgresConnection(conninfo: conninfo).execute(sql.trimmingTrailingSemicolon(), parameters)
+    }
+}
+
+extension String {
+    func trimmingTrailingSemicolon() -> String {
+        var text = self
+        while let last = text.last, last == ";" || last == "\n" || last == " " { text.removeLast() }
+        return text
+    }
+}

@@ -1,0 +1,123 @@
+@testable import Audit
+import APNs
+import Foundation
+import Relay
+import Testing
+
+/// Runs psql, the PostgreSQL client nobody here wrote.
+func psql(_ conninfo: String, _ sql: String, variables: [String: String] = [:]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", conninfo] + variables.flatMap { ["-v", "\($0.key)=\($0.value)"] }
+    let input = Pipe()
+    let output = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    input.fileHandleForWriting.write(Data(sql.utf8))
+    try input.fileHandleForWriting.close()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    try #require(process.terminationStatus == 0, "psql failed: \(text)")
+    return text
+}
+
+@Suite("On-call queries")
+struct OnCallQueryTests {
+    @Test("the embedded queries are exactly the files in sql/queries, each says what it answers")
+    func embeddedMatchesFiles() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("sql/queries")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".sql") }.sorted()
+        #expect(files.map { String($0.dropLast(4)) } == OnCallQuery.all.map(\.name), "run scripts/embed-sql")
+        for (file, query) in zip(files, OnCallQuery.all) {
+            var text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+            while text.hasSuffix("\n") { text.removeLast() }
+            #expect(text == query.sql, "\(file) differs from the embedded copy: run scripts/embed-sql")
+            #expect(query.sql.hasPrefix("-- "), "\(file) must open with a comment saying which question it answers")
+        }
+        #expect(OnCallQuery.named("dead_tokens_since")?.bindable.variables == ["app", "since"])
+        #expect(OnCallQuery.named("dead_tokens_since")?.bindable.sql.contains("$2::timestamptz") == true)
+    }
+
+    @Test("each query returns the expected rows for a known history")
+    func expectedRows() async throws {
+        let database = try TestDatabase()
+        defer { database.drop() }
+        _ = try Migrator().apply(conninfo: database.conninfo)
+        let writer = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "q"), logger: quietLogger())
+        let now = UnixTime.nowNanoseconds()
+        var events = (0..<20).map { EventFactory.event($0, dead: $0 < 4) }
+        for index in events.indices {
+            events[index].startedAt = now - 2_000_000_000
+            events[index].finishedAt = now - UInt64(index) * 1_000_000
+            events[index].latencySeconds = Double(index) / 100
+        }
+        events.forEach(writer.sendFinished)
+        await writer.shutdown()
+        _ = try database.connect().execute("SELECT apns_audit_ensure_partitions(current_date - 1, 3)")
+        let runner = AuditQueryRunner(conninfo: database.conninfo)
+        let sample = events[7]
+
+        let byID = try runner.run(try #require(OnCallQuery.named("by_apns_id")), ["apns_id": sample.send.apnsID.value])
+        #expect(byID.rows.count == 1)
+        #expect(byID.value(0, "snapshot_id") == sample.send.snapshotID)
+        let byToken = try runner.run(try #require(OnCallQuery.named("by_token_fingerprint")), ["fingerprint": sample.send.tokenFingerprint!])
+        #expect(byToken.rows.count == 1)
+        let traps = try runner.run(try #require(OnCallQuery.named("trap_hits_24h")), [:])
+        let trapCounts = Dictionary(uniqueKeysWithValues: traps.rows.map { ("\($0[0]!)/\($0[1]!)", $0[2]!) })
+        // Sends 0-3 are dead (MS020); 5, 10, 15 were retried past a 429 (MS015): even indexes are alpha.
+        #expect(trapCounts == ["alpha/MS020": "2", "beta/MS020": "2", "alpha/MS015": "1", "beta/MS015": "2"])
+        let stale = try runner.run(try #require(OnCallQuery.named("stale_token_ratio")), [:])
+        #expect(Set(stale.rows.map { "\($0[0]!) \($0[1]!)/\($0[2]!)" }) == ["alpha 2/10", "beta 2/10"])
+        let slowest = try runner.run(try #require(OnCallQuery.named("slowest_sends")), [:])
+        #expect(slowest.value(0, "apns_id") == events[19].send.apnsID.value)
+        let retries = try runner.run(try #require(OnCallQuery.named("retries_by_reason")), [:])
+        #expect(retries.rows.first?[0] == "TooManyRequests")
+        #expect(retries.rows.first?[2] == "4")
+        let dead = try runner.run(try #require(OnCallQuery.named("dead_tokens_since")), ["app": "alpha", "since": "2000-01-01T00:00:00Z"])
+        #expect(dead.rows.count == 2)
+    }
+
+    @Test("on a million rows every query is answered from its index (EXPLAIN through psql)")
+    func indexesOnAMillionRows() throws {
+        let database = try TestDatabase()
+        defer { database.drop() }
+        _ = try Migrator().apply(conninfo: database.conninfo)
+        _ = try psql(database.conninfo, """
+            SELECT apns_audit_ensure_partitions(current_date - 3, 5);
+            INSERT INTO apns_audit (id, recorded_at, started_at, finished_at, apns_id, app, environment, operation, token_fingerprint,
+                                    outcome, status, reason, trap_ids, attempts, retried, latency_ms, attempt_log, payload_bytes, relay_instance)
+            SELECT gen_random_uuid(), now() - (g % 259200) * interval '1 second', now(), now(), md5(g::text), 'app' || (g % 5), 'production',
+                   'alert', substr(md5('t' || (g % 200000)), 1, 12), CASE WHEN g % 50 = 0 THEN 'rejected' ELSE 'success' END,
+                   CASE WHEN g % 50 = 0 THEN 410 ELSE 200 END, CASE WHEN g % 50 = 0 THEN 'Unregistered' END,
+                   CASE WHEN g % 50 = 0 THEN '{MS020}'::text[] WHEN g % 97 = 0 THEN '{MS015}'::text[] ELSE '{}' END,
+                   CASE WHEN g % 97 = 0 THEN 2 ELSE 1 END, g % 97 = 0, (g % 1000) / 10.0,
+                   '[{"status":200,"reason":null,"duration_ms":2}]'::jsonb, 200, 'load'
+            FROM generate_series(1, 1000000) AS g;
+            INSERT INTO apns_dead_tokens
+            SELECT 'app' || (g % 5), 'production', md5('t' || g), substr(md5('t' || g), 1, 12), 'Unregistered', now(),
+                   now() - (g % 1000) * interval '1 minute', now() - (g % 1000) * interval '1 minute'
+            FROM generate_series(1, 50000) AS g;
+            ANALYZE;
+            """)
+        #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "1000000")
+        let expected = [
+            "by_apns_id": "_apns_id_idx", "by_token_fingerprint": "_token_fingerprint_recorded_at_idx",
+            "trap_hits_24h": "_trap_ids_idx", "stale_token_ratio": "_recorded_at_idx", "slowest_sends": "_recorded_at_idx",
+            "retries_by_reason": "_recorded_at_idx1", "dead_tokens_since": "apns_dead_tokens_recent",
+        ]
+        let variables = ["apns_id": "827ccb0eea8a706c4c34a16891f84e7b", "fingerprint": "abcdef123456", "app": "app1", "since": "'2026-01-01 00:00Z'"]
+        for query in OnCallQuery.all {
+            let body = query.sql.split(separator: "\n").filter { !$0.hasPrefix("--") }.joined(separator: "\n")
+            let plan = try psql(database.conninfo, "EXPLAIN " + body, variables: variables)
+            let index = try #require(expected[query.name], "no expected index for \(query.name)")
+            #expect(plan.contains(index), "\(query.name) does not use \(index):\n\(plan)")
+            // Sequential scans are allowed only on the empty partitions (tomorrow's and the default one).
+            for line in plan.split(separator: "\n") where line.contains("Seq Scan") && !line.contains("Parallel") {
+                #expect(line.contains("apns_audit_default") || line.contains("rows=1 "), "\(query.name): \(line)")
+            }
+        }
+    }
+}
