@@ -99,7 +99,7 @@ let package = Package(
         .executableTarget(
             name: "apns-relay",
             dependencies: [
-                "APNs", "Surfaces", "RelayJSON", "HTTP2", "Relay", "MockAPNs", "Telemetry",
+                "APNs", "Surfaces", "RelayJSON", "HTTP2", "Relay", "MockAPNs", "Telemetry", "Audit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

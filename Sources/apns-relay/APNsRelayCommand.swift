@@ -7,9 +7,10 @@ struct APNsRelayCommand: AsyncParsableCommand {
         commandName: "apns-relay",
         abstract: "An observable relay between your backends and Apple Push Notification service.",
         discussion: """
-            Today the command line runs the built-in mock APNs and the transport benchmark; \
-            the relay server, send, describe, migrate and audit commands arrive with the ingress.
+            Commands available today: mock-apns (the APNs stand-in), describe (the exact request a send \
+            would issue), migrate and audit (the Postgres audit log), bench (measured against a reference). \
+            The relay server (serve), send, check-config and demo arrive with the ingress.
             """,
-        subcommands: [MockAPNsCommand.self, BenchCommand.self, DescribeCommand.self]
+        subcommands: [MockAPNsCommand.self, DescribeCommand.self, MigrateCommand.self, AuditCommand.self, BenchCommand.self]
     )
 }

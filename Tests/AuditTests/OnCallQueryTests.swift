@@ -65,7 +65,7 @@ struct OnCallQueryTests {
         #expect(byID.value(0, "snapshot_id") == sample.send.snapshotID)
         let byToken = try runner.run(try #require(OnCallQuery.named("by_token_fingerprint")), ["fingerprint": sample.send.tokenFingerprint!])
         #expect(byToken.rows.count == 1)
-        let traps = try runner.run(try #require(OnCallQuery.named("trap_hits_24h")), [:])
+        let traps = try runner.run(try #require(OnCallQuery.named("trap_hits")), ["since": "24 hours"])
         let trapCounts = Dictionary(uniqueKeysWithValues: traps.rows.map { ("\($0[0]!)/\($0[1]!)", $0[2]!) })
         // Sends 0-3 are dead (MS020); 5, 10, 15 were retried past a 429 (MS015): even indexes are alpha.
         #expect(trapCounts == ["alpha/MS020": "2", "beta/MS020": "2", "alpha/MS015": "1", "beta/MS015": "2"])
@@ -105,13 +105,15 @@ struct OnCallQueryTests {
         #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "1000000")
         let expected = [
             "by_apns_id": "_apns_id_idx", "by_token_fingerprint": "_token_fingerprint_recorded_at_idx",
-            "trap_hits_24h": "_trap_ids_idx", "stale_token_ratio": "_recorded_at_idx", "slowest_sends": "_recorded_at_idx",
+            "trap_hits": "_trap_ids_idx", "stale_token_ratio": "_recorded_at_idx", "slowest_sends": "_recorded_at_idx",
             "retries_by_reason": "_recorded_at_idx1", "dead_tokens_since": "apns_dead_tokens_recent",
         ]
-        let variables = ["apns_id": "827ccb0eea8a706c4c34a16891f84e7b", "fingerprint": "abcdef123456", "app": "app1", "since": "'2026-01-01 00:00Z'"]
+        let variables = ["apns_id": "827ccb0eea8a706c4c34a16891f84e7b", "fingerprint": "abcdef123456", "app": "app1", "since": "'24 hours'"]
         for query in OnCallQuery.all {
             let body = query.sql.split(separator: "\n").filter { !$0.hasPrefix("--") }.joined(separator: "\n")
-            let plan = try psql(database.conninfo, "EXPLAIN " + body, variables: variables)
+            var bound = variables
+            if query.name == "dead_tokens_since" { bound["since"] = "'2026-01-01 00:00Z'" }
+            let plan = try psql(database.conninfo, "EXPLAIN " + body, variables: bound)
             let index = try #require(expected[query.name], "no expected index for \(query.name)")
             #expect(plan.contains(index), "\(query.name) does not use \(index):\n\(plan)")
             // Sequential scans are allowed only on the empty partitions (tomorrow's and the default one).

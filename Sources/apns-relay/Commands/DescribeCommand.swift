@@ -7,6 +7,7 @@ import Surfaces
 /// `apns-relay describe`: the exact APNs request a send would issue, with no I/O.
 struct DescribeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "describe",
         abstract: "Print the exact APNs request a send would issue (method, origin, path, headers, payload, bytes). Nothing is sent.")
 
     enum Kind: String, ExpressibleByArgument, CaseIterable {

@@ -1,0 +1,119 @@
+import APNs
+import ArgumentParser
+import Audit
+import RelayJSON
+
+/// `apns-relay audit`: the on-call questions, answered from the audit table.
+struct AuditCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "audit",
+        abstract: "Answer \"what happened to this push?\" from the audit table.",
+        subcommands: [Show.self, Token.self, Traps.self, DeadTokens.self])
+
+    enum Format: String, ExpressibleByArgument, CaseIterable { case table, json }
+
+    struct Output: ParsableArguments {
+        @Option(help: "table or json.") var format: Format = .table
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Every audit row for one apns-id.")
+        @Argument(help: "The apns-id the backend got back.") var apnsID: String
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var output: Output
+        func run() throws { try AuditCommand.run("by_apns_id", ["apns_id": apnsID.lowercased()], database, output) }
+    }
+
+    struct Token: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Recent sends to a token (fingerprinted here; the token is never stored or printed).")
+        @Argument(help: "The device or activity token (hex).") var token: String
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var output: Output
+        func run() throws { try AuditCommand.run("by_token_fingerprint", ["fingerprint": Fingerprint.of(token)], database, output) }
+    }
+
+    struct Traps: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Trap hits per app and trap id.")
+        @Option(help: "How far back: 30m, 1h, 24h, 7d.") var since = "24h"
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var output: Output
+        func run() throws { try AuditCommand.run("trap_hits", ["since": try AuditCommand.interval(since)], database, output) }
+    }
+
+    struct DeadTokens: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "dead-tokens", abstract: "Tokens APNs called dead for an app since a time.")
+        @Option(help: "The app name.") var app: String
+        @Option(help: "A timestamp (2026-11-22T00:00Z) or a duration back from now (24h).") var since = "24h"
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var output: Output
+        func run() throws {
+            // A duration (24h) counts back from now; anything else is taken as a timestamp.
+            let value = (try? AuditCommand.interval(since)) == nil ? since : try AuditCommand.pastTimestamp(since)
+            try AuditCommand.run("dead_tokens_since", ["app": app, "since": value], database, output)
+        }
+    }
+
+    static func run(_ name: String, _ values: [String: String], _ database: DatabaseOptions, _ output: Output) throws {
+        let query = OnCallQuery.named(name)!
+        let rows = try AuditQueryRunner(conninfo: database.conninfo).run(query, values)
+        switch output.format {
+        case .json:
+            let objects = rows.rows.map { row in
+                JSONValue.object(JSONObject(zip(rows.columns, row).map { ($0, $1.map(JSONValue.string) ?? .null) }))
+            }
+            print(JSONValue.array(objects).encodedString())
+        case .table:
+            print("-- \(query.question)")
+            print(Table(columns: rows.columns, rows: rows.rows.map { $0.map { $0 ?? "∅" } }).rendered)
+            print("(\(rows.rows.count) row\(rows.rows.count == 1 ? "" : "s"))")
+        }
+    }
+
+    /// `30m`, `1h`, `7d` as a Postgres interval.
+    static func interval(_ text: String) throws -> String {
+        guard let unit = text.last, let amount = Int(text.dropLast()), amount > 0 else {
+            throw ValidationError("durations look like 30m, 1h or 7d (got \(text))")
+        }
+        switch unit {
+        case "s": return "\(amount) seconds"
+        case "m": return "\(amount) minutes"
+        case "h": return "\(amount) hours"
+        case "d": return "\(amount) days"
+        default: throw ValidationError("durations look like 30m, 1h or 7d (got \(text))")
+        }
+    }
+
+    /// A duration back from now as an ISO timestamp, for queries that take a time.
+    static func pastTimestamp(_ duration: String) throws -> String {
+        let seconds: Int64
+        let amount = Int64(duration.dropLast()) ?? 0
+        switch duration.last {
+        case "s": seconds = amount
+        case "m": seconds = amount * 60
+        case "h": seconds = amount * 3600
+        case "d": seconds = amount * 86_400
+        default: throw ValidationError("durations look like 30m, 1h or 7d (got \(duration))")
+        }
+        return UnixTime.rfc3339(nanoseconds: UInt64(UnixTime.nowSeconds() - seconds) * 1_000_000_000)
+    }
+}
+
+/// Plain column-aligned text.
+struct Table {
+    var columns: [String]
+    var rows: [[String]]
+
+    var rendered: String {
+        var widths = columns.map(\.count)
+        for row in rows {
+            for (index, cell) in row.enumerated() { widths[index] = min(max(widths[index], cell.count), 60) }
+        }
+        func line(_ cells: [String]) -> String {
+            zip(cells, widths).map { cell, width in
+                let clipped = cell.count > width ? String(cell.prefix(width - 1)) + "…" : cell
+                return clipped + String(repeating: " ", count: width - clipped.count)
+            }.joined(separator: "  ")
+        }
+        return ([line(columns), line(widths.map { String(repeating: "-", count: $0) })] + rows.map(line)).joined(separator: "\n")
+    }
+}

@@ -1,0 +1,18 @@
+import ArgumentParser
+import Audit
+
+/// `apns-relay migrate`: brings the audit schema up to date.
+struct MigrateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Apply the audit schema migrations (idempotent, one transaction each, under an advisory lock).")
+
+    @OptionGroup var database: DatabaseOptions
+
+    func run() throws {
+        let report = try Migrator().apply(conninfo: database.conninfo)
+        for name in report.alreadyApplied { print("already applied  \(name)") }
+        for name in report.applied { print("applied          \(name)") }
+        print(report.applied.isEmpty ? "schema is up to date" : "applied \(report.applied.count) migration(s)")
+    }
+}
