@@ -146,3 +146,34 @@ struct AuditWriterTests {
         #expect(CopyText.array(["MS015", "x\"y"]) == #"{"MS015","x\"y"}"#)
     }
 }
+
+@Suite("Audit writer under faults")
+struct AuditFaultTests {
+    @Test("the server kills the writer's connection mid-run, repeatedly: no row lost, none duplicated")
+    func connectionKilledMidRun() async throws {
+        let database = try TestDatabase()
+        defer { database.drop() }
+        _ = try Migrator().apply(conninfo: database.conninfo)
+        var configuration = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "fault")
+        configuration.reconnectMinimumDelay = 0.01
+        configuration.batchSize = 200
+        let writer = try AuditWriter(configuration: configuration, logger: quietLogger())
+        let admin = try database.connect()
+        let total = 30_000
+        for index in 0..<total {
+            writer.sendFinished(EventFactory.event(index, dead: index % 1000 == 3))
+            if index % 5_000 == 2_500 {
+                // Terminate every backend of the writer (application_name marks it).
+                _ = try admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'apns-relay audit writer'")
+            }
+        }
+        await writer.shutdown()
+        let statistics = writer.statistics
+        #expect(statistics.dropped == 0)
+        #expect(try database.scalar("SELECT count(*) FROM apns_audit") == String(total))
+        #expect(try database.scalar("SELECT count(DISTINCT id) FROM apns_audit") == String(total))
+        #expect(try database.scalar("SELECT count(*) FROM apns_dead_tokens") == "30")
+        #expect(statistics.spooled > 0 && statistics.replayed == statistics.spooled, "the kills must force spooling and replay: \(statistics)")
+        #expect(statistics.written + statistics.replayed == total)
+    }
+}

@@ -15,7 +15,11 @@ public struct APNsID: Sendable, Hashable, Codable, CustomStringConvertible {
 
     /// A fresh version 4 id drawn from `generator` (deterministic in tests).
     public static func random(using generator: inout some RandomNumberGenerator) -> APNsID {
-        var bytes = (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        // Two 64-bit draws, not sixteen 8-bit ones: the system generator is a
+        // syscall per draw, and every send makes an id.
+        let high = generator.next()
+        let low = generator.next()
+        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> (8 * $0)) } + (0..<8).map { UInt8(truncatingIfNeeded: low >> (8 * $0)) }
         bytes[6] = (bytes[6] & 0x0F) | 0x40  // version 4
         bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 4122 variant
         let hex = bytes.map { byte in

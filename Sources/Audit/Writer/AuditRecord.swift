@@ -89,6 +89,12 @@ public struct AuditRecord: Sendable, Hashable {
     public func copyLine() -> [UInt8] {
         var line: [UInt8] = []
         line.reserveCapacity(512)
+        appendCopyLine(to: &line)
+        return line
+    }
+
+    /// Appends the row's COPY line to a batch buffer.
+    public func appendCopyLine(to line: inout [UInt8]) {
         let fields: [String?] = [
             id, CopyText.timestamp(recordedAtNanoseconds), CopyText.timestamp(startedAtNanoseconds),
             CopyText.timestamp(finishedAtNanoseconds), apnsID, apnsUniqueID, traceID, app, environment, operation,
@@ -97,7 +103,6 @@ public struct AuditRecord: Sendable, Hashable {
             retried ? "t" : "f", String(latencyMilliseconds), attemptLog, String(payloadBytes), caller, relayInstance,
         ]
         CopyText.appendLine(fields, to: &line)
-        return line
     }
 }
 

@@ -79,17 +79,21 @@ extension AuditWriter {
 
     private func write(_ batch: [Item], to connection: PostgresConnection) {
         let started = Date()
-        let (audit, dead) = Self.lines(batch)
+        let (audit, auditCount, dead) = Self.copyData(batch)
         do {
-            try connection.execute("BEGIN")
-            if !audit.isEmpty {
-                try connection.copyIn("COPY apns_audit (\(AuditRecord.columns.joined(separator: ", "))) FROM STDIN", data: audit.flatMap { $0 })
+            // A lone COPY is atomic by itself; a transaction is needed only
+            // when dead-token upserts ride along.
+            if !dead.isEmpty { try connection.execute("BEGIN") }
+            if auditCount > 0 {
+                try connection.copyIn("COPY apns_audit (\(AuditRecord.columns.joined(separator: ", "))) FROM STDIN", data: audit)
             }
-            if !dead.isEmpty { try upsertDeadTokens(dead, on: connection) }
-            try connection.execute("COMMIT")
+            if !dead.isEmpty {
+                try upsertDeadTokens(dead, on: connection)
+                try connection.execute("COMMIT")
+            }
             let seconds = Date().timeIntervalSince(started)
             condition.lock()
-            counters.written += audit.count
+            counters.written += auditCount
             counters.deadTokensUpserted += dead.count
             counters.lastWriteSeconds = seconds
             counters.writeBatches += 1
@@ -205,15 +209,20 @@ extension AuditWriter {
         }
     }
 
-    static func lines(_ batch: [Item]) -> (audit: [[UInt8]], dead: [[UInt8]]) {
-        var audit: [[UInt8]] = []
+    /// The batch as one COPY buffer of audit rows (and their count) plus dead-token lines.
+    static func copyData(_ batch: [Item]) -> (audit: [UInt8], auditCount: Int, dead: [[UInt8]]) {
+        var audit: [UInt8] = []
+        audit.reserveCapacity(batch.count * 400)
+        var count = 0
         var dead: [[UInt8]] = []
         for item in batch {
             switch item {
-            case .audit(let record): audit.append(record.copyLine())
+            case .audit(let record):
+                record.appendCopyLine(to: &audit)
+                count += 1
             case .deadToken(let record): dead.append(record.copyLine())
             }
         }
-        return (audit, dead)
+        return (audit, count, dead)
     }
 }

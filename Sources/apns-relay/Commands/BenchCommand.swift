@@ -5,7 +5,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Benchmarks, each against a reference measured in the same run.",
-        subcommands: [TransportBenchCommand.self]
+        subcommands: [TransportBenchCommand.self, AuditBenchCommand.self]
     )
 }
 
@@ -33,5 +33,19 @@ struct TransportBenchCommand: AsyncParsableCommand {
             requests: requests, connections: connections, streams: streams, delayMilliseconds: delayMs, runH2load: !noH2load
         ).run()
         print(report)
+    }
+}
+
+/// `apns-relay bench audit`: the audit writer against `psql \copy` of the same rows.
+struct AuditBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "audit",
+        abstract: "Rows/s through the audit writer against psql \\copy of the same rows into the same table (truncates apns_audit).")
+
+    @Option(help: "Rows per run.") var rows = 200_000
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        print(try await AuditBenchmark(rows: rows, conninfo: database.conninfo).run())
     }
 }
