@@ -177,3 +177,25 @@ struct AuditFaultTests {
         #expect(statistics.written + statistics.replayed == total)
     }
 }
+
+@Suite("Audit writer back-pressure")
+struct AuditBackPressureTests {
+    @Test("past the high-water mark rows go through the spool, and shutdown replays them all")
+    func highWaterMark() async throws {
+        let database = try TestDatabase()
+        defer { database.drop() }
+        _ = try Migrator().apply(conninfo: database.conninfo)
+        var configuration = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "hw")
+        configuration.highWaterMark = 100
+        configuration.flushInterval = 0.5
+        let writer = try AuditWriter(configuration: configuration, logger: quietLogger())
+        for index in 0..<5_000 { writer.sendFinished(EventFactory.event(index)) }
+        await writer.shutdown()
+        let statistics = writer.statistics
+        #expect(statistics.spooled > 0, "a queue past the high-water mark must spill to the spool: \(statistics)")
+        #expect(statistics.replayed == statistics.spooled)
+        #expect(statistics.written + statistics.replayed == 5_000)
+        #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "5000")
+        #expect(statistics.spoolBytes == 0)
+    }
+}

@@ -36,6 +36,9 @@ extension AuditWriter {
             }
             if exiting { break }
         }
+        // Rows spooled while catching up are replayed before exit when
+        // Postgres is there; otherwise they wait on disk for the next start.
+        if connection != nil, !spool.segments().isEmpty { replaySpool() }
         spool.sealCurrent()
         connection = nil
         condition.lock()
