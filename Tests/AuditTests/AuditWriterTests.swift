@@ -163,8 +163,8 @@ struct AuditFaultTests {
         for index in 0..<total {
             writer.sendFinished(EventFactory.event(index, dead: index % 1000 == 3))
             if index % 5_000 == 2_500 {
-                // Terminate every backend of the writer (application_name marks it).
-                _ = try admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'apns-relay audit writer'")
+                // Terminate this test's writer backends (other tests' writers share the server).
+                _ = try admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'apns-relay audit writer' AND datname = current_database()")
             }
         }
         await writer.shutdown()

@@ -36,9 +36,14 @@ extension AuditWriter {
             }
             if exiting { break }
         }
-        // Rows spooled while catching up are replayed before exit when
-        // Postgres is there; otherwise they wait on disk for the next start.
-        if connection != nil, !spool.segments().isEmpty { replaySpool() }
+        // Rows spooled while catching up or during a blip are replayed before
+        // exit if Postgres answers one more try; otherwise they wait on disk
+        // for the next start.
+        if !spool.segments().isEmpty {
+            if connection == nil { nextConnectAttempt = .distantPast }
+            connectIfDue()
+            if connection != nil { replaySpool() }
+        }
         spool.sealCurrent()
         connection = nil
         condition.lock()
