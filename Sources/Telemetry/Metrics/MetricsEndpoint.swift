@@ -1,0 +1,39 @@
+public import HTTPServer
+public import Prometheus
+
+/// The metrics listener: `/metrics` (Prometheus text format, gzipped for
+/// scrapers that ask), `/healthz` (the process answers) and `/readyz` (the
+/// relay can take sends).
+public struct MetricsEndpoint: Sendable {
+    /// Why the relay is not ready, or nil when it is.
+    public typealias Readiness = @Sendable () -> String?
+
+    let metrics: RelayMetrics
+    let sources: MetricSources
+    let readiness: Readiness
+
+    public init(metrics: RelayMetrics, sources: MetricSources, buildInfo: [(String, String)], readiness: @escaping Readiness = { nil }) {
+        self.metrics = metrics
+        self.sources = sources
+        self.readiness = readiness
+        metrics.gauge("apns_relay_build_info", buildInfo).set(to: 1)
+    }
+
+    /// Adds the three routes to `router`.
+    public func install(on router: inout Router) {
+        let metrics = metrics
+        let sources = sources
+        let readiness = readiness
+        router.add("GET", "/metrics") { _ in
+            metrics.refresh(sources)
+            return HTTPResponse(
+                status: 200, headers: [("content-type", "text/plain; version=0.0.4; charset=utf-8")],
+                body: metrics.registry.emitToBuffer())
+        }
+        router.add("GET", "/healthz") { _ in .text(200, "ok\n") }
+        router.add("GET", "/readyz") { _ in
+            if let reason = readiness() { return .text(503, "not ready: \(reason)\n") }
+            return .text(200, "ready\n")
+        }
+    }
+}

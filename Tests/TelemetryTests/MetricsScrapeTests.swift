@@ -1,0 +1,101 @@
+import APNs
+import Foundation
+import HTTPServer
+import Logging
+import MockAPNs
+import Relay
+import Telemetry
+import TestSupport
+import Testing
+
+/// Runs a command-line tool and returns its status and output.
+func runTool(_ arguments: [String], input: String? = nil) throws -> (Int32, String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    let stdin = Pipe()
+    if input != nil { process.standardInput = stdin }
+    try process.run()
+    if let input {
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+    }
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return (process.terminationStatus, text)
+}
+
+/// The value of the sample `name{labels}` in an exposition text, 0 when absent.
+func sample(_ text: String, _ series: String) -> Double {
+    for line in text.split(separator: "\n") where line.hasPrefix(series + " ") {
+        return Double(line.split(separator: " ").last!) ?? .nan
+    }
+    return 0
+}
+
+@Suite("Prometheus metrics")
+struct MetricsScrapeTests {
+    @Test("after a mixed run, a live scrape passes promtool check metrics and the counters equal the sends made")
+    func scrapeAfterMixedRun() async throws {
+        let keys = try TestKeyFile()
+        defer { keys.remove() }
+        let credentials = try ProviderCredentials(keyID: "METRICKEY1", teamID: "METRICTEAM", keyPath: keys.path)
+        var mockConfiguration = MockAPNsConfiguration()
+        mockConfiguration.keys = [.init(keyID: "METRICKEY1", teamID: "METRICTEAM", publicKeyPEM: credentials.key.publicKeyPEM)]
+        mockConfiguration.rules = [
+            MockRule(.tokenPrefix("dead"), always: .unregistered(at: 1)),
+            MockRule(.tokenPrefix("f1a7"), [.reject(reason: "ServiceUnavailable"), .succeed]),
+            MockRule(.tokenPrefix("7007"), [.tooManyRequests(retryAfterSeconds: 0), .succeed]),
+        ]
+        let engine = try MockAPNsEngine(configuration: mockConfiguration)
+        let metrics = RelayMetrics()
+        let killSwitch = KillSwitch(environment: { _ in nil })
+        let tokens = ProviderTokenCache(credentials: credentials, onMint: { metrics.jwtMinted(app: "shop", issuedAt: $0) })
+        var configuration = APNsClient.Configuration(app: "shop", environment: .production, endpoints: .overriding(send: Origin(host: "127.0.0.1", port: 1)))
+        configuration.retryPolicy.baseDelay = 0.001
+        let quiet = Logger(label: "m") { _ in SwiftLogNoOpLogHandler() }
+        let client = APNsClient(
+            configuration: configuration, transport: EngineTransport(engine: engine), authorization: tokens, killSwitch: killSwitch,
+            observers: [metrics], tracer: JSONSpanTracer(logger: quiet), logger: quiet)
+        let builder = try RequestBuilder(bundleID: "com.example.shop")
+        let prefixes = ["dead", "f1a7", "7007", "0000"]
+        for index in 0..<200 {
+            let token = prefixes[index % 4] + String(format: "%060d", index)
+            _ = try? await client.send(try builder.alert(token: token, payload: ["aps": ["alert": "hi"]]))
+        }
+        killSwitch.setRuntime(engaged: true)
+
+        var router = Router()
+        MetricsEndpoint(
+            metrics: metrics, sources: MetricSources(retryDisabled: { killSwitch.isEngaged }),
+            buildInfo: [("version", "test"), ("openssl", "3")]
+        ).install(on: &router)
+        let server = try HTTPServer(router: router)
+        let (status, scrape) = try runTool(["curl", "-sf", "--compressed", "http://127.0.0.1:\(server.port)/metrics"])
+        #expect(status == 0)
+
+        let (checkStatus, lint) = try runTool(["promtool", "check", "metrics"], input: scrape)
+        #expect(checkStatus == 0, "promtool check metrics: \(lint)")
+        #expect(sample(scrape, #"apns_relay_sends_total{app="shop",operation="alert",outcome="success",reason="none"}"#) == 150)
+        #expect(sample(scrape, #"apns_relay_sends_total{app="shop",operation="alert",outcome="rejected",reason="Unregistered"}"#) == 50)
+        #expect(sample(scrape, #"apns_relay_attempts_total{app="shop",operation="alert",status_class="5xx"}"#) == 50)
+        #expect(sample(scrape, #"apns_relay_attempts_total{app="shop",operation="alert",status_class="4xx"}"#) == 100)
+        #expect(sample(scrape, #"apns_relay_attempts_total{app="shop",operation="alert",status_class="2xx"}"#) == 150)
+        #expect(sample(scrape, #"apns_relay_retries_total{operation="alert",reason="ServiceUnavailable"}"#) == 50)
+        #expect(sample(scrape, #"apns_relay_retries_total{operation="alert",reason="TooManyRequests"}"#) == 50)
+        #expect(sample(scrape, #"apns_relay_trap_hits_total{trap="MS020",operation="alert"}"#) == 50)
+        #expect(sample(scrape, #"apns_relay_send_duration_seconds_count{operation="alert"}"#) == 200)
+        #expect(sample(scrape, #"apns_relay_jwt_mints_total{app="shop"}"#) == 1)
+        #expect(sample(scrape, "apns_relay_retry_disabled") == 1)
+        #expect(sample(scrape, "process_resident_memory_bytes") > 1_000_000)
+        #expect(sample(scrape, "process_open_fds") > 3)
+        #expect(scrape.contains(#"apns_relay_build_info{version="test",openssl="3"} 1"#))
+
+        let (_, health) = try runTool(["curl", "-s", "http://127.0.0.1:\(server.port)/healthz"])
+        #expect(health == "ok\n")
+        await server.stop()
+    }
+}
