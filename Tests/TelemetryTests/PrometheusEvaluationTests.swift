@@ -1,0 +1,156 @@
+import APNs
+import Foundation
+import HTTPServer
+import Logging
+import MockAPNs
+import Relay
+import RelayJSON
+import Telemetry
+import TestSupport
+import Testing
+
+/// A free loopback port.
+func freePort() throws -> Int {
+    let (status, output) = try runTool(["python3", "-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"])
+    try #require(status == 0)
+    return Int(output.trimmingCharacters(in: .whitespacesAndNewlines))!
+}
+
+/// The `expr:` of every rule in a rules file (folded `>` blocks joined).
+func ruleExpressions(_ text: String) -> [String] {
+    var expressions: [String] = []
+    let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    var index = 0
+    while index < lines.count {
+        let trimmed = lines[index].trimmingCharacters(in: .whitespaces)
+        if trimmed.hasPrefix("expr:") {
+            let rest = trimmed.dropFirst(5).trimmingCharacters(in: .whitespaces)
+            if rest == ">" {
+                let indent = lines[index].prefix { $0 == " " }.count
+                var parts: [String] = []
+                index += 1
+                while index < lines.count, lines[index].prefix(while: { $0 == " " }).count > indent {
+                    parts.append(lines[index].trimmingCharacters(in: .whitespaces))
+                    index += 1
+                }
+                expressions.append(parts.joined(separator: " "))
+                continue
+            }
+            expressions.append(rest)
+        }
+        index += 1
+    }
+    return expressions
+}
+
+@Suite("Dashboards and alerts against a real Prometheus")
+struct PrometheusEvaluationTests {
+    @Test("Prometheus scrapes the relay under load; every panel and alert expression parses, the main panels have data")
+    func evaluate() async throws {
+        let root = AlertRulesTests.root
+        // The relay side: metrics fed by a client sending through the mock engine.
+        let keys = try TestKeyFile()
+        defer { keys.remove() }
+        let credentials = try ProviderCredentials(keyID: "PROMKEY001", teamID: "PROMTEAM01", keyPath: keys.path)
+        var mockConfiguration = MockAPNsConfiguration()
+        mockConfiguration.keys = [.init(keyID: "PROMKEY001", teamID: "PROMTEAM01", publicKeyPEM: credentials.key.publicKeyPEM)]
+        mockConfiguration.rules = [
+            MockRule(.tokenPrefix("dead"), always: .unregistered(at: 1)),
+            MockRule(.tokenPrefix("f1a7"), [.reject(reason: "ServiceUnavailable"), .succeed]),
+        ]
+        let engine = try MockAPNsEngine(configuration: mockConfiguration)
+        let metrics = RelayMetrics()
+        let tokens = ProviderTokenCache(credentials: credentials, onMint: { metrics.jwtMinted(app: "shop", issuedAt: $0) })
+        var configuration = APNsClient.Configuration(app: "shop", environment: .production, endpoints: .overriding(send: Origin(host: "127.0.0.1", port: 1)))
+        configuration.retryPolicy.baseDelay = 0.001
+        let quiet = Logger(label: "p") { _ in SwiftLogNoOpLogHandler() }
+        let killSwitch = KillSwitch(environment: { _ in nil })
+        let client = APNsClient(
+            configuration: configuration, transport: EngineTransport(engine: engine), authorization: tokens, killSwitch: killSwitch,
+            observers: [metrics], tracer: JSONSpanTracer(logger: quiet), logger: quiet)
+        let builder = try RequestBuilder(bundleID: "com.example.shop")
+        var router = Router()
+        MetricsEndpoint(metrics: metrics, sources: MetricSources(retryDisabled: { killSwitch.isEngaged }), buildInfo: [("version", "test")]).install(on: &router)
+        let relay = try HTTPServer(router: router)
+        let load = Task {
+            var index = 0
+            while !Task.isCancelled {
+                let token = ["dead", "f1a7", "0000", "1111"][index % 4] + String(format: "%060d", index)
+                _ = try? await client.send(try builder.alert(token: token, payload: ["aps": ["alert": "hi"]]))
+                index += 1
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        defer { load.cancel() }
+
+        // Prometheus, scraping every second and loading the alert rules.
+        let directory = keys.directory
+        let port = try freePort()
+        let config = """
+            global: {scrape_interval: 1s, evaluation_interval: 1s}
+            rule_files: ['\(root.appendingPathComponent("alerts/apns-relay.rules.yml").path)']
+            scrape_configs:
+              - job_name: apns-relay
+                static_configs: [{targets: ['127.0.0.1:\(relay.port)']}]
+            """
+        try config.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
+        let (checkStatus, checkOutput) = try runTool(["promtool", "check", "config", directory + "/prometheus.yml"])
+        #expect(checkStatus == 0, "\(checkOutput)")
+        let prometheus = Process()
+        prometheus.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        prometheus.arguments = [
+            "prometheus", "--config.file=\(directory)/prometheus.yml", "--storage.tsdb.path=\(directory)/tsdb",
+            "--web.listen-address=127.0.0.1:\(port)", "--log.level=warn",
+        ]
+        prometheus.standardOutput = FileHandle.nullDevice
+        prometheus.standardError = FileHandle.nullDevice
+        try prometheus.run()
+        defer {
+            prometheus.terminate()
+            prometheus.waitUntilExit()
+        }
+
+        func query(_ expression: String) throws -> JSONValue {
+            let (status, body) = try runTool([
+                "curl", "-s", "--max-time", "5", "http://127.0.0.1:\(port)/api/v1/query", "--data-urlencode", "query=\(expression)",
+            ])
+            guard status == 0 else { return ["status": "unreachable"] }
+            return (try? JSONParser.parse(body)) ?? ["status": "unparsable"]
+        }
+        // Wait (bounded) until rates exist: two scrapes with sends between them.
+        let deadline = Date().addingTimeInterval(60)
+        var ready = false
+        while Date() < deadline {
+            if let result = try query("sum(rate(apns_relay_retries_total[1m])) > 0")["data"]?["result"]?.arrayValue, !result.isEmpty {
+                ready = true
+                break
+            }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        try #require(ready, "Prometheus never saw the relay's rates within 60 s")
+
+        let dashboard = try JSONParser.parse(Array(Data(contentsOf: root.appendingPathComponent("dashboards/apns-relay.json"))))
+        let panels = try #require(dashboard["panels"]?.arrayValue)
+        #expect(panels.count >= 13)
+        for panel in panels {
+            let title = panel["title"]?.stringValue ?? "?"
+            let main = panel["description"]?.stringValue == "main panel"
+            for target in panel["targets"]?.arrayValue ?? [] {
+                let expression = (target["expr"]?.stringValue ?? "").replacing("$app", with: ".*").replacing("$instance", with: ".*")
+                let answer = try query(expression)
+                #expect(answer["status"] == "success", "\(title): \(expression) → \(answer.encodedString())")
+                if main {
+                    let result = answer["data"]?["result"]?.arrayValue ?? []
+                    #expect(!result.isEmpty, "main panel \(title) has no data: \(expression)")
+                }
+            }
+        }
+        let rules = try String(contentsOf: root.appendingPathComponent("alerts/apns-relay.rules.yml"), encoding: .utf8)
+        let expressions = ruleExpressions(rules)
+        #expect(expressions.count == 23)
+        for expression in expressions {
+            #expect(try query(expression)["status"] == "success", "rule expression failed: \(expression)")
+        }
+        await relay.stop()
+    }
+}
