@@ -127,7 +127,8 @@ struct ClientServerTests {
         let local = try LocalServer(handler: echoHandler)
         defer { local.stop() }
         let connection = local.connection()
-        let slow = Task { try await connection.send(HTTP2Request(method: "GET", path: "/slow/300")) }
+        // Long enough that the abrupt GOAWAY always arrives first, however loaded the machine.
+        let slow = Task { try await connection.send(HTTP2Request(method: "GET", path: "/slow/10000")) }
         await waitUntil("the slow request is in flight") { connection.load > 0 }
         await #expect {
             try await connection.send(HTTP2Request(method: "GET", path: "/fault/goaway-abrupt"))
