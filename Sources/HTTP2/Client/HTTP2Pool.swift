@@ -59,6 +59,25 @@ public final class HTTP2Pool: Sendable {
         }
     }
 
+    /// Connections by state (connecting, ready, going_away), for metrics.
+    public var connectionStates: [String: Int] {
+        state.withLock { state in
+            var counts: [String: Int] = [:]
+            for connection in state.connections {
+                switch connection.state {
+                case .connecting: counts["connecting", default: 0] += 1
+                case .ready: counts["ready", default: 0] += 1
+                case .goingAway: counts["going_away", default: 0] += 1
+                case .closed: break
+                }
+            }
+            return counts
+        }
+    }
+
+    /// Requests queued or in flight across the pool's connections.
+    public var load: Int { state.withLock { $0.connections.reduce(0) { $0 + $1.load } } }
+
     /// Open connections (any state but closed).
     public var openConnections: Int {
         state.withLock { $0.connections.filter { $0.state != .closed }.count }

@@ -40,6 +40,16 @@ public final class HTTP2Transport: APNsTransport {
         }
     }
 
+    /// Connections per origin and state, for `apns_relay_connections`.
+    public var connectionStates: [(origin: String, state: String, count: Int)] {
+        pools.withLock { pools in
+            pools.flatMap { origin, pool in pool.connectionStates.map { (origin.description, $0.key, $0.value) } }
+        }
+    }
+
+    /// Requests queued or in flight across every pool, for `apns_relay_inflight_streams`.
+    public var inFlight: Int { pools.withLock { $0.values.reduce(0) { $0 + $1.load } } }
+
     /// Closes every pool, draining in-flight requests for up to `drainTimeout` seconds.
     public func close(drainTimeout: Double = 5) async {
         let all = pools.withLock { pools in

@@ -9,6 +9,7 @@ public enum MetricNames {
         "apns_relay_send_duration_seconds": "Wall time of a logical send, retries and backoff included, by operation.",
         "apns_relay_attempt_duration_seconds": "Time of one attempt from request to answer, by operation.",
         "apns_relay_inflight_streams": "HTTP/2 requests queued or in flight across every APNs connection.",
+        "apns_relay_connections": "Open HTTP/2 connections to APNs, by origin and state (connecting, ready, going_away).",
         "apns_relay_connection_events_total": "HTTP/2 connection events (opened, closed, goaway, ping_timeout, reconnect, refused).",
         "apns_relay_jwt_mints_total": "Provider tokens (JWT) minted, by app.",
         "apns_relay_jwt_age_seconds": "Age of the newest provider token, by app.",

@@ -85,6 +85,15 @@ public final class RelayMetrics: RelayObserver, Sendable {
         if let skew = sources.clockSkewSeconds() { gauge("apns_relay_clock_skew_seconds").set(to: Double(skew)) }
         gauge("apns_relay_retry_disabled").set(to: sources.retryDisabled() ? 1 : 0)
         gauge("apns_relay_inflight_streams").set(to: Double(sources.inflightStreams()))
+        // Every state is written each scrape so a state that emptied reads 0, not its last value.
+        let states = sources.connections()
+        for origin in Set(states.map(\.origin)).union(knownOrigins.withLock { $0 }) {
+            knownOrigins.withLock { _ = $0.insert(origin) }
+            for state in ["connecting", "ready", "going_away"] {
+                let count = states.first { $0.origin == origin && $0.state == state }?.count ?? 0
+                gauge("apns_relay_connections", [("origin", origin), ("state", state)]).set(to: Double(count))
+            }
+        }
         if let audit = sources.audit() {
             gauge("apns_relay_audit_queue_depth").set(to: Double(audit.queueDepth))
             gauge("apns_relay_audit_spool_bytes").set(to: Double(audit.spoolBytes))
@@ -102,6 +111,7 @@ public final class RelayMetrics: RelayObserver, Sendable {
     }
 
     private let auditTotals = Mutex<[String: Int]>([:])
+    private let knownOrigins = Mutex<Set<String>>([])
 }
 
 /// Where scrape-time values come from; the executable wires each to its owner.
@@ -110,11 +120,15 @@ public struct MetricSources: Sendable {
     public var retryDisabled: @Sendable () -> Bool
     public var inflightStreams: @Sendable () -> Int
     public var audit: @Sendable () -> AuditSnapshot?
+    /// Open APNs connections by origin and state.
+    public var connections: @Sendable () -> [(origin: String, state: String, count: Int)]
 
     public init(
         clockSkewSeconds: @escaping @Sendable () -> Int64? = { nil }, retryDisabled: @escaping @Sendable () -> Bool = { false },
-        inflightStreams: @escaping @Sendable () -> Int = { 0 }, audit: @escaping @Sendable () -> AuditSnapshot? = { nil }
+        inflightStreams: @escaping @Sendable () -> Int = { 0 }, audit: @escaping @Sendable () -> AuditSnapshot? = { nil },
+        connections: @escaping @Sendable () -> [(origin: String, state: String, count: Int)] = { [] }
     ) {
+        self.connections = connections
         self.clockSkewSeconds = clockSkewSeconds
         self.retryDisabled = retryDisabled
         self.inflightStreams = inflightStreams
