@@ -101,6 +101,8 @@ public final class HTTP2Pool: Sendable {
                 if state.closed { return .failure(HTTP2Error(.closed, "pool for \(configuration.connection.origin) is closed")) }
                 state.connections.removeAll { $0.state == .closed }
                 let usable = state.connections.filter { $0.state == .ready || $0.state == .connecting }
+                // Lazy: an idle connection takes the request before a new one is opened.
+                if let idle = usable.first(where: { $0.load == 0 }) { return .success(idle) }
                 if usable.count < configuration.size {
                     if let next = state.nextAttempt, ContinuousClock.now < next {
                         // Backing off: use what is there, or wait.
@@ -109,8 +111,6 @@ public final class HTTP2Pool: Sendable {
                     let connection = HTTP2Connection(configuration: configuration.connection, observer: observer)
                     if !state.connections.isEmpty || state.consecutiveFailures > 0 { observer?(configuration.connection.origin, .reconnect) }
                     state.connections.append(connection)
-                    // Open lazily, but prefer an idle existing one over a new one.
-                    if let idle = usable.first(where: { $0.load == 0 && $0.state == .ready }) { return .success(idle) }
                     return .success(connection)
                 }
                 return usable.min(by: { $0.load < $1.load }).map { .success($0) }
