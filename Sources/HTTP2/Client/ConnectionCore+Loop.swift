@@ -119,7 +119,7 @@ extension ConnectionCore {
         if !request.body.isEmpty { headers.append(("content-length", String(request.body.count))) }
         do {
             let stream = try session.submitRequest(headers: headers, body: request.body)
-            streams[stream] = StreamState(pending: pending, deadline: now + UInt64(max(0.001, request.timeout) * 1e9))
+            streams[stream] = StreamState(pending: pending, deadline: pending.deadline)
             streamByToken[pending.token] = stream
         } catch {
             complete(pending, .failure(error))
@@ -142,6 +142,17 @@ extension ConnectionCore {
             session.submitReset(stream: stream, errorCode: NGHTTP2Session.cancel)
             removeStream(stream)
             complete(state.pending, .failure(HTTP2Error(.timeout, "no answer from \(configuration.origin) within \(state.pending.request.timeout) s")))
+        }
+        // Requests still waiting for a stream slot (or for the server's
+        // SETTINGS) time out too: a peer that never opens up must not hang them.
+        guard waiting[waitingHead...].contains(where: { $0.deadline <= now }) else { return }
+        let (expired, kept) = waiting[waitingHead...].reduce(into: ([PendingRequest](), [PendingRequest]())) { split, pending in
+            if pending.deadline <= now { split.0.append(pending) } else { split.1.append(pending) }
+        }
+        waiting = kept
+        waitingHead = 0
+        for pending in expired {
+            complete(pending, .failure(HTTP2Error(.timeout, "no stream to \(configuration.origin) within \(pending.request.timeout) s")))
         }
     }
 
@@ -178,6 +189,7 @@ extension ConnectionCore {
         guard let tls else { return }
         var timeout: UInt64 = 1_000_000_000
         for state in streams.values { timeout = min(timeout, state.deadline > now ? state.deadline - now : 0) }
+        if let first = waiting[waitingHead...].map(\.deadline).min() { timeout = min(timeout, first > now ? first - now : 0) }
         if pingSentAt == nil {
             let due = lastActivity + UInt64(configuration.pingInterval * 1e9)
             timeout = min(timeout, due > now ? due - now : 0)

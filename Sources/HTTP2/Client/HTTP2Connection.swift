@@ -56,9 +56,10 @@ public final class HTTP2Connection: Sendable {
     /// `.unprocessed`, which is always safe to send again.
     public func send(_ request: HTTP2Request) async throws(HTTP2Error) -> HTTP2Response {
         let token = core.nextToken()
+        let deadline = Clock.now() + UInt64(max(0.001, request.timeout) * 1e9)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP2Response, HTTP2Error>, Never>) in
-                core.enqueue(PendingRequest(token: token, request: request, continuation: continuation))
+                core.enqueue(PendingRequest(token: token, request: request, deadline: deadline, continuation: continuation))
             }
         } onCancel: {
             core.cancel(token: token)
@@ -84,6 +85,8 @@ struct PendingRequest: @unchecked Sendable {
     // by `enqueue` when the request is refused), never concurrently.
     let token: UInt64
     let request: HTTP2Request
+    /// Monotonic nanoseconds by which the whole answer must be in, queueing included.
+    let deadline: UInt64
     let continuation: CheckedContinuation<Result<HTTP2Response, HTTP2Error>, Never>
 
     func finish(_ result: Result<HTTP2Response, HTTP2Error>) { continuation.resume(returning: result) }
