@@ -84,7 +84,7 @@ let package = Package(
         .target(
             name: "Telemetry",
             dependencies: [
-                "Relay", "APNs", "RelayJSON", "HTTPServer", "HTTP2",
+                "Relay", "APNs", "RelayJSON", "HTTPServer",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
