@@ -124,13 +124,13 @@ let package = Package(
         .testTarget(name: "RelayJSONTests", dependencies: ["RelayJSON"], swiftSettings: strictSwift),
         .testTarget(
             name: "SurfacesTests",
-            dependencies: ["Surfaces", "RelayJSON"],
+            dependencies: ["Surfaces", "RelayJSON", "TestSupport"],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSwift
         ),
         .testTarget(
             name: "APNsTests",
-            dependencies: ["APNs", "RelayJSON"],
+            dependencies: ["APNs", "RelayJSON", "TestSupport"],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSwift
         ),
@@ -153,8 +153,8 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .testTarget(
-            name: "AuditTests", dependencies: ["Audit", "Relay", "APNs", "RelayJSON"], swiftSettings: strictSwift),
-        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "RelayJSON"], swiftSettings: strictSwift),
+            name: "AuditTests", dependencies: ["Audit", "Relay", "APNs", "RelayJSON", "TestSupport"], swiftSettings: strictSwift),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "RelayJSON", "TestSupport"], swiftSettings: strictSwift),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strictSwift),
         .testTarget(
             name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON", "TestSupport"],

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Keys made by the `openssl` command line in a private temp directory.
@@ -22,22 +23,7 @@ struct KeyFiles {
 
     /// Runs a command and returns its exit status and output, whatever they are.
     static func runReturningStatus(_ arguments: [String], input: Data? = nil) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        let stdin = Pipe()
-        if input != nil { process.standardInput = stdin }
-        try process.run()
-        if let input {
-            stdin.fileHandleForWriting.write(input)
-            try stdin.fileHandleForWriting.close()
-        }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        try ProcessRunner.run(arguments, input: input)
     }
 
     /// `openssl genpkey` with `options`, written as PKCS#8 PEM with `mode`.

@@ -2,24 +2,14 @@
 import APNs
 import Foundation
 import Relay
+import TestSupport
 import Testing
 
 /// Runs psql, the PostgreSQL client nobody here wrote.
 func psql(_ conninfo: String, _ sql: String, variables: [String: String] = [:]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", conninfo] + variables.flatMap { ["-v", "\($0.key)=\($0.value)"] }
-    let input = Pipe()
-    let output = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    input.fileHandleForWriting.write(Data(sql.utf8))
-    try input.fileHandleForWriting.close()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    try #require(process.terminationStatus == 0, "psql failed: \(text)")
+    let arguments = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", conninfo] + variables.flatMap { ["-v", "\($0.key)=\($0.value)"] }
+    let (status, text) = try ProcessRunner.run(arguments, input: Data(sql.utf8))
+    try #require(status == 0, "psql failed: \(text)")
     return text
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// A throwaway CA-less self-signed certificate for 127.0.0.1 and localhost,
@@ -25,17 +26,8 @@ struct TestCertificate {
 enum Command {
     @discardableResult
     static func run(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        try #require(process.terminationStatus == 0, "\(arguments.joined(separator: " ")) failed: \(text)")
+        let (status, text) = try ProcessRunner.run(arguments)
+        try #require(status == 0, "\(arguments.joined(separator: " ")) failed: \(text)")
         return text
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import RelayJSON
 import Surfaces
+import TestSupport
 import Testing
 
 @Suite("Snapshot contract: differential against Python jsonschema")
@@ -8,23 +9,13 @@ struct DifferentialValidationTests {
     @Test("the relay's verdict equals jsonschema's on thousands of fixture mutations")
     func matchesJSONSchema() throws {
         let directory = SnapshotFixtures.directory
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
+        let (status, text) = try ProcessRunner.run([
             "python3", directory.appendingPathComponent("differential.py").path,
             directory.appendingPathComponent("fixtures").path, directory.appendingPathComponent("schema.json").path,
-        ]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "python3 with jsonschema and rfc3339-validator is needed (scripts/test installs them): \(errorText)")
+        ])
+        try #require(status == 0, "python3 with jsonschema and rfc3339-validator is needed (scripts/test installs them): \(text)")
 
-        let lines = data.split(separator: UInt8(ascii: "\n"))
+        let lines = Array(text.utf8).split(separator: UInt8(ascii: "\n"))
         #expect(lines.count > 5_000)
         var disagreements: [String] = []
         var valid = 0

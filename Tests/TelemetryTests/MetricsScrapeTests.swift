@@ -10,22 +10,7 @@ import Testing
 
 /// Runs a command-line tool and returns its status and output.
 func runTool(_ arguments: [String], input: String? = nil) throws -> (Int32, String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    let stdin = Pipe()
-    if input != nil { process.standardInput = stdin }
-    try process.run()
-    if let input {
-        stdin.fileHandleForWriting.write(Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
-    }
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return (process.terminationStatus, text)
+    try ProcessRunner.run(arguments, input: input.map { Data($0.utf8) })
 }
 
 /// The value of the sample `name{labels}` in an exposition text, 0 when absent.

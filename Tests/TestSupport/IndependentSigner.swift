@@ -30,21 +30,11 @@ public struct IndependentSigner: Sendable {
             tokens.append(f"{head}.{body}." + b64(r.to_bytes(32, "big") + s.to_bytes(32, "big")))
         print(json.dumps({"publicKey": pub, "tokens": tokens}))
         """#
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script] + claims.map { "\($0.kid),\($0.iss),\($0.iat)" }
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw SignerError(description: "python3 with the cryptography package is needed (scripts/test installs it): \(errorText)")
+        let (status, output) = try ProcessRunner.run(["python3", "-c", script] + claims.map { "\($0.kid),\($0.iss),\($0.iat)" })
+        guard status == 0 else {
+            throw SignerError(description: "python3 with the cryptography package is needed (scripts/test installs it): \(output)")
         }
-        let json = try JSONParser.parse(Array(data))
+        let json = try JSONParser.parse(output)
         guard let key = json["publicKey"]?.stringValue, let minted = json["tokens"]?.arrayValue?.compactMap(\.stringValue) else {
             throw SignerError(description: "unexpected signer output")
         }

@@ -9,13 +9,8 @@ public struct TestKeyFile: Sendable {
         directory = NSTemporaryDirectory() + "apns-relay-e2e-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         path = directory + "/AuthKey_E2E.p8"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path]
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw SignerError(description: "openssl genpkey failed") }
+        let (status, output) = try ProcessRunner.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path])
+        guard status == 0 else { throw SignerError(description: "openssl genpkey failed: \(output)") }
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
     }
 
