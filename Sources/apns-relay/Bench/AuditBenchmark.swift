@@ -8,6 +8,7 @@ import Relay
 struct AuditBenchmark {
     let rows: Int
     let conninfo: String
+    let batchSize: Int
 
     func run() async throws -> String {
         _ = try Migrator().apply(conninfo: conninfo)
@@ -21,7 +22,7 @@ struct AuditBenchmark {
         var configuration = AuditWriter.Configuration(conninfo: conninfo, spoolDirectory: directory + "/spool", relayInstance: "bench")
         configuration.queueCapacity = rows + 1
         configuration.highWaterMark = rows + 1
-        configuration.batchSize = 2000
+        configuration.batchSize = batchSize
         let writer = try AuditWriter(configuration: configuration, logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
         let clock = ContinuousClock()
         let writerStart = clock.now
@@ -48,7 +49,7 @@ struct AuditBenchmark {
         let writerRate = Double(rows) / writerSeconds
         let psqlRate = Double(rows) / psqlSeconds
         return [
-            "audit benchmark: \(rows) rows into apns_audit (\(statistics.writeBatches) writer batches)",
+            "audit benchmark: \(rows) rows into apns_audit (\(statistics.writeBatches) writer batches of up to \(batchSize))",
             String(format: "  audit writer: %.0f rows/s (%.2f s, of which %.2f s building and queuing rows on the caller)", writerRate, writerSeconds, queuedSeconds),
             String(format: "  psql \\copy:   %.0f rows/s (%.2f s)", psqlRate, psqlSeconds),
             String(format: "  ratio (writer / psql): %.2f", writerRate / psqlRate),

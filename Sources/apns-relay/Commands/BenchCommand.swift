@@ -43,9 +43,10 @@ struct AuditBenchCommand: AsyncParsableCommand {
         abstract: "Rows/s through the audit writer against psql \\copy of the same rows into the same table (truncates apns_audit).")
 
     @Option(help: "Rows per run.") var rows = 200_000
+    @Option(help: "Writer batch size (rows per COPY).") var batchSize = 2000
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        print(try await AuditBenchmark(rows: rows, conninfo: database.conninfo).run())
+        print(try await AuditBenchmark(rows: rows, conninfo: database.conninfo, batchSize: batchSize).run())
     }
 }
