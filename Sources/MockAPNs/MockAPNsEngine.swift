@@ -87,6 +87,9 @@ public final class MockAPNsEngine: Sendable {
             let attempt = state.withLock { state in
                 let key = "\(index)|\(sendKey)"
                 let attempt = state.attempts[key, default: 0]
+                // A long-running mock must not grow without bound: sends older
+                // than the last 100,000 start their sequences afresh.
+                if state.attempts.count >= 100_000, state.attempts[key] == nil { state.attempts.removeAll(keepingCapacity: true) }
                 state.attempts[key] = attempt + 1
                 return attempt
             }
