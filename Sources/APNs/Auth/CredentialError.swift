@@ -36,4 +36,10 @@ public struct CredentialError: Error, Sendable, Hashable, CustomStringConvertibl
     }
 
     public var description: String { "\(code): \(message)" + (trapID.map { " [\($0)]" } ?? "") }
+
+    /// A required setting is absent or empty: always MS028, so the alert for
+    /// a half-configured app fires whichever setting was left out.
+    static func missing(_ field: String, needed purpose: String) -> CredentialError {
+        CredentialError(.missing, field: field, message: "\(field) is required \(purpose)", trapID: .missingConfiguration)
+    }
 }
