@@ -16,39 +16,6 @@ enum ReferenceTools {
         try #require(openssl == 0, "the openssl command line is required to make test keys and verify signatures: \(opensslOutput)")
     }
 
-    /// Checks a compact JWS the way a strict verifier would: three base64url
-    /// parts without padding, and an ES256 signature (R‖S) over the first two.
-    /// Returns the decoded header and claims, exactly as they were encoded.
-    static func verifyJWT(_ jwt: String, publicKeyPEM: String) throws -> (header: String, claims: String) {
-        let script = #"""
-            import sys, re, base64
-            from cryptography.hazmat.primitives import hashes, serialization
-            from cryptography.hazmat.primitives.asymmetric import ec, utils
-            from cryptography.exceptions import InvalidSignature
-            token, pem = sys.argv[1], sys.stdin.read().encode()
-            parts = token.split(".")
-            if len(parts) != 3: sys.exit(f"{len(parts)} parts, not 3")
-            for part in parts:
-                if not re.fullmatch(r"[A-Za-z0-9_-]+", part): sys.exit("a part is not unpadded base64url")
-            decode = lambda part: base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-            raw = decode(parts[2])
-            if len(raw) != 64: sys.exit(f"signature is {len(raw)} bytes, not 64")
-            der = utils.encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
-            key = serialization.load_pem_public_key(pem)
-            if not isinstance(key.curve, ec.SECP256R1): sys.exit("public key is not P-256")
-            try:
-                key.verify(der, f"{parts[0]}.{parts[1]}".encode(), ec.ECDSA(hashes.SHA256()))
-            except InvalidSignature:
-                sys.exit("signature does not verify")
-            sys.stdout.write(decode(parts[0]).decode() + "\n" + decode(parts[1]).decode() + "\n")
-            """#
-        let (status, output) = try KeyFiles.runReturningStatus(["python3", "-c", script, jwt], input: Data(publicKeyPEM.utf8))
-        try #require(status == 0, "Python's cryptography rejected the JWT: \(output)")
-        let lines = output.split(separator: "\n", omittingEmptySubsequences: false)
-        try #require(lines.count == 3, "unexpected verifier output: \(output)")
-        return (String(lines[0]), String(lines[1]))
-    }
-
     /// Verifies many raw signatures in one Python process; returns the
     /// indexes of those that fail.
     static func failingSignatures(_ pairs: [(message: [UInt8], signature: [UInt8])], publicKeyPEM: String) throws -> [Int] {
