@@ -104,10 +104,11 @@ extension SigningKey {
     static func readProtectedFile(_ path: String) throws(CredentialError) -> [UInt8] {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            let reason = String(cString: strerror(errno))
+            let code = errno
+            let reason = String(cString: strerror(code))
             // Only a path that is not there is "missing"; EACCES on a parent
             // directory is a permissions problem and must not read as a typo.
-            if errno == ENOENT || errno == ENOTDIR {
+            if code == ENOENT || code == ENOTDIR {
                 throw CredentialError(.keyFileMissing, field: "keyPath", message: "keyPath \(path) does not exist (\(reason))")
             }
             throw CredentialError(.keyFileUnreadable, field: "keyPath", message: "keyPath \(path) cannot be inspected (\(reason))")
