@@ -4,9 +4,9 @@ import RelayJSON
 /// claims `{"iss":…,"iat":…}`.
 ///
 /// It authenticates every push of a team for up to an hour, so it is a
-/// secret: `description` and `debugDescription` are redacted, and the value
-/// leaves the type only through ``authorizationHeaderValue``.
-public struct ProviderToken: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+/// secret: `description`, `debugDescription` and its mirror are redacted, and
+/// the value leaves the type only through ``authorizationHeaderValue``.
+public struct ProviderToken: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public let keyID: String
     public let teamID: String
     /// Unix seconds.
@@ -30,6 +30,11 @@ public struct ProviderToken: Sendable, Hashable, CustomStringConvertible, Custom
 
     public var description: String { "ProviderToken(kid: \(keyID), iss: \(teamID), iat: \(issuedAt), jwt: <redacted>)" }
     public var debugDescription: String { description }
+
+    // Without this, dump() and debuggers walk the stored properties and print the JWT.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["keyID": keyID, "teamID": teamID, "issuedAt": issuedAt, "jwt": "<redacted>"], displayStyle: .struct)
+    }
 }
 
 /// Base64url without padding (RFC 7515 §2).

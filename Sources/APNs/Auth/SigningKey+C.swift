@@ -22,8 +22,8 @@ final class PrivateKeyHandle: @unchecked Sendable {
         let type = apns_relay_evp_pkey_id(key)
         guard type == EVP_PKEY_EC else {
             EVP_PKEY_free(key)
-            let name = type == EVP_PKEY_RSA ? "an RSA key" : type == EVP_PKEY_ED25519 ? "an Ed25519 key" : "a non-EC key"
-            throw CredentialError(.wrongKeyType, field: field, message: "\(field) holds \(name); APNs needs an EC P-256 key (ES256)")
+            throw CredentialError(
+                .wrongKeyType, field: field, message: "\(field) holds \(Self.describe(keyType: type)); APNs needs an EC P-256 key (ES256)")
         }
         var group = [CChar](repeating: 0, count: 64)
         let curve = apns_relay_evp_pkey_ec_group_name(key, &group, group.count) == 1
@@ -36,6 +36,15 @@ final class PrivateKeyHandle: @unchecked Sendable {
     }
 
     deinit { EVP_PKEY_free(key) }
+
+    /// "an RSA key", "an ED25519 key": what was found instead of EC, by OpenSSL's short name.
+    private static func describe(keyType: Int32) -> String {
+        if keyType == EVP_PKEY_RSA { return "an RSA key" }
+        guard let name = OBJ_nid2sn(keyType).map({ String(cString: $0) }), name != "UNDEF" else {
+            return "a non-EC key (OpenSSL type \(keyType))"
+        }
+        return ("AEIOU".contains(name.prefix(1)) ? "an " : "a ") + name + " key"
+    }
 
     func sign(_ message: [UInt8]) -> [UInt8] {
         guard let context = EVP_MD_CTX_new() else { fatalError("OpenSSL could not allocate a digest context") }
@@ -95,16 +104,31 @@ extension SigningKey {
     static func readProtectedFile(_ path: String) throws(CredentialError) -> [UInt8] {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            throw CredentialError(.keyFileMissing, field: "keyPath", message: "keyPath \(path) does not exist (\(String(cString: strerror(errno))))")
+            let code = errno
+            let reason = String(cString: strerror(code))
+            // Only a path that is not there is "missing"; EACCES on a parent
+            // directory is a permissions problem and must not read as a typo.
+            if code == ENOENT || code == ENOTDIR {
+                throw CredentialError(.keyFileMissing, field: "keyPath", message: "keyPath \(path) does not exist (\(reason))")
+            }
+            throw CredentialError(.keyFileUnreadable, field: "keyPath", message: "keyPath \(path) cannot be inspected (\(reason))")
         }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR:
+            throw CredentialError(
+                .keyFileUnreadable, field: "keyPath", message: "keyPath \(path) is a directory, not a regular file; point it at the .p8 file")
+        default:
             throw CredentialError(.keyFileUnreadable, field: "keyPath", message: "keyPath \(path) is not a regular file")
         }
         let permissions = info.st_mode & 0o777
         guard permissions & 0o077 == 0 else {
+            let digits = String(permissions, radix: 8)
+            let mode = String(repeating: "0", count: 3 - digits.count) + digits
             throw CredentialError(
                 .keyFileTooOpen, field: "keyPath",
-                message: "keyPath \(path) is readable by group or others (mode \(String(permissions, radix: 8))); run chmod 600 \(path)")
+                message: "keyPath \(path) can be accessed by group or others (mode 0\(mode)); "
+                    + "a .p8 key must be private to its owner: run chmod 600 \(path)")
         }
         guard let file = fopen(path, "rb") else {
             throw CredentialError(.keyFileUnreadable, field: "keyPath", message: "keyPath \(path) cannot be read (\(String(cString: strerror(errno))))")

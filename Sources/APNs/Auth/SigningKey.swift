@@ -3,7 +3,7 @@
 ///
 /// It never prints itself: `description` shows only the public key's
 /// fingerprint, so a key can be logged by accident without harm.
-public final class SigningKey: Sendable, CustomStringConvertible {
+public final class SigningKey: Sendable, CustomStringConvertible, CustomReflectable {
     let handle: PrivateKeyHandle
 
     /// First 12 hex digits of SHA-256 over the public key (DER); safe to log.
@@ -36,4 +36,7 @@ public final class SigningKey: Sendable, CustomStringConvertible {
     public func sign(_ message: [UInt8]) -> [UInt8] { handle.sign(message) }
 
     public var description: String { "SigningKey(P-256, public key \(fingerprint))" }
+
+    // dump() and debuggers see the fingerprint only, never the OpenSSL handle.
+    public var customMirror: Mirror { Mirror(self, children: ["fingerprint": fingerprint], displayStyle: .class) }
 }
