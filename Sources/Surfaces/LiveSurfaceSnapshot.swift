@@ -1,3 +1,5 @@
+public import Foundation
+
 /// A LiveSurfaceSnapshot (contract version 5): one surface's state at one
 /// moment, with the slice for its kind.
 ///
@@ -41,6 +43,9 @@ public struct LiveSurfaceSnapshot: Sendable, Hashable {
     public var slice: Slice
 
     public var kind: SurfaceKind { slice.kind }
+
+    /// `updatedAt` as an instant, for comparing with clocks and other dates.
+    public var updatedAtDate: Date { Date(timeIntervalSince1970: updatedAtSeconds) }
 
     /// The Live Activity slice, when this is a `liveActivity` snapshot.
     public var liveActivity: LiveActivitySlice? {
