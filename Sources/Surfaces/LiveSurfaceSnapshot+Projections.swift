@@ -2,6 +2,12 @@ public import RelayJSON
 
 /// Projections from a snapshot to what APNs and ActivityKit consume. Each is
 /// gated on kind: projecting the wrong kind is an MS008 error, never a guess.
+///
+/// The wire shapes are those of the Mobile Surfaces SDK's helpers
+/// (`toLiveActivityContentState`, `toApnsAlertPayload`,
+/// `toNotificationContentPayload`, and `start`'s default attributes), so an
+/// app built against that SDK decodes what the relay sends. Absent optionals
+/// are left out, never written as `null`.
 extension LiveSurfaceSnapshot {
     /// Throws unless the snapshot's kind is one of `allowed`, naming the operation.
     public func requireKind(_ allowed: Set<SurfaceKind>, for operation: String) throws(SnapshotValidationError) {
@@ -12,8 +18,12 @@ extension LiveSurfaceSnapshot {
             message: "$.kind is \"\(kind.rawValue)\" but \(operation) needs a \(names) snapshot")])
     }
 
-    /// The ActivityKit content-state: `{headline, subhead, progress, stage}`,
-    /// the JSON keys the widget's `Codable` ContentState decodes.
+    /// The ActivityKit content-state: `{headline, subhead, progress, stage}`.
+    ///
+    /// These are the keys a widget's `Codable` ContentState decodes
+    /// (`headline`/`subhead` strings, `progress` a number in 0…1, `stage` one
+    /// of `prompted`, `inProgress`, `completing`); the slice's other fields
+    /// are for the app and the alert, not the activity's content.
     public func liveActivityContentState() throws(SnapshotValidationError) -> JSONValue {
         try requireKind([.liveActivity], for: "a Live Activity content state")
         let slice = liveActivity!
@@ -25,7 +35,8 @@ extension LiveSurfaceSnapshot {
         ]
     }
 
-    /// The static attributes a remote start needs by default: `{surfaceId, modeLabel}`.
+    /// The static attributes a remote start needs by default: `{surfaceId, modeLabel}`,
+    /// what the SDK's `MobileSurfacesActivityAttributes` carries.
     public func liveActivityAttributes() throws(SnapshotValidationError) -> JSONValue {
         try requireKind([.liveActivity], for: "Live Activity attributes")
         return ["surfaceId": .string(surfaceID), "modeLabel": .string(liveActivity!.modeLabel)]
@@ -45,9 +56,15 @@ extension LiveSurfaceSnapshot {
 
     /// A notification push from a notification snapshot: `aps.alert` (title,
     /// subtitle when set, body), sound, category, `thread-id`,
-    /// `interruption-level` in Apple's spelling (`time-sensitive`),
-    /// `relevance-score`, `target-content-id`, and a `liveSurface` sidecar
-    /// (`kind: surface_notification`).
+    /// `interruption-level`, `relevance-score`, `target-content-id`, and a
+    /// `liveSurface` sidecar (`kind: surface_notification`).
+    ///
+    /// `interruption-level` is written as APNs spells it (`time-sensitive`);
+    /// the contract's `timeSensitive` is not a value APNs knows, so passing it
+    /// through would silently deliver at the default level. The sidecar
+    /// follows the SDK's documented wire shape; later SDK sources also write
+    /// `schemaVersion: "5"` in the envelope and the sidecar and discriminate
+    /// the sidecar as `surface_snapshot`, which the relay does not copy.
     public func notificationPayload() throws(SnapshotValidationError) -> JSONValue {
         try requireKind([.notification], for: "a notification")
         let slice = notification!

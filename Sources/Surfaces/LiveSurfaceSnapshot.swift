@@ -1,3 +1,5 @@
+public import Foundation
+
 /// A LiveSurfaceSnapshot (contract version 5): one surface's state at one
 /// moment, with the slice for its kind.
 ///
@@ -17,6 +19,7 @@ public struct LiveSurfaceSnapshot: Sendable, Hashable {
         case standby(StandbySlice)
         case notification(NotificationSlice)
 
+        /// The kind this slice belongs to.
         public var kind: SurfaceKind {
             switch self {
             case .liveActivity: .liveActivity
@@ -37,10 +40,16 @@ public struct LiveSurfaceSnapshot: Sendable, Hashable {
     public var updatedAt: String
     /// `updatedAt` as unix seconds (fraction kept), for ordering.
     public var updatedAtSeconds: Double
+    /// Lifecycle state; `attention` is what warrants a high-priority push.
     public var state: SurfaceState
+    /// The slice for ``kind``; a snapshot carries exactly one.
     public var slice: Slice
 
+    /// The discriminator, derived from the slice so the two cannot disagree.
     public var kind: SurfaceKind { slice.kind }
+
+    /// `updatedAt` as an instant, for comparing with clocks and other dates.
+    public var updatedAtDate: Date { Date(timeIntervalSince1970: updatedAtSeconds) }
 
     /// The Live Activity slice, when this is a `liveActivity` snapshot.
     public var liveActivity: LiveActivitySlice? {

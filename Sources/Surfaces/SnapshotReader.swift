@@ -106,31 +106,38 @@ struct SnapshotReader {
         return number
     }
 
-    /// Integers as JSON Schema sees them: `3` and `3.0` both count.
+    /// Integers as JSON Schema sees them: `3` and `3.0` both count, and so
+    /// does `1e20`, which is then out of range rather than of the wrong type.
     mutating func integer(_ object: JSONObject, _ key: String, at path: JSONPath, required: Bool) -> Int64? {
         let path = path.appending(key)
         guard let value = object[key] else {
             if required { fail(path, "required", "is required") }
             return nil
         }
-        guard value.numberValue != nil else {
+        guard let number = value.numberValue else {
             fail(path, "type", "must be an integer (got \(value.typeName))")
             return nil
         }
-        guard let integer = value.integerValue else {
-            fail(path, "type", "must be an integer (got a fraction)")
+        guard number.rounded(.towardZero) == number else {
+            fail(path, "type", "must be an integer (got \(Self.text(number)))")
             return nil
         }
-        if integer < 0 {
-            fail(path, "minimum", "must be at least 0 (got \(integer))")
+        // Compared as integers when they are, so 2^53 and 2^53 + 1 differ.
+        let integer = value.integerValue
+        if integer.map({ $0 < 0 }) ?? (number < 0) {
+            fail(path, "minimum", "must be at least 0 (got \(integer.map(String.init) ?? Self.text(number)))")
             return nil
         }
-        if integer > 9_007_199_254_740_991 {
-            fail(path, "maximum", "must be at most 9007199254740991 (got \(integer))")
+        if integer.map({ $0 > Self.maxSafeInteger }) ?? true {
+            fail(path, "maximum", "must be at most \(Self.maxSafeInteger) (got \(integer.map(String.init) ?? Self.text(number)))")
             return nil
         }
         return integer
     }
+
+    /// The schema's bound for integer fields: the largest integer a double
+    /// (and so a JavaScript producer) holds exactly.
+    static let maxSafeInteger: Int64 = 9_007_199_254_740_991
 
     mutating func bool(_ object: JSONObject, _ key: String, at path: JSONPath, required: Bool) -> Bool? {
         let path = path.appending(key)

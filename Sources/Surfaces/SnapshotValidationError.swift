@@ -7,13 +7,16 @@ public import RelayJSON
 public struct SnapshotValidationError: Error, Sendable, Hashable, CustomStringConvertible {
     /// One broken rule.
     public struct Issue: Sendable, Hashable, CustomStringConvertible {
+        /// Where the offending value is (or, for `required`, would be).
         public var path: JSONPath
         /// The JSON Schema keyword: `required`, `type`, `minLength`, `maxLength`,
         /// `minimum`, `maximum`, `enum`, `const`, `pattern`, `format`,
         /// `additionalProperties`, or `kind` for a projection on the wrong kind.
         public var rule: String
+        /// A sentence naming the path and the rule, for logs and error bodies.
         public var message: String
 
+        /// The message.
         public var description: String { message }
     }
 
@@ -22,10 +25,13 @@ public struct SnapshotValidationError: Error, Sendable, Hashable, CustomStringCo
     /// The trap this error hits.
     public static let trapID = "MS008"
 
+    /// Every problem found, one per broken rule and location.
     public var issues: [Issue]
 
+    /// An error listing `issues`.
     public init(issues: [Issue]) { self.issues = issues }
 
+    /// A count of problems followed by each message.
     public var description: String {
         "invalid snapshot (\(issues.count) problem\(issues.count == 1 ? "" : "s")): "
             + issues.map(\.message).joined(separator: "; ")

@@ -57,4 +57,54 @@ struct ProjectionTests {
         #expect(throws: Never.self) { try widget.requireKind([.widget, .standby], for: "a timeline entry") }
         #expect(SnapshotValidationError.trapID == "MS008")
     }
+
+    @Test("content state and attributes of an in-progress activity, exact bytes")
+    func contentStateInProgress() throws {
+        let snapshot = try SnapshotFixtures.snapshot("active-progress")
+        #expect(try snapshot.liveActivityContentState().encodedString()
+            == #"{"headline":"Surface in progress","subhead":"The same snapshot feeds the app view and ActivityKit content state.","progress":0.5,"stage":"inProgress"}"#)
+        #expect(try snapshot.liveActivityAttributes().encodedString() == #"{"surfaceId":"surface-active-progress","modeLabel":"active"}"#)
+    }
+
+    @Test("notification payload without a category: no category key, no nulls")
+    func notificationThreadOnly() throws {
+        let snapshot = try SnapshotFixtures.snapshot("notification-thread-grouped")
+        #expect(try snapshot.notificationPayload().encodedString()
+            == #"{"aps":{"alert":{"title":"Build queued","body":"Your build is waiting for a runner. We will notify you when it starts."},"sound":"default","thread-id":"build-9821"},"liveSurface":{"kind":"surface_notification","snapshotId":"fixture-notification-thread-grouped","surfaceId":"surface-notification-thread-grouped","state":"queued","deepLink":"mobilesurfaces://surface/surface-notification-thread-grouped"}}"#)
+    }
+
+    @Test("notification payload with every optional field, exact bytes: time-sensitive as Apple spells it")
+    func notificationEveryField() throws {
+        var object = try SnapshotFixtures.snapshot("notification-relevance-summary").encodeJSON().objectValue!
+        var slice = object["notification"]!.objectValue!
+        slice["subtitle"] = "Since 9 AM"
+        slice["interruptionLevel"] = "timeSensitive"
+        slice["targetContentId"] = "digest-window"
+        object["notification"] = .object(slice)
+        let snapshot = try LiveSurfaceSnapshot(json: .object(object))
+        #expect(try snapshot.notificationPayload().encodedString()
+            == #"{"aps":{"alert":{"title":"Daily digest ready","subtitle":"Since 9 AM","body":"Five surfaces updated since you last opened the app."},"sound":"default","category":"surface-update","thread-id":"digests","interruption-level":"time-sensitive","relevance-score":0.9,"target-content-id":"digest-window"},"liveSurface":{"kind":"surface_notification","snapshotId":"fixture-notification-relevance-summary","surfaceId":"surface-notification-relevance-summary","state":"active","deepLink":"mobilesurfaces://surface/surface-notification-relevance-summary"}}"#)
+    }
+
+    @Test("every projection refuses the kinds it does not serve")
+    func gates() throws {
+        let notification = try SnapshotFixtures.snapshot("notification-alert")
+        let activity = try SnapshotFixtures.snapshot("queued")
+        for name in try SnapshotFixtures.names("fixtures") {
+            let snapshot = try LiveSurfaceSnapshot(parsing: SnapshotFixtures.bytes("fixtures", name))
+            let isActivity = snapshot.kind == .liveActivity
+            #expect(((try? snapshot.liveActivityContentState()) != nil) == isActivity, "\(name)")
+            #expect(((try? snapshot.liveActivityAttributes()) != nil) == isActivity, "\(name)")
+            #expect(((try? snapshot.alertPayload()) != nil) == isActivity, "\(name)")
+            #expect(((try? snapshot.notificationPayload()) != nil) == (snapshot.kind == .notification), "\(name)")
+        }
+        #expect(throws: SnapshotValidationError.self) { try notification.alertPayload() }
+        do {
+            _ = try activity.notificationPayload()
+            Issue.record("projected a Live Activity as a notification")
+        } catch {
+            #expect(error.issues.map(\.message) == [#"$.kind is "liveActivity" but a notification needs a notification snapshot"#])
+            #expect(error.issues.map(\.rule) == ["kind"])
+        }
+    }
 }
