@@ -228,6 +228,10 @@ extension ConnectionCore {
     /// Fails whatever is left and tells everyone the connection is gone.
     private func finishThread(failing error: HTTP2Error) {
         setState(.closed)
+        // Observers hear of it before any caller is resumed, so a caller that
+        // saw its request fail can rely on the event having been counted.
+        let refused = [.connectFailed, .tls, .noHTTP2].contains(error.code)
+        report(refused ? .refused : .closed)
         for (stream, state) in streams {
             let unprocessed = goAwayLastStream.map { stream > $0 } ?? false
             complete(state.pending, .failure(unprocessed ? HTTP2Error(.unprocessed, "stream \(stream) above GOAWAY's last-stream-id") : error))
@@ -248,7 +252,7 @@ extension ConnectionCore {
         for pending in neverSent + incoming {
             // Never written to the socket: safe to send elsewhere, unless the
             // connection itself never came up, which the caller should know.
-            let code: HTTP2Error.Code = [.connectFailed, .tls, .noHTTP2].contains(error.code) ? error.code : .unprocessed
+            let code: HTTP2Error.Code = refused ? error.code : .unprocessed
             complete(pending, .failure(HTTP2Error(code, error.message)))
         }
         tls?.shutdown()
@@ -258,7 +262,6 @@ extension ConnectionCore {
             Glibc.close(socket)
             socket = -1
         }
-        if [.connectFailed, .tls, .noHTTP2].contains(error.code) { report(.refused) } else { report(.closed) }
         waiters.forEach { $0.resume() }
     }
 }
