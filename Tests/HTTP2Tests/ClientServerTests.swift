@@ -107,6 +107,31 @@ struct ClientServerTests {
         await connection.close()
     }
 
+    @Test("a task cancelled before it sends fails with cancelled, and the request never reaches the server")
+    func cancelledBeforeSend() async throws {
+        let paths = Mutex<[String]>([])
+        let local = try LocalServer { request, responder in
+            paths.withLock { $0.append(request.path) }
+            echoHandler(request, responder)
+        }
+        defer { local.stop() }
+        let connection = local.connection()
+        #expect(try await connection.send(HTTP2Request(method: "GET", path: "/warm")).status == 200)
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await connection.send(HTTP2Request(method: "GET", path: "/fault/ignore", timeout: 30))
+        }
+        let result = await task.result
+        guard case .failure(let error as HTTP2Error) = result else { Issue.record("expected cancellation, got \(result)"); return }
+        #expect(error.code == .cancelled)
+        // One connection, in order: once /after is answered, a request sent
+        // before it would have been seen.
+        #expect(try await connection.send(HTTP2Request(method: "GET", path: "/after")).status == 200)
+        #expect(paths.withLock { $0 } == ["/warm", "/after"])
+        #expect(connection.load == 0)
+        await connection.close()
+    }
+
     @Test("graceful GOAWAY: the last stream is answered, later streams come back unprocessed")
     func gracefulGoAway() async throws {
         let local = try LocalServer(handler: echoHandler)

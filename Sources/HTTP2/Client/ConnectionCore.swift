@@ -72,6 +72,10 @@ final class ConnectionCore: @unchecked Sendable {
     /// Hands a request to the thread, or refuses it at once.
     func enqueue(_ pending: PendingRequest) {
         let refusal: HTTP2Error? = shared.withLock { shared in
+            // Checked under the lock: a cancellation that lands after this
+            // check queues its token after the request, and the thread takes
+            // both in one snapshot, request first, so it is never lost.
+            if Task.isCancelled { return HTTP2Error(.cancelled, "cancelled by the caller before sending") }
             if shared.exited || shared.closeRequested { return HTTP2Error(.unprocessed, "connection to \(configuration.origin) is closing") }
             if load.load(ordering: .relaxed) >= configuration.queueCapacity + effectiveLimitHint {
                 return HTTP2Error(.queueFull, "more than \(configuration.queueCapacity) requests waiting for \(configuration.origin)")
