@@ -215,6 +215,22 @@ struct ClientServerTests {
         await connection.close()
     }
 
+    @Test("the queue bound counts the server's stream limit, not only ours")
+    func queueFullUnderPeerLimit() async throws {
+        let local = try LocalServer(maxConcurrentStreams: 1, handler: echoHandler)
+        defer { local.stop() }
+        // Our cap stays at 900: only the server's SETTINGS say 1.
+        let connection = local.connection { $0.queueCapacity = 2 }
+        _ = try await connection.send(HTTP2Request(method: "GET", path: "/warm"))
+        let tasks = (0..<3).map { _ in Task { try await connection.send(HTTP2Request(method: "GET", path: "/slow/300")) } }
+        await waitUntil("one request is in flight and two wait") { connection.load >= 3 }
+        await #expect {
+            try await connection.send(HTTP2Request(method: "GET", path: "/one-too-many"))
+        } throws: { ($0 as? HTTP2Error)?.code == .queueFull }
+        for task in tasks { #expect(try await task.value.status == 200) }
+        await connection.close()
+    }
+
     @Test("close drains in-flight requests, then refuses new ones")
     func drainingClose() async throws {
         let local = try LocalServer(handler: echoHandler)

@@ -61,6 +61,7 @@ extension ConnectionCore {
 
         if goAwayLastStream == nil, peerSettingsReceived {
             let limit = effectiveLimit(session)
+            streamLimit.store(limit, ordering: .relaxed)
             while waitingHead < waiting.count, streams.count < limit {
                 let pending = waiting[waitingHead]
                 waitingHead += 1

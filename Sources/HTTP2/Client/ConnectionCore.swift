@@ -22,6 +22,9 @@ final class ConnectionCore: @unchecked Sendable {
     let shared = Mutex(Shared())
     let load = Atomic<Int>(0)
     let stateValue = Atomic<Int>(HTTP2Connection.State.connecting.rawValue)
+    /// Streams allowed at once; our cap until the peer's SETTINGS arrive,
+    /// then min(peer, cap, 900). Written by the thread, read by `enqueue`.
+    let streamLimit: Atomic<Int>
     private let tokens = Atomic<UInt64>(0)
     let wake = WakeSignal()
 
@@ -54,6 +57,7 @@ final class ConnectionCore: @unchecked Sendable {
     init(configuration: HTTP2Connection.Configuration, observer: HTTP2EventObserver?) {
         self.configuration = configuration
         self.observer = observer
+        streamLimit = Atomic(max(1, min(configuration.maxConcurrentStreams, 900)))
     }
 
     func start() {
@@ -77,7 +81,8 @@ final class ConnectionCore: @unchecked Sendable {
             // both in one snapshot, request first, so it is never lost.
             if Task.isCancelled { return HTTP2Error(.cancelled, "cancelled by the caller before sending") }
             if shared.exited || shared.closeRequested { return HTTP2Error(.unprocessed, "connection to \(configuration.origin) is closing") }
-            if load.load(ordering: .relaxed) >= configuration.queueCapacity + effectiveLimitHint {
+            // Load is in flight plus waiting, and at most `streamLimit` are in flight.
+            if load.load(ordering: .relaxed) >= configuration.queueCapacity + streamLimit.load(ordering: .relaxed) {
                 return HTTP2Error(.queueFull, "more than \(configuration.queueCapacity) requests waiting for \(configuration.origin)")
             }
             if state == .goingAway || state == .closed {
@@ -89,9 +94,6 @@ final class ConnectionCore: @unchecked Sendable {
         }
         if let refusal { pending.finish(.failure(refusal)) } else { wake.signal() }
     }
-
-    /// The stream limit before the peer's SETTINGS arrive; refined on the thread.
-    var effectiveLimitHint: Int { min(configuration.maxConcurrentStreams, 900) }
 
     func cancel(token: UInt64) {
         shared.withLock { $0.cancelled.append(token) }
