@@ -243,6 +243,17 @@ struct ClientServerTests {
         await #expect(throws: HTTP2Error.self) { try await connection.send(HTTP2Request(method: "GET", path: "/late")) }
     }
 
+    @Test("a request sent after the connection failed to come up gets that failure, not a resendable error")
+    func sendAfterSetupFailure() async throws {
+        var configuration = HTTP2Connection.Configuration(host: "127.0.0.1", port: Command.freePort())
+        configuration.connectTimeout = 1
+        let connection = HTTP2Connection(configuration: configuration)
+        await waitUntil("the connect attempt has failed") { connection.state == .closed }
+        await #expect {
+            try await connection.send(HTTP2Request(method: "GET", path: "/"))
+        } throws: { ($0 as? HTTP2Error)?.code == .connectFailed }
+    }
+
     @Test("a server without h2 in ALPN is a clear error")
     func noHTTP2() async throws {
         let certificate = try TestCertificate()

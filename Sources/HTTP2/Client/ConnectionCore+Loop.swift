@@ -228,10 +228,13 @@ extension ConnectionCore {
 
     /// Fails whatever is left and tells everyone the connection is gone.
     private func finishThread(failing error: HTTP2Error) {
+        let refused = [.connectFailed, .tls, .noHTTP2].contains(error.code)
+        // Recorded before the state reads closed, so no caller that sees
+        // `.closed` can get a resendable error for a connection that never came up.
+        if refused { shared.withLock { $0.setupFailure = error } }
         setState(.closed)
         // Observers hear of it before any caller is resumed, so a caller that
         // saw its request fail can rely on the event having been counted.
-        let refused = [.connectFailed, .tls, .noHTTP2].contains(error.code)
         report(refused ? .refused : .closed)
         for (stream, state) in streams {
             let unprocessed = goAwayLastStream.map { stream > $0 } ?? false

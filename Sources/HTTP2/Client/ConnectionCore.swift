@@ -15,6 +15,9 @@ final class ConnectionCore: @unchecked Sendable {
         var closeDeadline: UInt64 = 0
         var closeWaiters: [CheckedContinuation<Void, Never>] = []
         var exited = false
+        /// Why the connection never came up (connect, TLS, ALPN), once the
+        /// thread has exited: later requests get this, not a resendable error.
+        var setupFailure: HTTP2Error?
     }
 
     let configuration: HTTP2Connection.Configuration
@@ -80,6 +83,7 @@ final class ConnectionCore: @unchecked Sendable {
             // check queues its token after the request, and the thread takes
             // both in one snapshot, request first, so it is never lost.
             if Task.isCancelled { return HTTP2Error(.cancelled, "cancelled by the caller before sending") }
+            if let failure = shared.setupFailure { return failure }
             if shared.exited || shared.closeRequested { return HTTP2Error(.unprocessed, "connection to \(configuration.origin) is closing") }
             // Load is in flight plus waiting, and at most `streamLimit` are in flight.
             if load.load(ordering: .relaxed) >= configuration.queueCapacity + streamLimit.load(ordering: .relaxed) {
