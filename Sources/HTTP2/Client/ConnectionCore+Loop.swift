@@ -77,7 +77,7 @@ extension ConnectionCore {
         // Keep-alive: PING after a quiet spell; no ACK in time means a dead peer.
         if let sent = pingSentAt, now - sent > UInt64(configuration.pingTimeout * 1e9) {
             report(.pingTimeout)
-            throw HTTP2Error(.connection, "no PING acknowledgement from \(configuration.origin) within \(configuration.pingTimeout) s")
+            throw HTTP2Error(.pingTimeout, "no PING acknowledgement from \(configuration.origin) within \(configuration.pingTimeout) s")
         }
         if pingSentAt == nil, now - lastActivity > UInt64(configuration.pingInterval * 1e9) {
             session.submitPing()
