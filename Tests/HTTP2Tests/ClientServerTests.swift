@@ -279,26 +279,9 @@ struct SilentPeerTests {
     @Test("a TLS peer that never sends SETTINGS cannot hang a request: it times out")
     func noSettings() async throws {
         // openssl s_server speaks TLS with ALPN h2 but no HTTP/2 at all.
-        let certificate = try TestCertificate()
-        defer { certificate.remove() }
-        let port = Command.freePort()
-        // Its stdin stays open (an unclosed pipe): s_server drops the client on stdin EOF.
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["openssl", "s_server", "-quiet", "-accept", String(port), "-cert", certificate.certificate, "-key", certificate.key, "-alpn", "h2"]
-        let stdin = Pipe()
-        server.standardInput = stdin
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer {
-            kill(server.processIdentifier, SIGKILL)  // s_server may sit out SIGTERM
-            server.waitUntilExit()
-        }
-        try Command.waitUntilListening(port: port)
-        var configuration = HTTP2Connection.Configuration(host: "127.0.0.1", port: port)
-        configuration.tls = TLSClientConfiguration(caFile: certificate.certificate)
-        let connection = HTTP2Connection(configuration: configuration)
+        let server = try OpenSSLServer(alpn: "h2")
+        defer { server.stop() }
+        let connection = server.connection()
         let clock = ContinuousClock()
         let start = clock.now
         await #expect {
