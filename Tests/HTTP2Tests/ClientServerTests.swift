@@ -8,10 +8,11 @@ struct LocalServer {
     let server: HTTP2Server
     let certificate: TestCertificate
 
-    init(maxConcurrentStreams: UInt32 = 1000, handler: @escaping HTTP2ServerHandler) throws {
+    init(maxConcurrentStreams: UInt32 = 1000, resets: ResetLog? = nil, handler: @escaping HTTP2ServerHandler) throws {
         certificate = try TestCertificate()
         var configuration = HTTP2Server.Configuration(tls: TLSServerConfiguration(certificateChainFile: certificate.certificate, privateKeyFile: certificate.key))
         configuration.maxConcurrentStreams = maxConcurrentStreams
+        configuration.onStreamReset = resets?.observer
         server = try HTTP2Server(configuration: configuration, handler: handler)
     }
 
@@ -63,6 +64,16 @@ final class EventLog: Sendable {
     var observer: HTTP2EventObserver { { _, event in self.events.withLock { $0.append(event) } } }
 }
 
+/// The RST_STREAM frames our server received: (stream id, error code).
+final class ResetLog: Sendable {
+    private let resets = Mutex<[(stream: Int32, code: UInt32)]>([])
+    var all: [(stream: Int32, code: UInt32)] { resets.withLock { $0 } }
+    var observer: @Sendable (Int, Int32, UInt32) -> Void { { _, stream, code in self.resets.withLock { $0.append((stream, code)) } } }
+}
+
+/// HTTP/2 error code CANCEL (RFC 9113 §7).
+let cancelCode: UInt32 = 8
+
 @Suite("HTTP/2 client against our server")
 struct ClientServerTests {
     @Test("requests and responses round-trip with headers and bodies")
@@ -79,31 +90,47 @@ struct ClientServerTests {
         #expect(events.all == [.opened, .closed])
     }
 
-    @Test("a request with no answer times out with a typed error and the connection lives on")
+    @Test("a request with no answer times out with a typed error, RST_STREAM(CANCEL) reaches the server, the connection lives on")
     func timeout() async throws {
-        let local = try LocalServer(handler: echoHandler)
+        let resets = ResetLog()
+        let ignored = Mutex<[Int32]>([])
+        let local = try LocalServer(resets: resets) { request, responder in
+            if request.path == "/fault/ignore" { ignored.withLock { $0.append(request.streamID) } }
+            echoHandler(request, responder)
+        }
         defer { local.stop() }
         let connection = local.connection()
         await #expect {
             try await connection.send(HTTP2Request(method: "GET", path: "/fault/ignore", timeout: 0.2))
         } throws: { ($0 as? HTTP2Error)?.code == .timeout }
+        await waitUntil("the server sees the stream reset") { !resets.all.isEmpty }
+        #expect(resets.all.map(\.stream) == ignored.withLock { $0 })
+        #expect(resets.all.map(\.code) == [cancelCode])
         #expect(try await connection.send(HTTP2Request(method: "GET", path: "/after")).status == 200)
         await connection.close()
     }
 
-    @Test("cancelling the waiting task resets the stream and throws cancelled")
+    @Test("cancelling the waiting task sends RST_STREAM(CANCEL) for its stream and throws cancelled")
     func cancellation() async throws {
-        let local = try LocalServer(handler: echoHandler)
+        let resets = ResetLog()
+        let ignored = Mutex<[Int32]>([])
+        let local = try LocalServer(resets: resets) { request, responder in
+            ignored.withLock { $0.append(request.streamID) }
+            echoHandler(request, responder)
+        }
         defer { local.stop() }
         let connection = local.connection()
         let task = Task { try await connection.send(HTTP2Request(method: "GET", path: "/fault/ignore", timeout: 30)) }
-        // Wait until the request is on the connection, then cancel.
-        await waitUntil("the request is in flight") { connection.load > 0 }
+        // Wait until the server holds the request, then cancel.
+        await waitUntil("the server has the request") { !ignored.withLock { $0.isEmpty } }
         task.cancel()
         let result = await task.result
         guard case .failure(let error as HTTP2Error) = result else { Issue.record("expected cancellation, got \(result)"); return }
         #expect(error.code == .cancelled)
         #expect(connection.load == 0)
+        await waitUntil("the server sees the stream reset") { !resets.all.isEmpty }
+        #expect(resets.all.map(\.stream) == ignored.withLock { $0 })
+        #expect(resets.all.map(\.code) == [cancelCode])
         await connection.close()
     }
 

@@ -178,5 +178,9 @@ extension ServerConnection: NGHTTP2SessionDelegate {
     func sessionStreamClosed(stream: Int32, errorCode: UInt32) { incoming[stream] = nil }
     func sessionReceivedGoAway(lastStream: Int32, errorCode: UInt32) {}
     func sessionReceivedPingAck() {}
+
+    func sessionReceivedReset(stream: Int32, errorCode: UInt32) {
+        listener.configuration.onStreamReset?(id, stream, errorCode)
+    }
     func sessionReceivedSettings() {}
 }
