@@ -5,9 +5,12 @@ import Testing
 
 @Suite("HTTP/2 connection pool")
 struct PoolTests {
-    func makePool(_ local: LocalServer, size: Int = 2, events: EventLog? = nil) -> HTTP2Pool {
+    func makePool(
+        _ local: LocalServer, size: Int = 2, events: EventLog? = nil, _ configure: (inout HTTP2Connection.Configuration) -> Void = { _ in }
+    ) -> HTTP2Pool {
         var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: local.server.port)
         connection.tls = TLSClientConfiguration(caFile: local.certificate.certificate)
+        configure(&connection)
         var configuration = HTTP2Pool.Configuration(connection: connection)
         configuration.size = size
         return HTTP2Pool(configuration: configuration, observer: events?.observer)
@@ -70,6 +73,50 @@ struct PoolTests {
         for task in slow { #expect(try await task.value.status == 200) }
         #expect(local.server.acceptedConnections >= 2)
         await pool.close()
+    }
+
+    @Test("an idle connection closes after the idle timeout; the next request opens a new one")
+    func idleClose() async throws {
+        let local = try LocalServer(handler: echoHandler)
+        defer { local.stop() }
+        let events = EventLog()
+        let pool = makePool(local, events: events) { $0.idleTimeout = 0.3 }
+        #expect(try await pool.send(HTTP2Request(method: "GET", path: "/one")).status == 200)
+        await waitUntil("the idle connection closes") { events.all.contains(.closed) }
+        #expect(pool.openConnections == 0)
+        #expect(try await pool.send(HTTP2Request(method: "GET", path: "/two")).status == 200)
+        #expect(local.server.acceptedConnections == 2)
+        #expect(events.all == [.opened, .closed, .opened])
+        await pool.close()
+    }
+
+    @Test("close() refuses new requests, lets in-flight ones finish, and forces the rest after the drain timeout")
+    func closeDrainsThenForces() async throws {
+        let received = Mutex<[String]>([])
+        let local = try LocalServer { request, responder in
+            received.withLock { $0.append(request.path) }
+            echoHandler(request, responder)
+        }
+        defer { local.stop() }
+        let pool = makePool(local, size: 1)
+        let finishing = Task { try await pool.send(HTTP2Request(method: "GET", path: "/slow/300")) }
+        let stuck = Task { try await pool.send(HTTP2Request(method: "GET", path: "/fault/ignore", timeout: 60)) }
+        await waitUntil("the server holds both requests") { received.withLock { $0.count } == 2 }
+        let clock = ContinuousClock()
+        let start = clock.now
+        await pool.close(drainTimeout: 1)
+        #expect(clock.now - start >= .seconds(1), "the unanswered request holds the drain until its timeout")
+        #expect(try await finishing.value.status == 200)
+        await #expect {
+            _ = try await stuck.value
+        } throws: { error in
+            let error = error as! HTTP2Error
+            return error.code == .connection && error.message.contains("drain timeout")
+        }
+        await #expect {
+            try await pool.send(HTTP2Request(method: "GET", path: "/late"))
+        } throws: { ($0 as? HTTP2Error)?.code == .closed }
+        #expect(received.withLock { $0 }.count == 2)
     }
 
     @Test("a refused origin is a typed error and reconnects back off")
