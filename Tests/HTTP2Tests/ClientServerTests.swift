@@ -322,4 +322,45 @@ struct SilentPeerTests {
         #expect(clock.now - start < .seconds(60))
         await connection.close(drainTimeout: 0.1)
     }
+
+    func hungHandshake(_ listener: SilentTCPListener) -> HTTP2Connection {
+        var configuration = HTTP2Connection.Configuration(host: "127.0.0.1", port: listener.port)
+        configuration.connectTimeout = 120
+        return HTTP2Connection(configuration: configuration)
+    }
+
+    @Test("while the TLS handshake hangs, a request still times out on its own deadline, and close() gives the handshake up")
+    func timeoutDuringHandshake() async throws {
+        let listener = try SilentTCPListener()
+        defer { listener.close() }
+        let connection = hungHandshake(listener)
+        await #expect {
+            try await connection.send(HTTP2Request(method: "GET", path: "/", timeout: 0.3))
+        } throws: { ($0 as? HTTP2Error)?.code == .timeout }
+        #expect(connection.state == .connecting)
+        let clock = ContinuousClock()
+        let start = clock.now
+        await connection.close(drainTimeout: 0.1)
+        #expect(connection.state == .closed)
+        // Far below the 120 s handshake timeout it would otherwise wait out
+        // (the slack is for a loaded test run, see noSettings).
+        #expect(clock.now - start < .seconds(60))
+    }
+
+    @Test("cancelling while the TLS handshake hangs ends the request at once")
+    func cancelDuringHandshake() async throws {
+        let listener = try SilentTCPListener()
+        defer { listener.close() }
+        let connection = hungHandshake(listener)
+        let task = Task { try await connection.send(HTTP2Request(method: "GET", path: "/", timeout: 60)) }
+        await waitUntil("the request is queued") { connection.load > 0 }
+        task.cancel()
+        let result = await task.result
+        guard case .failure(let error as HTTP2Error) = result else { Issue.record("expected cancellation, got \(result)"); return }
+        #expect(error.code == .cancelled)
+        #expect(connection.load == 0)
+        #expect(connection.state == .connecting)
+        await connection.close(drainTimeout: 0.1)
+        #expect(connection.state == .closed)
+    }
 }

@@ -25,39 +25,11 @@ extension ConnectionCore {
         finishThread(failing: failure ?? HTTP2Error(.closed, "connection to \(configuration.origin) closed"))
     }
 
-    private func establish() throws(HTTP2Error) {
-        socket = try Socket.connect(host: configuration.host, port: configuration.port, timeout: configuration.connectTimeout)
-        let context = try TLSContext(client: configuration.tls)
-        let stream = try TLSStream(context: context, socket: socket, client: true, serverName: configuration.tls.serverName ?? configuration.host)
-        tls = stream
-        let deadline = Clock.now() + UInt64(configuration.connectTimeout * 1e9)
-        while true {
-            let progress = try stream.handshake()
-            if case .done = progress { break }
-            let remaining = Int64(deadline) - Int64(Clock.now())
-            guard remaining > 0 else { throw HTTP2Error(.tls, "TLS handshake with \(configuration.origin) timed out") }
-            var descriptor = pollfd(fd: socket, events: Int16(progress == .wantRead ? POLLIN : POLLOUT), revents: 0)
-            _ = poll(&descriptor, 1, Int32(min(remaining / 1_000_000, 1000)))
-        }
-        guard stream.negotiatedProtocol == "h2" else {
-            throw HTTP2Error(.noHTTP2, "\(configuration.origin) did not agree to HTTP/2 in ALPN (got \(stream.negotiatedProtocol ?? "nothing"))")
-        }
-        session = try NGHTTP2Session(client: true, delegate: self, maxConcurrentStreams: nil)
-    }
-
     /// One turn of the loop; false when the connection is done.
     private func iterate() throws(HTTP2Error) -> Bool {
         guard let session else { return false }
         let now = Clock.now()
-        let (incoming, cancelled, closeRequested, closeDeadline) = shared.withLock { shared in
-            defer {
-                shared.incoming.removeAll(keepingCapacity: true)
-                shared.cancelled.removeAll(keepingCapacity: true)
-            }
-            return (shared.incoming, shared.cancelled, shared.closeRequested, shared.closeDeadline)
-        }
-        waiting.append(contentsOf: incoming)
-        for token in cancelled { cancelRequest(token: token) }
+        let (closeRequested, closeDeadline) = takeIncoming()
 
         if goAwayLastStream == nil, peerSettingsReceived {
             let limit = effectiveLimit(session)
@@ -127,7 +99,7 @@ extension ConnectionCore {
         }
     }
 
-    private func cancelRequest(token: UInt64) {
+    func cancelRequest(token: UInt64) {
         if let stream = streamByToken[token], let state = streams[stream] {
             session?.submitReset(stream: stream, errorCode: NGHTTP2Session.cancel)
             removeStream(stream)
@@ -144,6 +116,10 @@ extension ConnectionCore {
             removeStream(stream)
             complete(state.pending, .failure(HTTP2Error(.timeout, "no answer from \(configuration.origin) within \(state.pending.request.timeout) s")))
         }
+        expireWaiting(now: now)
+    }
+
+    func expireWaiting(now: UInt64) {
         // Requests still waiting for a stream slot (or for the server's
         // SETTINGS) time out too: a peer that never opens up must not hang them.
         guard waiting[waitingHead...].contains(where: { $0.deadline <= now }) else { return }
