@@ -59,9 +59,14 @@ func waitUntil(_ what: String, timeout: Double = 10, _ condition: () -> Bool) as
 
 /// Collects connection events.
 final class EventLog: Sendable {
-    private let events = Mutex<[HTTP2ConnectionEvent]>([])
-    var all: [HTTP2ConnectionEvent] { events.withLock { $0 } }
-    var observer: HTTP2EventObserver { { _, event in self.events.withLock { $0.append(event) } } }
+    private let events = Mutex<[(event: HTTP2ConnectionEvent, at: ContinuousClock.Instant)]>([])
+    var all: [HTTP2ConnectionEvent] { events.withLock { $0.map(\.event) } }
+    /// When each `event` was reported, on the reporting thread: free of the
+    /// delays a test task sees waiting for a cooperative thread.
+    func times(of event: HTTP2ConnectionEvent) -> [ContinuousClock.Instant] {
+        events.withLock { $0.filter { $0.event == event }.map(\.at) }
+    }
+    var observer: HTTP2EventObserver { { _, event in self.events.withLock { $0.append((event, ContinuousClock.now)) } } }
 }
 
 /// The RST_STREAM frames our server received: (stream id, error code).

@@ -1,5 +1,5 @@
 import Foundation
-import HTTP2
+@testable import HTTP2
 import Synchronization
 import Testing
 
@@ -128,11 +128,46 @@ struct PoolTests {
         let events = EventLog()
         let pool = HTTP2Pool(configuration: configuration, observer: events.observer)
         await #expect { try await pool.send(HTTP2Request(method: "GET", path: "/")) } throws: { ($0 as? HTTP2Error)?.code == .connectFailed }
-        let clock = ContinuousClock()
-        let start = clock.now
-        await #expect(throws: HTTP2Error.self) { try await pool.send(HTTP2Request(method: "GET", path: "/")) }
-        #expect(clock.now - start >= .milliseconds(100), "the second attempt waits for the backoff")
-        #expect(events.all.filter { $0 == .refused }.count >= 2)
+        await #expect { try await pool.send(HTTP2Request(method: "GET", path: "/")) } throws: { ($0 as? HTTP2Error)?.code == .connectFailed }
+        // Measured between the refusals themselves: the test task may resume
+        // late on a loaded machine, after most of the backoff has passed.
+        let refusals = events.times(of: .refused)
+        try #require(refusals.count == 2)
+        #expect(refusals[1] - refusals[0] >= .milliseconds(160), "the second attempt waits for the backoff (0.2 s - 20%)")
+        #expect(pool.consecutiveConnectFailures == 2)
+        await pool.close()
+    }
+
+    @Test("backoff grows per failed connection, not per request that was waiting on it")
+    func backoffCountsConnections() async throws {
+        var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: Command.freePort())
+        connection.connectTimeout = 1
+        var configuration = HTTP2Pool.Configuration(connection: connection)
+        configuration.size = 1
+        configuration.reconnectMinimumDelay = 0.2
+        configuration.reconnectMaximumDelay = 60
+        let events = EventLog()
+        let pool = HTTP2Pool(configuration: configuration, observer: events.observer)
+        // Twenty requests share the first connection attempt and its failure.
+        let codes = await withTaskGroup(of: HTTP2Error.Code?.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    do throws(HTTP2Error) {
+                        _ = try await pool.send(HTTP2Request(method: "GET", path: "/"))
+                        return nil
+                    } catch { return error.code }
+                }
+            }
+            var all: [HTTP2Error.Code?] = []
+            for await code in group { all.append(code) }
+            return all
+        }
+        #expect(codes.allSatisfy { $0 == .connectFailed })
+        // Counted per request, this would be 20 and the next attempt 0.2 s × 2^19
+        // (capped at 60 s) away; per connection it is one per refusal.
+        let refusals = events.all.filter { $0 == .refused }.count
+        #expect(pool.consecutiveConnectFailures == refusals)
+        #expect(refusals < 20, "the concurrent requests shared connection attempts")
         await pool.close()
     }
 }

@@ -204,14 +204,19 @@ extension ConnectionCore {
 
     /// Fails whatever is left and tells everyone the connection is gone.
     private func finishThread(failing error: HTTP2Error) {
+        // Observers hear of a refusal before any caller can see it fail (the
+        // pool sets its reconnect backoff on `.refused`). The set-up failure
+        // and the closed state change together under the lock `enqueue`
+        // holds: a caller sees both or neither, so it neither gets a
+        // resendable error for a connection that never came up nor picks
+        // the connection again after its set-up failure showed.
         let refused = [.connectFailed, .tls, .noHTTP2].contains(error.code)
-        // Recorded before the state reads closed, so no caller that sees
-        // `.closed` can get a resendable error for a connection that never came up.
-        if refused { shared.withLock { $0.setupFailure = error } }
-        setState(.closed)
-        // Observers hear of it before any caller is resumed, so a caller that
-        // saw its request fail can rely on the event having been counted.
-        report(refused ? .refused : .closed)
+        if refused { report(.refused) }
+        shared.withLock { shared in
+            if refused { shared.setupFailure = error }
+            setState(.closed)
+        }
+        if !refused { report(.closed) }
         for (stream, state) in streams {
             let unprocessed = goAwayLastStream.map { stream > $0 } ?? false
             complete(state.pending, .failure(unprocessed ? HTTP2Error(.unprocessed, "stream \(stream) above GOAWAY's last-stream-id") : error))
