@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 extension ConnectionCore {
     /// The connection thread: connect, then serve until closed or broken.
     func run() {
@@ -171,17 +167,13 @@ extension ConnectionCore {
             let due = lastActivity + UInt64(configuration.pingInterval * 1e9)
             timeout = min(timeout, due > now ? due - now : 0)
         }
-        var descriptors = [
-            pollfd(fd: socket, events: Int16(POLLIN) | (outputOffset < output.count ? Int16(POLLOUT) : 0), revents: 0),
-            pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
-        ]
-        if !tls.hasPendingBytes {
-            _ = poll(&descriptors, 2, Int32(timeout / 1_000_000))
-        } else {
-            descriptors[0].revents = Int16(POLLIN)
-        }
-        if descriptors[1].revents != 0 { wake.drain() }
-        if descriptors[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { try readAvailable(tls: tls, session: session) }
+        // Bytes OpenSSL already decrypted never show up in poll(): read them now.
+        let shouldRead = tls.hasPendingBytes
+            || Poll.wait(
+                socket: socket, read: true, write: outputOffset < output.count, wake: wake,
+                milliseconds: Poll.milliseconds(fromNanoseconds: timeout)
+            ).shouldRead
+        if shouldRead { try readAvailable(tls: tls, session: session) }
     }
 
     private func readAvailable(tls: TLSStream, session: NGHTTP2Session) throws(HTTP2Error) {
@@ -244,7 +236,7 @@ extension ConnectionCore {
         tls = nil
         session = nil
         if socket >= 0 {
-            Glibc.close(socket)
+            Socket.close(socket)
             socket = -1
         }
         waiters.forEach { $0.resume() }

@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 extension ConnectionCore {
     /// Connects, handshakes TLS and checks ALPN, on the connection thread.
     ///
@@ -14,7 +10,7 @@ extension ConnectionCore {
     func establish() throws(HTTP2Error) {
         let connectDeadline = deadline(after: configuration.connectTimeout)
         socket = try Socket.connect(host: configuration.host, port: configuration.port, timeout: configuration.connectTimeout) { fd throws(HTTP2Error) in
-            try waitDuringSetup(on: fd, events: Int16(POLLOUT), until: connectDeadline)
+            try waitDuringSetup(on: fd, writing: true, until: connectDeadline)
         }
         let context = try TLSContext(client: configuration.tls)
         let stream = try TLSStream(context: context, socket: socket, client: true, serverName: configuration.tls.serverName ?? configuration.host)
@@ -23,8 +19,7 @@ extension ConnectionCore {
         while true {
             let progress = try stream.handshake()
             if case .done = progress { break }
-            let events = Int16(progress == .wantRead ? POLLIN : POLLOUT)
-            guard try waitDuringSetup(on: socket, events: events, until: handshakeDeadline) else {
+            guard try waitDuringSetup(on: socket, writing: progress == .wantWrite, until: handshakeDeadline) else {
                 throw HTTP2Error(.tls, "TLS handshake with \(configuration.origin) timed out after \(configuration.connectTimeout) s")
             }
         }
@@ -38,7 +33,7 @@ extension ConnectionCore {
     /// Meanwhile takes in new requests and ends the cancelled and expired
     /// ones, and gives up when closed with nothing left to send (or once the
     /// drain time is over).
-    private func waitDuringSetup(on fd: Int32, events: Int16, until deadline: UInt64) throws(HTTP2Error) -> Bool {
+    private func waitDuringSetup(on fd: Int32, writing: Bool, until deadline: UInt64) throws(HTTP2Error) -> Bool {
         while true {
             let now = Clock.now()
             let close = takeIncoming()
@@ -50,12 +45,8 @@ extension ConnectionCore {
             var timeout = deadline - now
             if close.closeRequested { timeout = min(timeout, close.closeDeadline - now) }
             if let first = waiting[waitingHead...].map(\.deadline).min() { timeout = min(timeout, first > now ? first - now : 0) }
-            // Rounded up so a sub-millisecond wait does not spin at 0 ms.
-            let milliseconds = Int32(min((timeout + 999_999) / 1_000_000, 1000))
-            var descriptors = [pollfd(fd: fd, events: events, revents: 0), pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
-            _ = poll(&descriptors, 2, milliseconds)
-            if descriptors[1].revents != 0 { wake.drain() }
-            if descriptors[0].revents != 0 { return true }
+            let ready = Poll.wait(socket: fd, read: !writing, write: writing, wake: wake, milliseconds: Poll.milliseconds(fromNanoseconds: timeout))
+            if ready.any { return true }
         }
     }
 

@@ -121,12 +121,3 @@ final class ConnectionCore: @unchecked Sendable {
 
     func report(_ event: HTTP2ConnectionEvent) { observer?(configuration.origin, event) }
 }
-
-/// Monotonic nanoseconds.
-enum Clock {
-    static func now() -> UInt64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
-    }
-}
