@@ -52,6 +52,9 @@ public struct HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
         public static let unprocessed = Code(rawValue: "unprocessed")
         /// The connection failed or closed while the request was in flight.
         public static let connection = Code(rawValue: "connection")
+        /// The peer did not acknowledge a keep-alive PING in time; the
+        /// connection was closed. The request may or may not have been processed.
+        public static let pingTimeout = Code(rawValue: "ping_timeout")
         /// TCP connect failed or was refused.
         public static let connectFailed = Code(rawValue: "connect_failed")
         /// TLS handshake or certificate verification failed.

@@ -8,10 +8,11 @@ struct LocalServer {
     let server: HTTP2Server
     let certificate: TestCertificate
 
-    init(maxConcurrentStreams: UInt32 = 1000, handler: @escaping HTTP2ServerHandler) throws {
+    init(maxConcurrentStreams: UInt32 = 1000, resets: ResetLog? = nil, handler: @escaping HTTP2ServerHandler) throws {
         certificate = try TestCertificate()
         var configuration = HTTP2Server.Configuration(tls: TLSServerConfiguration(certificateChainFile: certificate.certificate, privateKeyFile: certificate.key))
         configuration.maxConcurrentStreams = maxConcurrentStreams
+        configuration.onStreamReset = resets?.observer
         server = try HTTP2Server(configuration: configuration, handler: handler)
     }
 
@@ -58,10 +59,25 @@ func waitUntil(_ what: String, timeout: Double = 10, _ condition: () -> Bool) as
 
 /// Collects connection events.
 final class EventLog: Sendable {
-    private let events = Mutex<[HTTP2ConnectionEvent]>([])
-    var all: [HTTP2ConnectionEvent] { events.withLock { $0 } }
-    var observer: HTTP2EventObserver { { _, event in self.events.withLock { $0.append(event) } } }
+    private let events = Mutex<[(event: HTTP2ConnectionEvent, at: ContinuousClock.Instant)]>([])
+    var all: [HTTP2ConnectionEvent] { events.withLock { $0.map(\.event) } }
+    /// When each `event` was reported, on the reporting thread: free of the
+    /// delays a test task sees waiting for a cooperative thread.
+    func times(of event: HTTP2ConnectionEvent) -> [ContinuousClock.Instant] {
+        events.withLock { $0.filter { $0.event == event }.map(\.at) }
+    }
+    var observer: HTTP2EventObserver { { _, event in self.events.withLock { $0.append((event, ContinuousClock.now)) } } }
 }
+
+/// The RST_STREAM frames our server received: (stream id, error code).
+final class ResetLog: Sendable {
+    private let resets = Mutex<[(stream: Int32, code: UInt32)]>([])
+    var all: [(stream: Int32, code: UInt32)] { resets.withLock { $0 } }
+    var observer: @Sendable (Int, Int32, UInt32) -> Void { { _, stream, code in self.resets.withLock { $0.append((stream, code)) } } }
+}
+
+/// HTTP/2 error code CANCEL (RFC 9113 §7).
+let cancelCode: UInt32 = 8
 
 @Suite("HTTP/2 client against our server")
 struct ClientServerTests {
@@ -79,30 +95,71 @@ struct ClientServerTests {
         #expect(events.all == [.opened, .closed])
     }
 
-    @Test("a request with no answer times out with a typed error and the connection lives on")
+    @Test("a request with no answer times out with a typed error, RST_STREAM(CANCEL) reaches the server, the connection lives on")
     func timeout() async throws {
-        let local = try LocalServer(handler: echoHandler)
+        let resets = ResetLog()
+        let ignored = Mutex<[Int32]>([])
+        let local = try LocalServer(resets: resets) { request, responder in
+            if request.path == "/fault/ignore" { ignored.withLock { $0.append(request.streamID) } }
+            echoHandler(request, responder)
+        }
         defer { local.stop() }
         let connection = local.connection()
         await #expect {
             try await connection.send(HTTP2Request(method: "GET", path: "/fault/ignore", timeout: 0.2))
         } throws: { ($0 as? HTTP2Error)?.code == .timeout }
+        await waitUntil("the server sees the stream reset") { !resets.all.isEmpty }
+        #expect(resets.all.map(\.stream) == ignored.withLock { $0 })
+        #expect(resets.all.map(\.code) == [cancelCode])
         #expect(try await connection.send(HTTP2Request(method: "GET", path: "/after")).status == 200)
         await connection.close()
     }
 
-    @Test("cancelling the waiting task resets the stream and throws cancelled")
+    @Test("cancelling the waiting task sends RST_STREAM(CANCEL) for its stream and throws cancelled")
     func cancellation() async throws {
-        let local = try LocalServer(handler: echoHandler)
+        let resets = ResetLog()
+        let ignored = Mutex<[Int32]>([])
+        let local = try LocalServer(resets: resets) { request, responder in
+            ignored.withLock { $0.append(request.streamID) }
+            echoHandler(request, responder)
+        }
         defer { local.stop() }
         let connection = local.connection()
         let task = Task { try await connection.send(HTTP2Request(method: "GET", path: "/fault/ignore", timeout: 30)) }
-        // Wait until the request is on the connection, then cancel.
-        await waitUntil("the request is in flight") { connection.load > 0 }
+        // Wait until the server holds the request, then cancel.
+        await waitUntil("the server has the request") { !ignored.withLock { $0.isEmpty } }
         task.cancel()
         let result = await task.result
         guard case .failure(let error as HTTP2Error) = result else { Issue.record("expected cancellation, got \(result)"); return }
         #expect(error.code == .cancelled)
+        #expect(connection.load == 0)
+        await waitUntil("the server sees the stream reset") { !resets.all.isEmpty }
+        #expect(resets.all.map(\.stream) == ignored.withLock { $0 })
+        #expect(resets.all.map(\.code) == [cancelCode])
+        await connection.close()
+    }
+
+    @Test("a task cancelled before it sends fails with cancelled, and the request never reaches the server")
+    func cancelledBeforeSend() async throws {
+        let paths = Mutex<[String]>([])
+        let local = try LocalServer { request, responder in
+            paths.withLock { $0.append(request.path) }
+            echoHandler(request, responder)
+        }
+        defer { local.stop() }
+        let connection = local.connection()
+        #expect(try await connection.send(HTTP2Request(method: "GET", path: "/warm")).status == 200)
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await connection.send(HTTP2Request(method: "GET", path: "/fault/ignore", timeout: 30))
+        }
+        let result = await task.result
+        guard case .failure(let error as HTTP2Error) = result else { Issue.record("expected cancellation, got \(result)"); return }
+        #expect(error.code == .cancelled)
+        // One connection, in order: once /after is answered, a request sent
+        // before it would have been seen.
+        #expect(try await connection.send(HTTP2Request(method: "GET", path: "/after")).status == 200)
+        #expect(paths.withLock { $0 } == ["/warm", "/after"])
         #expect(connection.load == 0)
         await connection.close()
     }
@@ -190,6 +247,22 @@ struct ClientServerTests {
         await connection.close()
     }
 
+    @Test("the queue bound counts the server's stream limit, not only ours")
+    func queueFullUnderPeerLimit() async throws {
+        let local = try LocalServer(maxConcurrentStreams: 1, handler: echoHandler)
+        defer { local.stop() }
+        // Our cap stays at 900: only the server's SETTINGS say 1.
+        let connection = local.connection { $0.queueCapacity = 2 }
+        _ = try await connection.send(HTTP2Request(method: "GET", path: "/warm"))
+        let tasks = (0..<3).map { _ in Task { try await connection.send(HTTP2Request(method: "GET", path: "/slow/300")) } }
+        await waitUntil("one request is in flight and two wait") { connection.load >= 3 }
+        await #expect {
+            try await connection.send(HTTP2Request(method: "GET", path: "/one-too-many"))
+        } throws: { ($0 as? HTTP2Error)?.code == .queueFull }
+        for task in tasks { #expect(try await task.value.status == 200) }
+        await connection.close()
+    }
+
     @Test("close drains in-flight requests, then refuses new ones")
     func drainingClose() async throws {
         let local = try LocalServer(handler: echoHandler)
@@ -200,6 +273,17 @@ struct ClientServerTests {
         await connection.close(drainTimeout: 5)
         #expect(try await inFlight.status == 200)
         await #expect(throws: HTTP2Error.self) { try await connection.send(HTTP2Request(method: "GET", path: "/late")) }
+    }
+
+    @Test("a request sent after the connection failed to come up gets that failure, not a resendable error")
+    func sendAfterSetupFailure() async throws {
+        var configuration = HTTP2Connection.Configuration(host: "127.0.0.1", port: Command.freePort())
+        configuration.connectTimeout = 1
+        let connection = HTTP2Connection(configuration: configuration)
+        await waitUntil("the connect attempt has failed") { connection.state == .closed }
+        await #expect {
+            try await connection.send(HTTP2Request(method: "GET", path: "/"))
+        } throws: { ($0 as? HTTP2Error)?.code == .connectFailed }
     }
 
     @Test("a server without h2 in ALPN is a clear error")
@@ -227,26 +311,9 @@ struct SilentPeerTests {
     @Test("a TLS peer that never sends SETTINGS cannot hang a request: it times out")
     func noSettings() async throws {
         // openssl s_server speaks TLS with ALPN h2 but no HTTP/2 at all.
-        let certificate = try TestCertificate()
-        defer { certificate.remove() }
-        let port = Command.freePort()
-        // Its stdin stays open (an unclosed pipe): s_server drops the client on stdin EOF.
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["openssl", "s_server", "-quiet", "-accept", String(port), "-cert", certificate.certificate, "-key", certificate.key, "-alpn", "h2"]
-        let stdin = Pipe()
-        server.standardInput = stdin
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer {
-            kill(server.processIdentifier, SIGKILL)  // s_server may sit out SIGTERM
-            server.waitUntilExit()
-        }
-        try Command.waitUntilListening(port: port)
-        var configuration = HTTP2Connection.Configuration(host: "127.0.0.1", port: port)
-        configuration.tls = TLSClientConfiguration(caFile: certificate.certificate)
-        let connection = HTTP2Connection(configuration: configuration)
+        let server = try OpenSSLServer(alpn: "h2")
+        defer { server.stop() }
+        let connection = server.connection()
         let clock = ContinuousClock()
         let start = clock.now
         await #expect {
@@ -259,5 +326,46 @@ struct SilentPeerTests {
         // bound checks the guarantee that matters: the request ends, never hangs.
         #expect(clock.now - start < .seconds(60))
         await connection.close(drainTimeout: 0.1)
+    }
+
+    func hungHandshake(_ listener: SilentTCPListener) -> HTTP2Connection {
+        var configuration = HTTP2Connection.Configuration(host: "127.0.0.1", port: listener.port)
+        configuration.connectTimeout = 120
+        return HTTP2Connection(configuration: configuration)
+    }
+
+    @Test("while the TLS handshake hangs, a request still times out on its own deadline, and close() gives the handshake up")
+    func timeoutDuringHandshake() async throws {
+        let listener = try SilentTCPListener()
+        defer { listener.close() }
+        let connection = hungHandshake(listener)
+        await #expect {
+            try await connection.send(HTTP2Request(method: "GET", path: "/", timeout: 0.3))
+        } throws: { ($0 as? HTTP2Error)?.code == .timeout }
+        #expect(connection.state == .connecting)
+        let clock = ContinuousClock()
+        let start = clock.now
+        await connection.close(drainTimeout: 0.1)
+        #expect(connection.state == .closed)
+        // Far below the 120 s handshake timeout it would otherwise wait out
+        // (the slack is for a loaded test run, see noSettings).
+        #expect(clock.now - start < .seconds(60))
+    }
+
+    @Test("cancelling while the TLS handshake hangs ends the request at once")
+    func cancelDuringHandshake() async throws {
+        let listener = try SilentTCPListener()
+        defer { listener.close() }
+        let connection = hungHandshake(listener)
+        let task = Task { try await connection.send(HTTP2Request(method: "GET", path: "/", timeout: 60)) }
+        await waitUntil("the request is queued") { connection.load > 0 }
+        task.cancel()
+        let result = await task.result
+        guard case .failure(let error as HTTP2Error) = result else { Issue.record("expected cancellation, got \(result)"); return }
+        #expect(error.code == .cancelled)
+        #expect(connection.load == 0)
+        #expect(connection.state == .connecting)
+        await connection.close(drainTimeout: 0.1)
+        #expect(connection.state == .closed)
     }
 }

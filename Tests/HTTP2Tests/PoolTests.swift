@@ -1,13 +1,16 @@
 import Foundation
-import HTTP2
+@testable import HTTP2
 import Synchronization
 import Testing
 
 @Suite("HTTP/2 connection pool")
 struct PoolTests {
-    func makePool(_ local: LocalServer, size: Int = 2, events: EventLog? = nil) -> HTTP2Pool {
+    func makePool(
+        _ local: LocalServer, size: Int = 2, events: EventLog? = nil, _ configure: (inout HTTP2Connection.Configuration) -> Void = { _ in }
+    ) -> HTTP2Pool {
         var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: local.server.port)
         connection.tls = TLSClientConfiguration(caFile: local.certificate.certificate)
+        configure(&connection)
         var configuration = HTTP2Pool.Configuration(connection: connection)
         configuration.size = size
         return HTTP2Pool(configuration: configuration, observer: events?.observer)
@@ -72,6 +75,50 @@ struct PoolTests {
         await pool.close()
     }
 
+    @Test("an idle connection closes after the idle timeout; the next request opens a new one")
+    func idleClose() async throws {
+        let local = try LocalServer(handler: echoHandler)
+        defer { local.stop() }
+        let events = EventLog()
+        let pool = makePool(local, events: events) { $0.idleTimeout = 0.3 }
+        #expect(try await pool.send(HTTP2Request(method: "GET", path: "/one")).status == 200)
+        await waitUntil("the idle connection closes") { events.all.contains(.closed) }
+        #expect(pool.openConnections == 0)
+        #expect(try await pool.send(HTTP2Request(method: "GET", path: "/two")).status == 200)
+        #expect(local.server.acceptedConnections == 2)
+        #expect(events.all == [.opened, .closed, .opened])
+        await pool.close()
+    }
+
+    @Test("close() refuses new requests, lets in-flight ones finish, and forces the rest after the drain timeout")
+    func closeDrainsThenForces() async throws {
+        let received = Mutex<[String]>([])
+        let local = try LocalServer { request, responder in
+            received.withLock { $0.append(request.path) }
+            echoHandler(request, responder)
+        }
+        defer { local.stop() }
+        let pool = makePool(local, size: 1)
+        let finishing = Task { try await pool.send(HTTP2Request(method: "GET", path: "/slow/300")) }
+        let stuck = Task { try await pool.send(HTTP2Request(method: "GET", path: "/fault/ignore", timeout: 60)) }
+        await waitUntil("the server holds both requests") { received.withLock { $0.count } == 2 }
+        let clock = ContinuousClock()
+        let start = clock.now
+        await pool.close(drainTimeout: 1)
+        #expect(clock.now - start >= .seconds(1), "the unanswered request holds the drain until its timeout")
+        #expect(try await finishing.value.status == 200)
+        await #expect {
+            _ = try await stuck.value
+        } throws: { error in
+            let error = error as! HTTP2Error
+            return error.code == .connection && error.message.contains("drain timeout")
+        }
+        await #expect {
+            try await pool.send(HTTP2Request(method: "GET", path: "/late"))
+        } throws: { ($0 as? HTTP2Error)?.code == .closed }
+        #expect(received.withLock { $0 }.count == 2)
+    }
+
     @Test("a refused origin is a typed error and reconnects back off")
     func refusedOrigin() async throws {
         var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: Command.freePort())
@@ -81,11 +128,46 @@ struct PoolTests {
         let events = EventLog()
         let pool = HTTP2Pool(configuration: configuration, observer: events.observer)
         await #expect { try await pool.send(HTTP2Request(method: "GET", path: "/")) } throws: { ($0 as? HTTP2Error)?.code == .connectFailed }
-        let clock = ContinuousClock()
-        let start = clock.now
-        await #expect(throws: HTTP2Error.self) { try await pool.send(HTTP2Request(method: "GET", path: "/")) }
-        #expect(clock.now - start >= .milliseconds(100), "the second attempt waits for the backoff")
-        #expect(events.all.filter { $0 == .refused }.count >= 2)
+        await #expect { try await pool.send(HTTP2Request(method: "GET", path: "/")) } throws: { ($0 as? HTTP2Error)?.code == .connectFailed }
+        // Measured between the refusals themselves: the test task may resume
+        // late on a loaded machine, after most of the backoff has passed.
+        let refusals = events.times(of: .refused)
+        try #require(refusals.count == 2)
+        #expect(refusals[1] - refusals[0] >= .milliseconds(160), "the second attempt waits for the backoff (0.2 s - 20%)")
+        #expect(pool.consecutiveConnectFailures == 2)
+        await pool.close()
+    }
+
+    @Test("backoff grows per failed connection, not per request that was waiting on it")
+    func backoffCountsConnections() async throws {
+        var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: Command.freePort())
+        connection.connectTimeout = 1
+        var configuration = HTTP2Pool.Configuration(connection: connection)
+        configuration.size = 1
+        configuration.reconnectMinimumDelay = 0.2
+        configuration.reconnectMaximumDelay = 60
+        let events = EventLog()
+        let pool = HTTP2Pool(configuration: configuration, observer: events.observer)
+        // Twenty requests share the first connection attempt and its failure.
+        let codes = await withTaskGroup(of: HTTP2Error.Code?.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    do throws(HTTP2Error) {
+                        _ = try await pool.send(HTTP2Request(method: "GET", path: "/"))
+                        return nil
+                    } catch { return error.code }
+                }
+            }
+            var all: [HTTP2Error.Code?] = []
+            for await code in group { all.append(code) }
+            return all
+        }
+        #expect(codes.allSatisfy { $0 == .connectFailed })
+        // Counted per request, this would be 20 and the next attempt 0.2 s × 2^19
+        // (capped at 60 s) away; per connection it is one per refusal.
+        let refusals = events.all.filter { $0 == .refused }.count
+        #expect(pool.consecutiveConnectFailures == refusals)
+        #expect(refusals < 20, "the concurrent requests shared connection attempts")
         await pool.close()
     }
 }

@@ -74,3 +74,25 @@ enum Command {
         throw CancellationError()
     }
 }
+
+/// A loopback TCP port that completes connections (the kernel's backlog) but
+/// never reads or writes: a TLS handshake against it hangs.
+struct SilentTCPListener {
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        try #require(bound == 0 && listen(fd, 8) == 0, "cannot listen: \(String(cString: strerror(errno)))")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func close() { _ = Glibc.close(fd) }
+}

@@ -14,6 +14,8 @@ protocol NGHTTP2SessionDelegate: AnyObject {
     func sessionStreamClosed(stream: Int32, errorCode: UInt32)
     func sessionReceivedGoAway(lastStream: Int32, errorCode: UInt32)
     func sessionReceivedPingAck()
+    /// The peer reset `stream` with RST_STREAM.
+    func sessionReceivedReset(stream: Int32, errorCode: UInt32)
     /// The peer's SETTINGS (not an ACK) arrived: its limits are now known.
     func sessionReceivedSettings()
 }
@@ -196,6 +198,8 @@ private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, contex
         session.reporter?.sessionReceivedGoAway(lastStream: frame.pointee.goaway.last_stream_id, errorCode: frame.pointee.goaway.error_code)
     case NGHTTP2_SETTINGS.rawValue:
         if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { session.reporter?.sessionReceivedSettings() }
+    case NGHTTP2_RST_STREAM.rawValue:
+        session.reporter?.sessionReceivedReset(stream: header.stream_id, errorCode: frame.pointee.rst_stream.error_code)
     case NGHTTP2_PING.rawValue:
         if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { session.reporter?.sessionReceivedPingAck() }
     default:

@@ -6,8 +6,12 @@ internal import CNGHTTP2
 
 /// Thin POSIX socket helpers for the connection threads.
 enum Socket {
-    /// Connects a non-blocking TCP socket, waiting up to `timeout` seconds.
-    static func connect(host: String, port: Int, timeout: Double) throws(HTTP2Error) -> Int32 {
+    /// Connects a non-blocking TCP socket. `waitUntilWritable` waits for a
+    /// connect in progress and returns false when the caller's deadline
+    /// (`timeout` seconds, named in the error) has passed.
+    static func connect(
+        host: String, port: Int, timeout: Double, waitUntilWritable: (Int32) throws(HTTP2Error) -> Bool
+    ) throws(HTTP2Error) -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -29,8 +33,14 @@ enum Socket {
             let result = Glibc.connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen)
             if result == 0 { return fd }
             if errno == EINPROGRESS {
-                var descriptor = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                if poll(&descriptor, 1, Int32(timeout * 1000)) == 1 {
+                let writable: Bool
+                do {
+                    writable = try waitUntilWritable(fd)
+                } catch {
+                    close(fd)
+                    throw error
+                }
+                if writable {
                     var error: Int32 = 0
                     var length = socklen_t(MemoryLayout<Int32>.size)
                     getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)

@@ -22,25 +22,29 @@ final class TLSStream {
     private let ssl: OpaquePointer
     let isClient: Bool
 
-    /// - Parameter verifyName: the host name or IP address the certificate must match (clients).
+    /// - Parameter serverName: the host name or IP address the certificate must match (clients).
     init(context: TLSContext, socket: Int32, client: Bool, serverName: String?) throws(HTTP2Error) {
         guard let ssl = SSL_new(context.context) else { throw TLSContext.failure("SSL_new") }
-        self.ssl = ssl
-        isClient = client
         SSL_set_fd(ssl, socket)
         if client {
             SSL_set_connect_state(ssl)
             if let serverName {
-                if Self.isIPAddress(serverName) {
-                    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName)
-                } else {
-                    _ = apns_relay_ssl_set_sni_hostname(ssl, serverName)
-                    SSL_set1_host(ssl, serverName)
+                // A name that cannot be set would leave verification without
+                // a name to check, accepting any trusted certificate: refuse.
+                let named = Self.isIPAddress(serverName)
+                    ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName) == 1
+                    : apns_relay_ssl_set_sni_hostname(ssl, serverName) == 1 && SSL_set1_host(ssl, serverName) == 1
+                guard named else {
+                    // Freed here: self is not initialized yet, so deinit will not run.
+                    SSL_free(ssl)
+                    throw HTTP2Error(.tls, "cannot verify against the name \(serverName): \(TLSContext.openSSLErrors())")
                 }
             }
         } else {
             SSL_set_accept_state(ssl)
         }
+        self.ssl = ssl
+        isClient = client
     }
 
     deinit { SSL_free(ssl) }
@@ -57,6 +61,12 @@ final class TLSStream {
             let verify = SSL_get_verify_result(ssl)
             if verify != X509_V_OK {
                 throw HTTP2Error(.tls, "certificate verification failed: \(String(cString: X509_verify_cert_error_string(verify)))")
+            }
+            // A server that speaks ALPN but none of our protocols ends the
+            // handshake with a no_application_protocol alert (RFC 7301 §3.2):
+            // that is "no HTTP/2 here", not a broken TLS set-up.
+            if ERR_GET_REASON(ERR_peek_last_error()) == SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL {
+                throw HTTP2Error(.noHTTP2, "the server refused every ALPN protocol we offered (h2): \(TLSContext.openSSLErrors())")
             }
             throw HTTP2Error(.tls, "TLS handshake failed: \(TLSContext.openSSLErrors())")
         }

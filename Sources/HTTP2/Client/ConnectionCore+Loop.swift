@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 extension ConnectionCore {
     /// The connection thread: connect, then serve until closed or broken.
     func run() {
@@ -25,42 +21,15 @@ extension ConnectionCore {
         finishThread(failing: failure ?? HTTP2Error(.closed, "connection to \(configuration.origin) closed"))
     }
 
-    private func establish() throws(HTTP2Error) {
-        socket = try Socket.connect(host: configuration.host, port: configuration.port, timeout: configuration.connectTimeout)
-        let context = try TLSContext(client: configuration.tls)
-        let stream = try TLSStream(context: context, socket: socket, client: true, serverName: configuration.tls.serverName ?? configuration.host)
-        tls = stream
-        let deadline = Clock.now() + UInt64(configuration.connectTimeout * 1e9)
-        while true {
-            let progress = try stream.handshake()
-            if case .done = progress { break }
-            let remaining = Int64(deadline) - Int64(Clock.now())
-            guard remaining > 0 else { throw HTTP2Error(.tls, "TLS handshake with \(configuration.origin) timed out") }
-            var descriptor = pollfd(fd: socket, events: Int16(progress == .wantRead ? POLLIN : POLLOUT), revents: 0)
-            _ = poll(&descriptor, 1, Int32(min(remaining / 1_000_000, 1000)))
-        }
-        guard stream.negotiatedProtocol == "h2" else {
-            throw HTTP2Error(.noHTTP2, "\(configuration.origin) did not agree to HTTP/2 in ALPN (got \(stream.negotiatedProtocol ?? "nothing"))")
-        }
-        session = try NGHTTP2Session(client: true, delegate: self, maxConcurrentStreams: nil)
-    }
-
     /// One turn of the loop; false when the connection is done.
     private func iterate() throws(HTTP2Error) -> Bool {
         guard let session else { return false }
         let now = Clock.now()
-        let (incoming, cancelled, closeRequested, closeDeadline) = shared.withLock { shared in
-            defer {
-                shared.incoming.removeAll(keepingCapacity: true)
-                shared.cancelled.removeAll(keepingCapacity: true)
-            }
-            return (shared.incoming, shared.cancelled, shared.closeRequested, shared.closeDeadline)
-        }
-        waiting.append(contentsOf: incoming)
-        for token in cancelled { cancelRequest(token: token) }
+        let (closeRequested, closeDeadline) = takeIncoming()
 
         if goAwayLastStream == nil, peerSettingsReceived {
             let limit = effectiveLimit(session)
+            streamLimit.store(limit, ordering: .relaxed)
             while waitingHead < waiting.count, streams.count < limit {
                 let pending = waiting[waitingHead]
                 waitingHead += 1
@@ -76,7 +45,7 @@ extension ConnectionCore {
         // Keep-alive: PING after a quiet spell; no ACK in time means a dead peer.
         if let sent = pingSentAt, now - sent > UInt64(configuration.pingTimeout * 1e9) {
             report(.pingTimeout)
-            throw HTTP2Error(.connection, "no PING acknowledgement from \(configuration.origin) within \(configuration.pingTimeout) s")
+            throw HTTP2Error(.pingTimeout, "no PING acknowledgement from \(configuration.origin) within \(configuration.pingTimeout) s")
         }
         if pingSentAt == nil, now - lastActivity > UInt64(configuration.pingInterval * 1e9) {
             session.submitPing()
@@ -126,7 +95,7 @@ extension ConnectionCore {
         }
     }
 
-    private func cancelRequest(token: UInt64) {
+    func cancelRequest(token: UInt64) {
         if let stream = streamByToken[token], let state = streams[stream] {
             session?.submitReset(stream: stream, errorCode: NGHTTP2Session.cancel)
             removeStream(stream)
@@ -143,6 +112,10 @@ extension ConnectionCore {
             removeStream(stream)
             complete(state.pending, .failure(HTTP2Error(.timeout, "no answer from \(configuration.origin) within \(state.pending.request.timeout) s")))
         }
+        expireWaiting(now: now)
+    }
+
+    func expireWaiting(now: UInt64) {
         // Requests still waiting for a stream slot (or for the server's
         // SETTINGS) time out too: a peer that never opens up must not hang them.
         guard waiting[waitingHead...].contains(where: { $0.deadline <= now }) else { return }
@@ -194,17 +167,13 @@ extension ConnectionCore {
             let due = lastActivity + UInt64(configuration.pingInterval * 1e9)
             timeout = min(timeout, due > now ? due - now : 0)
         }
-        var descriptors = [
-            pollfd(fd: socket, events: Int16(POLLIN) | (outputOffset < output.count ? Int16(POLLOUT) : 0), revents: 0),
-            pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
-        ]
-        if !tls.hasPendingBytes {
-            _ = poll(&descriptors, 2, Int32(timeout / 1_000_000))
-        } else {
-            descriptors[0].revents = Int16(POLLIN)
-        }
-        if descriptors[1].revents != 0 { wake.drain() }
-        if descriptors[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { try readAvailable(tls: tls, session: session) }
+        // Bytes OpenSSL already decrypted never show up in poll(): read them now.
+        let shouldRead = tls.hasPendingBytes
+            || Poll.wait(
+                socket: socket, read: true, write: outputOffset < output.count, wake: wake,
+                milliseconds: Poll.milliseconds(fromNanoseconds: timeout)
+            ).shouldRead
+        if shouldRead { try readAvailable(tls: tls, session: session) }
     }
 
     private func readAvailable(tls: TLSStream, session: NGHTTP2Session) throws(HTTP2Error) {
@@ -227,7 +196,19 @@ extension ConnectionCore {
 
     /// Fails whatever is left and tells everyone the connection is gone.
     private func finishThread(failing error: HTTP2Error) {
-        setState(.closed)
+        // Observers hear of a refusal before any caller can see it fail (the
+        // pool sets its reconnect backoff on `.refused`). The set-up failure
+        // and the closed state change together under the lock `enqueue`
+        // holds: a caller sees both or neither, so it neither gets a
+        // resendable error for a connection that never came up nor picks
+        // the connection again after its set-up failure showed.
+        let refused = [.connectFailed, .tls, .noHTTP2].contains(error.code)
+        if refused { report(.refused) }
+        shared.withLock { shared in
+            if refused { shared.setupFailure = error }
+            setState(.closed)
+        }
+        if !refused { report(.closed) }
         for (stream, state) in streams {
             let unprocessed = goAwayLastStream.map { stream > $0 } ?? false
             complete(state.pending, .failure(unprocessed ? HTTP2Error(.unprocessed, "stream \(stream) above GOAWAY's last-stream-id") : error))
@@ -248,17 +229,16 @@ extension ConnectionCore {
         for pending in neverSent + incoming {
             // Never written to the socket: safe to send elsewhere, unless the
             // connection itself never came up, which the caller should know.
-            let code: HTTP2Error.Code = [.connectFailed, .tls, .noHTTP2].contains(error.code) ? error.code : .unprocessed
+            let code: HTTP2Error.Code = refused ? error.code : .unprocessed
             complete(pending, .failure(HTTP2Error(code, error.message)))
         }
         tls?.shutdown()
         tls = nil
         session = nil
         if socket >= 0 {
-            Glibc.close(socket)
+            Socket.close(socket)
             socket = -1
         }
-        if [.connectFailed, .tls, .noHTTP2].contains(error.code) { report(.refused) } else { report(.closed) }
         waiters.forEach { $0.resume() }
     }
 }

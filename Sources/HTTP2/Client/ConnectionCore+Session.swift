@@ -48,6 +48,9 @@ extension ConnectionCore: NGHTTP2SessionDelegate {
         }
     }
 
+    // Stream closure reports it, with the error code, to the waiting caller.
+    func sessionReceivedReset(stream: Int32, errorCode: UInt32) {}
+
     func sessionReceivedPingAck() {
         pingSentAt = nil
     }

@@ -15,6 +15,9 @@ final class ConnectionCore: @unchecked Sendable {
         var closeDeadline: UInt64 = 0
         var closeWaiters: [CheckedContinuation<Void, Never>] = []
         var exited = false
+        /// Why the connection never came up (connect, TLS, ALPN), once the
+        /// thread has exited: later requests get this, not a resendable error.
+        var setupFailure: HTTP2Error?
     }
 
     let configuration: HTTP2Connection.Configuration
@@ -22,6 +25,9 @@ final class ConnectionCore: @unchecked Sendable {
     let shared = Mutex(Shared())
     let load = Atomic<Int>(0)
     let stateValue = Atomic<Int>(HTTP2Connection.State.connecting.rawValue)
+    /// Streams allowed at once; our cap until the peer's SETTINGS arrive,
+    /// then min(peer, cap, 900). Written by the thread, read by `enqueue`.
+    let streamLimit: Atomic<Int>
     private let tokens = Atomic<UInt64>(0)
     let wake = WakeSignal()
 
@@ -54,6 +60,7 @@ final class ConnectionCore: @unchecked Sendable {
     init(configuration: HTTP2Connection.Configuration, observer: HTTP2EventObserver?) {
         self.configuration = configuration
         self.observer = observer
+        streamLimit = Atomic(max(1, min(configuration.maxConcurrentStreams, 900)))
     }
 
     func start() {
@@ -72,8 +79,14 @@ final class ConnectionCore: @unchecked Sendable {
     /// Hands a request to the thread, or refuses it at once.
     func enqueue(_ pending: PendingRequest) {
         let refusal: HTTP2Error? = shared.withLock { shared in
+            // Checked under the lock: a cancellation that lands after this
+            // check queues its token after the request, and the thread takes
+            // both in one snapshot, request first, so it is never lost.
+            if Task.isCancelled { return HTTP2Error(.cancelled, "cancelled by the caller before sending") }
+            if let failure = shared.setupFailure { return failure }
             if shared.exited || shared.closeRequested { return HTTP2Error(.unprocessed, "connection to \(configuration.origin) is closing") }
-            if load.load(ordering: .relaxed) >= configuration.queueCapacity + effectiveLimitHint {
+            // Load is in flight plus waiting, and at most `streamLimit` are in flight.
+            if load.load(ordering: .relaxed) >= configuration.queueCapacity + streamLimit.load(ordering: .relaxed) {
                 return HTTP2Error(.queueFull, "more than \(configuration.queueCapacity) requests waiting for \(configuration.origin)")
             }
             if state == .goingAway || state == .closed {
@@ -85,9 +98,6 @@ final class ConnectionCore: @unchecked Sendable {
         }
         if let refusal { pending.finish(.failure(refusal)) } else { wake.signal() }
     }
-
-    /// The stream limit before the peer's SETTINGS arrive; refined on the thread.
-    var effectiveLimitHint: Int { min(configuration.maxConcurrentStreams, 900) }
 
     func cancel(token: UInt64) {
         shared.withLock { $0.cancelled.append(token) }
@@ -110,13 +120,4 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     func report(_ event: HTTP2ConnectionEvent) { observer?(configuration.origin, event) }
-}
-
-/// Monotonic nanoseconds.
-enum Clock {
-    static func now() -> UInt64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
-    }
 }

@@ -46,15 +46,10 @@ public final class HTTP2Pool: Sendable {
         while true {
             let connection = try await pick()
             do {
-                let response = try await connection.send(request)
-                state.withLock { $0.consecutiveFailures = 0 }
-                return response
+                return try await connection.send(request)
             } catch where error.code == .unprocessed && resends < configuration.maximumUnprocessedResends {
                 resends += 1
                 continue
-            } catch where [.connectFailed, .tls, .noHTTP2].contains(error.code) {
-                noteConnectFailure()
-                throw error
             }
         }
     }
@@ -108,7 +103,7 @@ public final class HTTP2Pool: Sendable {
                         // Backing off: use what is there, or wait.
                         return usable.min(by: { $0.load < $1.load }).map { .success($0) }
                     }
-                    let connection = HTTP2Connection(configuration: configuration.connection, observer: observer)
+                    let connection = HTTP2Connection(configuration: configuration.connection, observer: connectionObserver)
                     if !state.connections.isEmpty || state.consecutiveFailures > 0 { observer?(configuration.connection.origin, .reconnect) }
                     state.connections.append(connection)
                     return .success(connection)
@@ -125,6 +120,25 @@ public final class HTTP2Pool: Sendable {
             }
         }
     }
+
+    /// Counts set-up failures from the connections' own events: once per
+    /// connection, however many requests were waiting on it.
+    private var connectionObserver: HTTP2EventObserver {
+        { [weak self] origin, event in
+            guard let self else { return }
+            // Forwarded first: an observer's clock then never reads later
+            // than the moment the backoff starts counting.
+            observer?(origin, event)
+            switch event {
+            case .opened: state.withLock { $0.consecutiveFailures = 0 }
+            case .refused: noteConnectFailure()
+            default: break
+            }
+        }
+    }
+
+    /// Connection set-ups that failed in a row (drives the reconnect backoff).
+    var consecutiveConnectFailures: Int { state.withLock { $0.consecutiveFailures } }
 
     private func noteConnectFailure() {
         state.withLock { state in

@@ -59,6 +59,10 @@ public final class HTTP2Server: Sendable {
         public var tls: TLSServerConfiguration
         /// SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients.
         public var maxConcurrentStreams: UInt32 = 1000
+        /// Called on the connection's thread when a client resets a stream
+        /// (RST_STREAM): connection id, stream id, HTTP/2 error code (8 is
+        /// CANCEL). Lets a mock or a test see what a client gave up on.
+        public var onStreamReset: (@Sendable (_ connectionID: Int, _ streamID: Int32, _ errorCode: UInt32) -> Void)?
 
         public init(tls: TLSServerConfiguration) { self.tls = tls }
     }

@@ -1,10 +1,6 @@
 import Foundation
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// One accepted connection of an ``HTTP2Server``, on its own thread.
 final class ServerConnection: @unchecked Sendable {
     // `commands` and `finished` are synchronized; everything else belongs to
@@ -59,7 +55,7 @@ final class ServerConnection: @unchecked Sendable {
 
     private func run() {
         defer {
-            if socket >= 0 { close(socket) }
+            if socket >= 0 { Socket.close(socket) }
             finished.store(true, ordering: .relaxed)
         }
         guard handshake() else { return }
@@ -106,13 +102,10 @@ final class ServerConnection: @unchecked Sendable {
             if let due = scheduled.map(\.due).min() {
                 next = due > now ? Int32(min((due - now) / 1_000_000 + 1, 1000)) : 0
             }
-            var descriptors = [
-                pollfd(fd: socket, events: Int16(POLLIN) | (output.isEmpty ? 0 : Int16(POLLOUT)), revents: 0),
-                pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
-            ]
-            if tls?.hasPendingBytes == true { descriptors[0].revents = Int16(POLLIN) } else { _ = poll(&descriptors, 2, next) }
-            if descriptors[1].revents != 0 { wake.drain() }
-            if descriptors[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+            // Bytes OpenSSL already decrypted never show up in poll(): read them now.
+            let shouldRead = tls?.hasPendingBytes == true
+                || Poll.wait(socket: socket, read: true, write: !output.isEmpty, wake: wake, milliseconds: next).shouldRead
+            if shouldRead {
                 readLoop: while let tls {
                     switch buffer.withUnsafeMutableBytes({ tls.read(into: $0) }) {
                     case .bytes(let count):
@@ -132,8 +125,7 @@ final class ServerConnection: @unchecked Sendable {
         while Clock.now() < deadline {
             guard let progress = try? stream.handshake() else { return false }
             if case .done = progress { return stream.negotiatedProtocol == "h2" }
-            var descriptor = pollfd(fd: socket, events: Int16(progress == .wantRead ? POLLIN : POLLOUT), revents: 0)
-            _ = poll(&descriptor, 1, 1000)
+            _ = Poll.wait(socket: socket, read: progress == .wantRead, write: progress == .wantWrite, wake: wake, milliseconds: 1000)
         }
         return false
     }
@@ -178,5 +170,9 @@ extension ServerConnection: NGHTTP2SessionDelegate {
     func sessionStreamClosed(stream: Int32, errorCode: UInt32) { incoming[stream] = nil }
     func sessionReceivedGoAway(lastStream: Int32, errorCode: UInt32) {}
     func sessionReceivedPingAck() {}
+
+    func sessionReceivedReset(stream: Int32, errorCode: UInt32) {
+        listener.configuration.onStreamReset?(id, stream, errorCode)
+    }
     func sessionReceivedSettings() {}
 }
