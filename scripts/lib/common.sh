@@ -23,9 +23,17 @@ install_test_dependencies() {
     done
     if [ "${#missing[@]}" -gt 0 ]; then
         log "installing Debian packages: ${missing[*]}"
+        if [ "$(id -u)" != "0" ] && ! command -v sudo >/dev/null 2>&1; then
+            log "not root and no sudo: install them by hand, or run as root"
+            return 1
+        fi
         as_root apt-get update -qq
-        # The postgresql package would start a system cluster; we never use it.
-        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+        # `env` because sudo drops the caller's environment. The postgresql
+        # package may start a system cluster; the tests never use it.
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            "${missing[@]}" >/dev/null
+    else
+        log "Debian packages: all ${#DEBIAN_PACKAGES[@]} present"
     fi
     local index
     for index in "${!PYTHON_MODULES[@]}"; do
@@ -64,7 +72,13 @@ start_throwaway_postgres() {
         user=$(id -un)
     fi
     APNS_RELAY_PG_USER=$user
-    run_as_pg_user "$bin/initdb" -D "$APNS_RELAY_PG_DIR/data" -A trust -U "$user" --no-sync >/dev/null
+    # Trust auth: the cluster listens on loopback and a socket in a private dir.
+    if ! run_as_pg_user "$bin/initdb" -D "$APNS_RELAY_PG_DIR/data" -A trust -U "$user" --no-sync \
+        >"$APNS_RELAY_PG_DIR/initdb.log" 2>&1; then
+        log "initdb failed:"
+        cat "$APNS_RELAY_PG_DIR/initdb.log" >&2
+        return 1
+    fi
     if ! run_as_pg_user "$bin/pg_ctl" -D "$APNS_RELAY_PG_DIR/data" -l "$APNS_RELAY_PG_DIR/log" -w -t 60 \
         -o "-p $APNS_RELAY_PG_PORT -k $APNS_RELAY_PG_DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
         start >/dev/null; then
@@ -85,10 +99,15 @@ run_as_pg_user() {
     fi
 }
 
+# Safe to call at any point of start_throwaway_postgres (as an EXIT trap):
+# stops the server if it runs and removes the temp dir if it exists.
 stop_throwaway_postgres() {
     local status=$?
-    if [ -n "${APNS_RELAY_PG_DIR:-}" ] && [ -d "$APNS_RELAY_PG_DIR/data" ]; then
-        run_as_pg_user "$(postgres_bin)/pg_ctl" -D "$APNS_RELAY_PG_DIR/data" -m immediate -w stop >/dev/null 2>&1 || true
+    if [ -n "${APNS_RELAY_PG_DIR:-}" ] && [ -d "$APNS_RELAY_PG_DIR" ]; then
+        if [ -f "$APNS_RELAY_PG_DIR/data/postmaster.pid" ]; then
+            run_as_pg_user "$(postgres_bin)/pg_ctl" -D "$APNS_RELAY_PG_DIR/data" -m fast -w -t 30 stop >/dev/null 2>&1 \
+                || log "pg_ctl stop failed; the temp cluster in $APNS_RELAY_PG_DIR may still run"
+        fi
         rm -rf "$APNS_RELAY_PG_DIR"
     fi
     return $status
