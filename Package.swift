@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // MARK: C interop (headers, module maps and tiny shims only)
@@ -93,6 +94,33 @@ let package = Package(
             swiftSettings: strictSwift
         ),
 
+        // MARK: The backend-facing API
+
+        .target(
+            name: "Ingress",
+            dependencies: [
+                "HTTPServer", "Relay", "APNs", "RelayJSON", "Surfaces",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
+            swiftSettings: strictSwift
+        ),
+
+        // MARK: The assembled server (configuration file, wiring, drain)
+        // Not in DESIGN.md's table: `serve`, `demo` and the end-to-end tests
+        // need the same wiring, so it lives in a library instead of the executable.
+
+        .target(
+            name: "RelayServer",
+            dependencies: [
+                "Ingress", "Relay", "APNs", "HTTP2", "HTTPServer", "Telemetry", "Audit", "RelayJSON",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
+            swiftSettings: strictSwift
+        ),
+
         // MARK: Mock APNs
         // Verifies provider tokens with its own OpenSSL calls (COpenSSL) rather
         // than the relay's signing code: a stand-in must not share the client's logic.
@@ -103,7 +131,8 @@ let package = Package(
         .executableTarget(
             name: "apns-relay",
             dependencies: [
-                "APNs", "Surfaces", "RelayJSON", "HTTP2", "Relay", "MockAPNs", "Telemetry", "Audit",
+                "APNs", "Surfaces", "RelayJSON", "HTTP2", "Relay", "MockAPNs", "Telemetry", "Audit", "Ingress", "RelayServer",
+                "HTTPServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -154,6 +183,13 @@ let package = Package(
         ),
         .testTarget(
             name: "AuditTests", dependencies: ["Audit", "Relay", "APNs", "RelayJSON", "TestSupport"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "RelayServer", "Ingress", "Relay", "APNs", "RelayJSON", "MockAPNs", "HTTP2", "Audit", "TestSupport",
+            ],
+            swiftSettings: strictSwift
+        ),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "RelayJSON", "TestSupport"], swiftSettings: strictSwift),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strictSwift),
         .testTarget(

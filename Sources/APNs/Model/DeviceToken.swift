@@ -53,4 +53,9 @@ public enum Fingerprint {
         let digest = SHA256Digest.hash(Array(text.utf8))
         return String(digest.hexString.prefix(length))
     }
+
+    /// The full SHA-256 of `bytes` as 64 lowercase hex digits (API key hashes).
+    public static func sha256Hex(_ bytes: [UInt8]) -> String {
+        SHA256Digest.hash(bytes).hexString
+    }
 }

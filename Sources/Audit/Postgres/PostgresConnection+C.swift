@@ -124,3 +124,13 @@ final class PostgresConnection: @unchecked Sendable {
 #if canImport(Glibc)
     import Glibc
 #endif
+
+/// Versions of the C libraries the audit runs on.
+public enum AuditLibraryVersions {
+    /// The running libpq's version (`15.18`), for `apns_relay_build_info`.
+    public static var libpq: String {
+        let number = Int(PQlibVersion())
+        guard number >= 100_000 else { return "\(number / 10000).\(number / 100 % 100).\(number % 100)" }
+        return "\(number / 10000).\(number % 10000)"
+    }
+}

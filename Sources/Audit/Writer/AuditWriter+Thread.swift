@@ -57,6 +57,9 @@ extension AuditWriter {
 
     private func connectIfDue() {
         guard connection == nil, Date() >= nextConnectAttempt else { return }
+        // No database configured: every row stays in the spool until a relay
+        // with a database replays it.
+        guard !configuration.spoolOnly else { return }
         do {
             let connection = try PostgresConnection(conninfo: configuration.conninfo)
             try connection.execute("SET application_name = 'apns-relay audit writer'")

@@ -20,6 +20,8 @@ public final class AuditWriter: RelayObserver, @unchecked Sendable {
     public struct Configuration: Sendable {
         /// A libpq connection string or URL; empty uses the PG* variables.
         public var conninfo: String
+        /// No database: rows stay in the spool for a later relay to replay.
+        public var spoolOnly = false
         /// Directory for spool segments (created if missing).
         public var spoolDirectory: String
         /// Written to every row's `relay_instance`.

@@ -49,6 +49,15 @@ public struct SendFailure: Error, Sendable, CustomStringConvertible {
     public var timestamp: Int64
     public var retried: Bool { attempts > 1 }
 
+    public init(cause: Cause, apnsID: APNsID, attempts: Int, latencyMilliseconds: Double, trapHits: [TrapID], timestamp: Int64) {
+        self.cause = cause
+        self.apnsID = apnsID
+        self.attempts = attempts
+        self.latencyMilliseconds = latencyMilliseconds
+        self.trapHits = trapHits
+        self.timestamp = timestamp
+    }
+
     /// The APNs error, when APNs or preflight decided the outcome.
     public var apnsError: APNsError? {
         if case .apns(let error) = cause { return error }

@@ -1,4 +1,4 @@
-import APNs
+public import APNs
 import Logging
 import RelayJSON
 import Surfaces
@@ -84,6 +84,16 @@ extension RelayService {
 
     /// Reports a send refused before any I/O and returns its failure.
     func refuse(_ cause: SendFailure.Cause, app: String, environment: Environment, operation: RelayOperation, context: SendContext) -> SendFailure {
+        var context = context
+        if context.snapshotID == nil { context.snapshotID = operation.snapshot?.id }
+        if context.surfaceID == nil { context.surfaceID = operation.snapshot?.surfaceID }
+        return recordRefusal(cause, app: app, environment: environment, operation: operation.operation, context: context)
+    }
+
+    /// Reports a send that a front end refused before it could become an
+    /// operation (a snapshot that breaks the contract, MS008), so it is
+    /// counted, traced by its trap and audited like every other refusal.
+    public func recordRefusal(_ cause: SendFailure.Cause, app: String, environment: Environment, operation: Operation, context: SendContext) -> SendFailure {
         let now = UnixTime.nowNanoseconds()
         var trapHits: [TrapID] = []
         if case .apns(let error) = cause, let trap = error.trapID { trapHits.append(trap) }
@@ -92,9 +102,8 @@ extension RelayService {
         let failure = SendFailure(cause: cause, apnsID: apnsID, attempts: 0, latencyMilliseconds: 0, trapHits: trapHits, timestamp: Int64(now / 1_000_000))
         let event = SendEvent(
             send: SendDescriptor(
-                app: app, environment: environment, operation: operation.operation, apnsID: apnsID,
-                snapshotID: context.snapshotID ?? operation.snapshot?.id, surfaceID: context.surfaceID ?? operation.snapshot?.surfaceID,
-                caller: context.caller),
+                app: app, environment: environment, operation: operation, apnsID: apnsID,
+                snapshotID: context.snapshotID, surfaceID: context.surfaceID, caller: context.caller),
             outcome: .rejected, status: nil, reason: nil, errorType: failure.errorType, attempts: 0, trapHits: trapHits,
             latencySeconds: 0, startedAt: now, finishedAt: now, apnsUniqueID: nil, unregisteredAt: nil, dropsToken: false,
             attemptLog: [], deadToken: nil)

@@ -70,6 +70,12 @@ public final class RelayMetrics: RelayObserver, Sendable {
         counter("apns_relay_connection_events_total", [("event", event)]).increment()
     }
 
+    /// For the ingress: one answered request.
+    public func ingressRequest(route: String, status: Int, seconds: Double) {
+        counter("apns_relay_ingress_requests_total", [("route", route), ("code", String(status))]).increment()
+        histogram("apns_relay_ingress_request_duration_seconds", [("route", route)]).record(seconds)
+    }
+
     /// For the JWT caches' mint callback.
     public func jwtMinted(app: String, issuedAt: Int64) {
         counter("apns_relay_jwt_mints_total", [("app", app)]).increment()
@@ -94,6 +100,7 @@ public final class RelayMetrics: RelayObserver, Sendable {
                 gauge("apns_relay_connections", [("origin", origin), ("state", state)]).set(to: Double(count))
             }
         }
+        if let ingress = sources.ingressInFlight() { gauge("apns_relay_ingress_inflight_requests").set(to: Double(ingress)) }
         if let audit = sources.audit() {
             gauge("apns_relay_audit_queue_depth").set(to: Double(audit.queueDepth))
             gauge("apns_relay_audit_spool_bytes").set(to: Double(audit.spoolBytes))
@@ -122,6 +129,8 @@ public struct MetricSources: Sendable {
     public var audit: @Sendable () -> AuditSnapshot?
     /// Open APNs connections by origin and state.
     public var connections: @Sendable () -> [(origin: String, state: String, count: Int)]
+    /// Ingress requests in progress, when an ingress runs.
+    public var ingressInFlight: @Sendable () -> Int? = { nil }
 
     public init(
         clockSkewSeconds: @escaping @Sendable () -> Int64? = { nil }, retryDisabled: @escaping @Sendable () -> Bool = { false },

@@ -1,0 +1,196 @@
+public import APNs
+public import Relay
+import RelayJSON
+import Surfaces
+
+/// One decoded send: the app and environment it is for, and the operation
+/// (several when a batch item fans out to `tokens`).
+public struct SendRequest: Sendable {
+    public var app: String
+    public var environment: Environment
+    public var operations: [RelayOperation]
+}
+
+/// Turns a send body (`/v1/send`, `/v1/describe`, a batch item) into
+/// operations, checking every field's type and whether the operation uses it.
+enum SendRequestDecoder {
+    static let operations = ["alert", "notification", "background", "start", "update", "end", "broadcast", "raw"]
+
+    private static let common = ["app", "environment", "operation"]
+    private static let device = ["priority", "expiration", "collapseId", "apnsId"]
+    private static let live = ["timestamp", "staleDate", "dismissalDate", "relevanceScore", "contentState"]
+
+    /// The fields each operation reads (besides `token`/`tokens`).
+    private static func fields(_ operation: String) -> [String] {
+        switch operation {
+        case "alert", "notification": common + device + ["token", "snapshot"]
+        case "background": common + device + ["token", "payload"]
+        case "start": common + device + live + ["token", "snapshot", "attributes", "attributesType"]
+        case "update", "end": common + device + live + ["token", "snapshot"]
+        case "broadcast": common + device + live + ["channelId", "snapshot", "storagePolicy"]
+        case "raw": common + ["token", "payload", "headers"]
+        default: common
+        }
+    }
+
+    private static let known: Set<String> = Set(operations.flatMap(fields)).union(["tokens"])
+
+    static func decode(_ value: JSONValue, path: String = "", allowFanOut: Bool = false) throws(IngressError) -> SendRequest {
+        var reader = try FieldReader(value, path: path)
+        let app = try reader.requiredString("app")
+        let environment = try environment(&reader)
+        let operation = try reader.requiredString("operation", rule: "is required (one of \(operations.joined(separator: ", ")))")
+        guard operations.contains(operation) else {
+            throw .invalid(reader.name("operation"), "must be one of \(operations.joined(separator: ", ")) (channels have their own routes under /v1/channels)")
+        }
+        var used = Set(fields(operation))
+        if allowFanOut, operation != "broadcast" { used.insert("tokens") }
+        for key in reader.object.keys where !used.contains(key) {
+            if known.contains(key) {
+                throw .invalid(reader.name(key), "is not used by operation \(operation)\(key == "tokens" ? " outside a batch" : "")")
+            }
+            throw .invalid(reader.name(key), "unknown field")
+        }
+
+        let tokens: [String]
+        if operation == "broadcast" {
+            tokens = [""]
+        } else if allowFanOut, reader.has("tokens") {
+            if reader.has("token") { throw .invalid(reader.name("tokens"), "give either token or tokens, not both") }
+            let items = try reader.array("tokens") ?? []
+            guard !items.isEmpty else { throw .invalid(reader.name("tokens"), "must hold at least one token") }
+            tokens = try items.enumerated().map { (index, item) throws(IngressError) -> String in
+                guard case .string(let token) = item, !token.isEmpty else { throw .invalid(reader.name("tokens[\(index)]"), "must be a non-empty string") }
+                return token
+            }
+        } else {
+            tokens = [try reader.requiredString("token", rule: "is required for operation \(operation)")]
+        }
+        let options = try deviceOptions(&reader)
+        let liveOptions = try liveActivityOptions(&reader)
+        var snapshot: LiveSurfaceSnapshot?
+        if used.contains("snapshot") {
+            guard let json = reader.value("snapshot") else { throw .invalid(reader.name("snapshot"), "is required for operation \(operation)") }
+            do {
+                snapshot = try LiveSurfaceSnapshot(json: json)
+            } catch {
+                var failure = IngressError(
+                    SendFailure(cause: .invalidSnapshot(error), apnsID: .random(), attempts: 0, latencyMilliseconds: 0, trapHits: [], timestamp: 0),
+                    snapshotField: reader.name("snapshot")
+                ).withoutSendDetails()
+                failure.refusal = SnapshotRefusal(app: app, environment: environment, operation: Operation(rawValue: operation) ?? .raw, error: error)
+                throw failure
+            }
+        }
+        let operationsOut = try tokens.map { (token) throws(IngressError) -> RelayOperation in
+            try build(operation, token: token, snapshot: snapshot, options: options, live: liveOptions, reader: &reader)
+        }
+        return SendRequest(app: app, environment: environment, operations: operationsOut)
+    }
+
+    static func environment(_ reader: inout FieldReader) throws(IngressError) -> Environment {
+        let name = try reader.requiredString("environment", rule: "is required (development or production)")
+        guard let environment = Environment(name: name) else {
+            throw .invalid(reader.name("environment"), "must be development or production (sandbox, dev and prod are accepted too)")
+        }
+        return environment
+    }
+
+    private static func build(
+        _ operation: String, token: String, snapshot: LiveSurfaceSnapshot?, options: DeviceSendOptions, live: LiveActivityOptions,
+        reader: inout FieldReader
+    ) throws(IngressError) -> RelayOperation {
+        switch operation {
+        case "alert": return .alert(token: token, snapshot: snapshot!, options: options)
+        case "notification": return .notification(token: token, snapshot: snapshot!, options: options)
+        case "background":
+            var custom = JSONObject()
+            if let payload = try reader.object("payload"), case .object(let object) = payload { custom = object }
+            return .background(token: token, customData: custom, options: options)
+        case "start":
+            let attributes = try reader.object("attributes")
+            let attributesType = try reader.string("attributesType")
+            if let attributesType, attributesType.isEmpty { throw .invalid(reader.name("attributesType"), "must not be empty") }
+            return .start(token: token, snapshot: snapshot!, attributes: attributes, attributesType: attributesType, live: live, options: options)
+        case "update": return .update(token: token, snapshot: snapshot!, live: live, options: options)
+        case "end": return .end(token: token, snapshot: snapshot!, live: live, options: options)
+        case "broadcast":
+            let channelID = try reader.requiredString("channelId", rule: "is required for operation broadcast")
+            let policy = try storagePolicy(&reader)
+            return .broadcast(channelID: channelID, snapshot: snapshot!, storagePolicy: policy, live: live, options: options)
+        default:
+            guard let payload = try reader.object("payload") else { throw .invalid(reader.name("payload"), "is required for operation raw (the whole APNs payload)") }
+            var headers: [HTTPHeader] = []
+            if let object = try reader.object("headers"), case .object(let members) = object {
+                for (name, value) in members.members {
+                    guard case .string(let text) = value else { throw .invalid(reader.name("headers.\(name)"), "must be a string, not \(value.typeName)") }
+                    headers.append(HTTPHeader(name, text))
+                }
+            }
+            return .raw(token: token, payload: payload, headers: headers)
+        }
+    }
+
+    static func storagePolicy(_ reader: inout FieldReader) throws(IngressError) -> ChannelStoragePolicy? {
+        guard let text = try reader.string("storagePolicy") else { return nil }
+        guard let policy = ChannelStoragePolicy(rawValue: text) else {
+            throw .invalid(reader.name("storagePolicy"), "must be no-storage or most-recent")
+        }
+        return policy
+    }
+
+    private static func deviceOptions(_ reader: inout FieldReader) throws(IngressError) -> DeviceSendOptions {
+        var options = DeviceSendOptions()
+        if let priority = try reader.integer("priority") {
+            guard let value = Priority(rawValue: Int(truncatingIfNeeded: priority)) else {
+                throw .invalid(reader.name("priority"), "must be 10 (immediate), 5 (conserve power) or 1 (low)")
+            }
+            options.priority = value
+        }
+        if let expiration = try reader.integer("expiration") {
+            guard expiration >= 0 else { throw .invalid(reader.name("expiration"), "must be unix seconds ≥ 0 (0: deliver once or not at all)") }
+            options.expiration = expiration
+        }
+        if let collapseID = try reader.string("collapseId") {
+            guard !collapseID.isEmpty, collapseID.utf8.count <= 64 else { throw .invalid(reader.name("collapseId"), "must be 1 to 64 bytes") }
+            options.collapseID = collapseID
+        }
+        if let text = try reader.string("apnsId") {
+            guard let apnsID = APNsID(text) else { throw .invalid(reader.name("apnsId"), "must be a UUID in canonical 8-4-4-4-12 form") }
+            options.apnsID = apnsID
+        }
+        return options
+    }
+
+    private static func liveActivityOptions(_ reader: inout FieldReader) throws(IngressError) -> LiveActivityOptions {
+        var live = LiveActivityOptions()
+        for (key, path) in [("timestamp", \LiveActivityOptions.timestamp), ("staleDate", \.staleDate), ("dismissalDate", \.dismissalDate)] {
+            if let value = try reader.integer(key) {
+                guard value >= 0 else { throw .invalid(reader.name(key), "must be unix seconds ≥ 0") }
+                live[keyPath: path] = value
+            }
+        }
+        live.relevanceScore = try reader.number("relevanceScore")
+        live.contentState = try reader.object("contentState")
+        return live
+    }
+}
+
+extension IngressError {
+    /// A validation error that happened before any send was made: no apns-id, no attempts.
+    func withoutSendDetails() -> IngressError {
+        var copy = self
+        copy.apnsID = nil
+        copy.attempts = nil
+        return copy
+    }
+}
+
+/// A send refused because its snapshot broke the contract: still reported to
+/// the relay's observers (metrics, audit) once the caller is known to be allowed.
+struct SnapshotRefusal: Sendable {
+    var app: String
+    var environment: Environment
+    var operation: Operation
+    var error: SnapshotValidationError
+}

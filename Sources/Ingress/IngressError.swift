@@ -1,0 +1,115 @@
+public import APNs
+import HTTPServer
+import Relay
+import RelayJSON
+import Surfaces
+
+/// An error the ingress answers with: `{"error": {type, message, field?, …}}`
+/// and a status that fits it.
+///
+/// Messages name the field and the rule; none carries a token, a key or a JWT.
+public struct IngressError: Error, Sendable {
+    public var status: Int
+    /// A stable name (`InvalidRequest`, `APNsRejected`, …), see docs/api.md.
+    public var type: String
+    public var message: String
+    public var field: String?
+    public var reason: String?
+    public var apnsStatus: Int?
+    public var trapID: TrapID?
+    public var fix: String?
+    public var apnsID: APNsID?
+    public var attempts: Int?
+    /// Seconds for a `retry-after` header (429, 503).
+    public var retryAfter: Int?
+    public var extraHeaders: [(name: String, value: String)] = []
+    /// For 410: when APNs learned the token was gone (unix ms).
+    public var unregisteredAt: Int64?
+    /// Set by the decoder for an invalid snapshot, so the refusal is audited.
+    var refusal: SnapshotRefusal?
+
+    public init(status: Int, type: String, message: String, field: String? = nil) {
+        self.status = status
+        self.type = type
+        self.message = message
+        self.field = field
+    }
+
+    static func invalid(_ field: String, _ message: String) -> IngressError {
+        IngressError(status: 400, type: "InvalidRequest", message: "\(field): \(message)", field: field)
+    }
+
+    static let unauthorized: IngressError = {
+        var error = IngressError(status: 401, type: "Unauthorized", message: "send an API key as 'Authorization: Bearer <key>'")
+        error.extraHeaders = [("www-authenticate", #"Bearer realm="apns-relay""#)]
+        return error
+    }()
+
+    /// The error object, without the outer `{"error": …}`.
+    var object: JSONValue {
+        var members: [(String, JSONValue)] = [("type", .string(type)), ("message", .string(message))]
+        if let field { members.append(("field", .string(field))) }
+        if let reason { members.append(("reason", .string(reason))) }
+        if let apnsStatus { members.append(("status", .integer(Int64(apnsStatus)))) }
+        if let trapID { members.append(("trapId", .string(trapID.rawValue))) }
+        if let fix, !fix.isEmpty { members.append(("fix", .string(fix))) }
+        if let apnsID { members.append(("apnsId", .string(apnsID.description))) }
+        if let attempts { members.append(("attempts", .integer(Int64(attempts)))) }
+        return .object(JSONObject(members))
+    }
+
+    var response: HTTPResponse {
+        var headers = extraHeaders
+        if let retryAfter { headers.append(("retry-after", String(retryAfter))) }
+        if let apnsID { headers.append(("apns-id", apnsID.description)) }
+        let body: JSONValue = .object(JSONObject([("error", object)]))
+        return .json(status, body.encoded(), headers: headers)
+    }
+}
+
+extension IngressError {
+    /// How a failed send is answered: APNs' own status for its rejections,
+    /// 400/413 for what the relay refused before sending, 502/504 when APNs
+    /// could not be reached in time.
+    init(_ failure: SendFailure, snapshotField: String = "snapshot") {
+        switch failure.cause {
+        case .apns(let error):
+            self.init(status: error.status, type: error.stage == .apns ? "APNsRejected" : "Preflight", message: error.message, field: error.field)
+            reason = error.code.rawValue
+            apnsStatus = error.status
+            trapID = error.trapID
+            fix = error.fix
+            unregisteredAt = error.unregisteredAt
+            if error.stage == .apns, error.status == 429 { retryAfter = 1 }
+        case .invalidSnapshot(let error):
+            let first = error.issues.first
+            let path = first.map { snapshotField + Self.suffix($0.path) } ?? snapshotField
+            // Issue messages start with their JSON path ("$.content.progress must …");
+            // the caller sees it rooted at the request field instead.
+            let text = first?.message ?? "\(error)"
+            let message = text.hasPrefix("$") ? snapshotField + text.dropFirst() : "\(path): \(text)"
+            self.init(status: 400, type: "InvalidSnapshot", message: message, field: path)
+            trapID = .invalidSnapshot
+            if error.issues.count > 1 { self.message += " (and \(error.issues.count - 1) more problem(s))" }
+        case .transport(let error):
+            self.init(status: 502, type: "Upstream", message: "APNs could not be reached: \(error)")
+        case .deadlineExceeded:
+            self.init(status: 504, type: "Timeout", message: "no final answer from APNs before the send deadline")
+        case .cancelled:
+            self.init(status: 503, type: "Cancelled", message: "the send was cancelled (the relay is shutting down or the client went away)")
+            retryAfter = 1
+        case .credentials(let message):
+            self.init(status: 500, type: "Credentials", message: "the relay could not sign for this app: \(message)")
+        case .configuration(let message):
+            self.init(status: 400, type: "InvalidRequest", message: message)
+        }
+        apnsID = failure.apnsID
+        attempts = failure.attempts
+    }
+
+    /// `$.content.headline` → `.content.headline`, `$[0]` → `[0]`.
+    static func suffix(_ path: JSONPath) -> String {
+        let text = path.description
+        return text.hasPrefix("$") ? String(text.dropFirst()) : text
+    }
+}

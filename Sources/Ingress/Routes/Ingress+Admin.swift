@@ -1,0 +1,44 @@
+import HTTPServer
+import Relay
+import RelayJSON
+
+extension Ingress {
+    /// `GET /v1/admin/retry`: whether the retry kill switch is engaged, and by what.
+    @Sendable func retryState(_ call: Call) async throws(IngressError) -> HTTPResponse {
+        try requireAdmin(call.key)
+        return .json(200, retryStateBody().encoded())
+    }
+
+    /// `PUT /v1/admin/retry {"disabled": bool}`: engages or releases the
+    /// runtime switch. Releasing while the environment variable holds it is a 409.
+    @Sendable func setRetryState(_ call: Call) async throws(IngressError) -> HTTPResponse {
+        try requireAdmin(call.key)
+        var reader = try FieldReader(try body(call.request), path: "")
+        guard let disabled = try reader.bool("disabled") else { throw .invalid("disabled", "is required: true stops every retry, false allows them again") }
+        try reader.rejectUnknown(allowed: "disabled")
+        let killSwitch = service.killSwitch
+        if !disabled, let variable = killSwitch.environmentVariable {
+            var error = IngressError(status: 409, type: "Conflict", message: "retries are disabled by the environment variable \(variable); unset it and restart to enable them", field: "disabled")
+            error.extraHeaders = []
+            throw error
+        }
+        killSwitch.setRuntime(engaged: disabled)
+        logger.notice("retry kill switch changed at runtime", metadata: ["disabled": "\(disabled)", "caller": "\(call.key.name)"])
+        return .json(200, retryStateBody().encoded())
+    }
+
+    private func retryStateBody() -> JSONValue {
+        let killSwitch = service.killSwitch
+        return .object(JSONObject([
+            ("retriesDisabled", .bool(killSwitch.isEngaged)),
+            ("source", killSwitch.source.map { .string($0.rawValue) } ?? .null),
+            ("environmentVariable", killSwitch.environmentVariable.map { .string($0) } ?? .null),
+        ]))
+    }
+
+    private func requireAdmin(_ key: APIKey) throws(IngressError) {
+        guard key.isAdmin else {
+            throw IngressError(status: 403, type: "Forbidden", message: "API key \(key.name) is not an admin key")
+        }
+    }
+}

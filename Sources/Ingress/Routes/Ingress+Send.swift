@@ -1,0 +1,75 @@
+import APNs
+import HTTPServer
+import Relay
+import RelayJSON
+
+extension Ingress {
+    /// `POST /v1/send`: one send, answered with its result or its error.
+    @Sendable func send(_ call: Call) async throws(IngressError) -> HTTPResponse {
+        let request = try decodeSend(try body(call.request), call)
+        let result = try await perform(request.app, request.environment, request.operations[0], call)
+        return .json(200, JSONValue.object(Self.successBody(result)).encoded(), headers: [("apns-id", result.apnsID.description)])
+    }
+
+    /// `POST /v1/describe`: the exact APNs request a send would make; nothing is sent.
+    @Sendable func describe(_ call: Call) async throws(IngressError) -> HTTPResponse {
+        let request = try decodeSend(try body(call.request), call)
+        let description: RequestDescription
+        do {
+            description = try service.describe(app: request.app, environment: request.environment, request.operations[0])
+        } catch {
+            throw IngressError(error).withoutSendDetails()
+        }
+        let body = JSONValue.object(JSONObject([
+            ("method", .string(description.method.rawValue)),
+            ("url", .string("\(description.origin)\(description.path)")),
+            ("headers", .object(JSONObject(description.headers.map { ($0.name, JSONValue.string($0.value)) }))),
+            ("payload", description.payload ?? .null),
+            ("payloadBytes", .integer(Int64(description.byteCount))),
+        ]))
+        return .json(200, body.encoded())
+    }
+
+    /// Decodes a send body and checks the caller may use its app. An invalid
+    /// snapshot is reported to the relay (audit row, MS008 trap) before the 400.
+    func decodeSend(_ value: JSONValue, _ call: Call, path: String = "", allowFanOut: Bool = false) throws(IngressError) -> SendRequest {
+        do {
+            let request = try SendRequestDecoder.decode(value, path: path, allowFanOut: allowFanOut)
+            try authorize(call.key, app: request.app, field: path.isEmpty ? "app" : "\(path).app")
+            return request
+        } catch {
+            var error = error
+            if let refusal = error.refusal, (try? authorize(call.key, app: refusal.app)) != nil {
+                let failure = service.recordRefusal(
+                    .invalidSnapshot(refusal.error), app: refusal.app, environment: refusal.environment, operation: refusal.operation,
+                    context: call.context)
+                error.apnsID = failure.apnsID
+                error.attempts = 0
+            }
+            throw error
+        }
+    }
+
+    /// Sends one operation through the relay, mapping a failure to its answer.
+    func perform(_ app: String, _ environment: Environment, _ operation: RelayOperation, _ call: Call) async throws(IngressError) -> SendResult {
+        do {
+            return try await service.send(app: app, environment: environment, operation, context: call.context)
+        } catch {
+            throw IngressError(error)
+        }
+    }
+
+    /// `{apnsId, status, attempts, latencyMs, retried, trapHits, apnsUniqueId?}`.
+    static func successBody(_ result: SendResult) -> JSONObject {
+        var members: [(String, JSONValue)] = [
+            ("apnsId", .string(result.apnsID.description)),
+            ("status", .integer(Int64(result.status))),
+            ("attempts", .integer(Int64(result.attempts))),
+            ("latencyMs", .double((result.latencyMilliseconds * 1000).rounded() / 1000)),
+            ("retried", .bool(result.retried)),
+            ("trapHits", .array(result.trapHits.map { .string($0.rawValue) })),
+        ]
+        if let unique = result.apnsUniqueID { members.append(("apnsUniqueId", .string(unique))) }
+        return JSONObject(members)
+    }
+}

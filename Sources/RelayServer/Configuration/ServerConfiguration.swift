@@ -1,0 +1,81 @@
+public import APNs
+public import Ingress
+public import Relay
+
+/// Everything `apns-relay serve` reads from its YAML file and environment,
+/// with the defaults documented in `deploy/apns-relay.example.yaml`.
+public struct ServerConfiguration: Sendable {
+    /// `host:port` of a listener.
+    public struct Address: Sendable, Hashable, CustomStringConvertible {
+        public var host: String
+        public var port: UInt16
+        public init(host: String, port: UInt16) {
+            self.host = host
+            self.port = port
+        }
+        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    }
+
+    public struct IngressSettings: Sendable {
+        public var listen = Address(host: "127.0.0.1", port: 8080)
+        public var maximumBodyBytes = 1 << 20
+        public var maximumBatchItems = 1000
+        public var maximumConcurrentRequests = 1024
+        public var connectionTimeoutSeconds = 30
+        public var threads = 2
+    }
+
+    public struct MetricsSettings: Sendable {
+        public var listen = Address(host: "127.0.0.1", port: 9464)
+    }
+
+    public struct APNsSettings: Sendable {
+        public var connectionsPerOrigin = 2
+        public var requestTimeoutSeconds = 10.0
+        public var sendDeadlineSeconds = 30.0
+        public var timestampPolicy = TimestampPolicy.reject
+        /// Hosts that replace Apple's per environment (tests, the demo's mock).
+        public var origins: [Environment: Origin] = [:]
+        /// A CA bundle to trust for `origins`: tests and the mock only.
+        public var caFile: String?
+    }
+
+    public struct AuditSettings: Sendable {
+        /// libpq connection string or URL; nil: rows stay in the spool.
+        public var databaseURL: String?
+        public var spoolDirectory = "/var/lib/apns-relay/spool"
+        public var migrateOnStart = true
+        public var retentionDays: Int? = 30
+        public var batchSize = 500
+        public var flushIntervalMilliseconds = 50
+    }
+
+    public var instance: String
+    public var ingress = IngressSettings()
+    public var metrics = MetricsSettings()
+    public var apns = APNsSettings()
+    public var retry = RetryPolicy()
+    public var apps: [AppConfiguration] = []
+    public var apiKeys: [APIKey] = []
+    public var audit = AuditSettings()
+    public var drainTimeoutSeconds = 25.0
+    public var logLevel = "info"
+    /// Where the file was read from, for relative key paths and messages.
+    public var sourceFile: String?
+
+    public init(instance: String) { self.instance = instance }
+}
+
+/// A configuration problem: which setting, and what is wrong with it.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    /// The setting's path (`apps[0].key_path`) or environment variable.
+    public var field: String
+    public var message: String
+
+    public init(field: String, _ message: String) {
+        self.field = field
+        self.message = message
+    }
+
+    public var description: String { "\(field): \(message)" }
+}

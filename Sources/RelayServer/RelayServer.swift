@@ -1,0 +1,201 @@
+public import Audit
+import Foundation
+import HTTP2
+public import HTTPServer
+public import Ingress
+public import Logging
+public import Relay
+public import Telemetry
+import Tracing
+
+/// The relay as `apns-relay serve` runs it: the relay service on an HTTP/2
+/// pool, the audit writer, the ingress and the metrics listener, wired from
+/// one ``ServerConfiguration``, with an orderly drain.
+public final class RelayServer: Sendable {
+    public let configuration: ServerConfiguration
+    public let service: RelayService
+    public let ingress: Ingress
+    public let audit: AuditWriter
+    public let metrics: RelayMetrics
+    let transport: HTTP2Transport
+    let ingressServer: HTTPServer
+    let metricsServer: HTTPServer
+    let logger: Logger
+
+    /// Where the ingress listens (the real port when the configuration said 0).
+    public var ingressAddress: ServerConfiguration.Address { .init(host: configuration.ingress.listen.host, port: ingressServer.port) }
+    public var metricsAddress: ServerConfiguration.Address { .init(host: configuration.metrics.listen.host, port: metricsServer.port) }
+
+    /// Applies migrations when configured, loads every key, opens the spool
+    /// (a crash's leftovers replay in the background) and starts both listeners.
+    ///
+    /// - Throws: ``ConfigurationError`` for what the configuration got wrong,
+    ///   or the credential error of the first app whose key cannot be used.
+    public init(configuration: ServerConfiguration, logger: Logger, killSwitch: KillSwitch = KillSwitch()) async throws {
+        self.configuration = configuration
+        self.logger = logger
+        if let url = configuration.audit.databaseURL, configuration.audit.migrateOnStart {
+            await Self.migrate(conninfo: url, logger: logger)
+        }
+
+        let metrics = RelayMetrics()
+        self.metrics = metrics
+        var transportConfiguration = HTTP2Transport.Configuration()
+        transportConfiguration.connectionsPerOrigin = configuration.apns.connectionsPerOrigin
+        transportConfiguration.caFile = configuration.apns.caFile
+        transport = HTTP2Transport(configuration: transportConfiguration) { origin, event in
+            metrics.connectionEvent(origin: origin, event: event.rawValue)
+        }
+
+        var auditConfiguration = AuditWriter.Configuration(
+            conninfo: configuration.audit.databaseURL ?? "", spoolDirectory: configuration.audit.spoolDirectory,
+            relayInstance: configuration.instance)
+        auditConfiguration.spoolOnly = configuration.audit.databaseURL == nil
+        auditConfiguration.batchSize = configuration.audit.batchSize
+        auditConfiguration.flushInterval = Double(configuration.audit.flushIntervalMilliseconds) / 1000
+        auditConfiguration.retentionDays = configuration.audit.retentionDays
+        do {
+            audit = try AuditWriter(configuration: auditConfiguration, logger: logger)
+        } catch {
+            throw ConfigurationError(field: "audit.spool_directory", "cannot be used: \(error)")
+        }
+
+        var relayConfiguration = RelayConfiguration(apps: configuration.apps)
+        relayConfiguration.retryPolicy = configuration.retry
+        relayConfiguration.requestTimeout = configuration.apns.requestTimeoutSeconds
+        relayConfiguration.sendDeadline = configuration.apns.sendDeadlineSeconds
+        relayConfiguration.timestampPolicy = configuration.apns.timestampPolicy
+        for (environment, origin) in configuration.apns.origins {
+            relayConfiguration.endpointOverrides[environment] = .overriding(send: origin)
+        }
+        let tracer = JSONSpanTracer(logger: logger)
+        do {
+            service = try RelayService(
+                configuration: relayConfiguration, transport: transport, killSwitch: killSwitch, observers: [metrics, audit],
+                tracer: tracer, logger: logger, jwtMinted: { app, issuedAt in metrics.jwtMinted(app: app, issuedAt: issuedAt) })
+        } catch {
+            await audit.shutdown()
+            throw error
+        }
+
+        var ingressConfiguration = Ingress.Configuration()
+        ingressConfiguration.maximumBatchItems = configuration.ingress.maximumBatchItems
+        ingressConfiguration.maximumConcurrentRequests = configuration.ingress.maximumConcurrentRequests
+        let audit = audit
+        let spoolDirectory = configuration.audit.spoolDirectory
+        let readiness: @Sendable () -> String? = {
+            if audit.statistics.connected || FileManager.default.isWritableFile(atPath: spoolDirectory) { return nil }
+            return "the audit log can be written neither to Postgres nor to the spool (\(spoolDirectory))"
+        }
+        ingress = Ingress(
+            configuration: ingressConfiguration, service: service,
+            keyring: APIKeyring(keys: configuration.apiKeys),
+            deadTokens: configuration.audit.databaseURL.map { AuditDeadTokenSource(conninfo: $0) },
+            tracer: tracer, logger: logger, readiness: readiness,
+            observer: { route, status, seconds in metrics.ingressRequest(route: route, status: status, seconds: seconds) })
+
+        var ingressRouter = Router()
+        ingress.install(on: &ingressRouter)
+        var ingressServerConfiguration = HTTPServer.Configuration()
+        ingressServerConfiguration.host = configuration.ingress.listen.host
+        ingressServerConfiguration.port = configuration.ingress.listen.port
+        ingressServerConfiguration.maximumBodyBytes = configuration.ingress.maximumBodyBytes
+        ingressServerConfiguration.connectionTimeoutSeconds = configuration.ingress.connectionTimeoutSeconds
+        ingressServerConfiguration.connectionLimit = max(64, configuration.ingress.maximumConcurrentRequests * 2)
+        ingressServerConfiguration.threads = configuration.ingress.threads
+
+        let ingress = ingress
+        let service = service
+        let transport = transport
+        var metricsRouter = Router()
+        var sources = MetricSources(
+            clockSkewSeconds: { service.clockSkew.latestSkewSeconds }, retryDisabled: { service.killSwitch.isEngaged },
+            inflightStreams: { transport.inFlight }, audit: { Self.auditSnapshot(audit.statistics) },
+            connections: { transport.connectionStates })
+        sources.ingressInFlight = { ingress.requestsInFlight }
+        MetricsEndpoint(
+            metrics: metrics,
+            sources: sources,
+            buildInfo: Self.buildInfo,
+            readiness: { ingress.isDraining ? "draining" : readiness() }
+        ).install(on: &metricsRouter)
+        var metricsServerConfiguration = HTTPServer.Configuration()
+        metricsServerConfiguration.host = configuration.metrics.listen.host
+        metricsServerConfiguration.port = configuration.metrics.listen.port
+        metricsServerConfiguration.threads = 1
+
+        do {
+            metricsServer = try HTTPServer(configuration: metricsServerConfiguration, router: metricsRouter)
+        } catch {
+            await audit.shutdown()
+            throw ConfigurationError(field: "metrics.listen", "cannot listen on \(configuration.metrics.listen): \(error)")
+        }
+        do {
+            ingressServer = try HTTPServer(configuration: ingressServerConfiguration, router: ingressRouter)
+        } catch {
+            await metricsServer.stop(drainTimeout: 0)
+            await audit.shutdown()
+            throw ConfigurationError(field: "ingress.listen", "cannot listen on \(configuration.ingress.listen): \(error)")
+        }
+        logger.info("apns-relay serving", metadata: [
+            "ingress": "\(configuration.ingress.listen.host):\(ingressServer.port)",
+            "metrics": "\(configuration.metrics.listen.host):\(metricsServer.port)",
+            "apps": "\(service.appNames.joined(separator: ","))",
+            "audit": "\(configuration.audit.databaseURL == nil ? "spool only" : "postgres + spool")",
+            "instance": "\(configuration.instance)",
+        ])
+    }
+
+    /// SIGTERM's work: stop intake (503 Draining, `/readyz` fails), let
+    /// in-flight sends finish within the drain timeout, close the APNs
+    /// connections, write or spool every audit row, stop the listeners.
+    public func drain() async {
+        logger.notice("draining: intake stopped", metadata: ["in_flight": "\(ingress.requestsInFlight)"])
+        ingress.beginDraining()
+        await ingressServer.stop(drainTimeout: configuration.drainTimeoutSeconds)
+        await transport.close(drainTimeout: 5)
+        await audit.shutdown()
+        let statistics = audit.statistics
+        logger.notice("drained", metadata: [
+            "audit_written": "\(statistics.written)", "audit_spooled": "\(statistics.spooled)", "audit_dropped": "\(statistics.dropped)",
+        ])
+        await metricsServer.stop(drainTimeout: 1)
+    }
+
+    static func auditSnapshot(_ statistics: AuditStatistics) -> AuditSnapshot {
+        AuditSnapshot(
+            queueDepth: statistics.queueDepth, spoolBytes: statistics.spoolBytes, connected: statistics.connected,
+            written: statistics.written, spooled: statistics.spooled, replayed: statistics.replayed, dropped: statistics.dropped)
+    }
+
+    /// Labels of `apns_relay_build_info`: the relay's version and each C
+    /// library's version as loaded at run time.
+    public static var buildInfo: [(String, String)] {
+        [
+            ("version", RelayVersion.current), ("nghttp2", HTTP2LibraryVersions.nghttp2), ("openssl", HTTP2LibraryVersions.openssl),
+            ("libpq", AuditLibraryVersions.libpq), ("libmicrohttpd", HTTPServer.libmicrohttpdVersion), ("zlib", HTTPServer.zlibVersion),
+        ]
+    }
+
+    /// Applies the migrations off the cooperative pool; a failure is logged
+    /// and the relay starts anyway (rows wait in the spool until the database
+    /// is back and migrated).
+    static func migrate(conninfo: String, logger: Logger) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                do {
+                    let report = try Migrator().apply(conninfo: conninfo)
+                    logger.info("audit schema migrated", metadata: ["applied": "\(report.applied.joined(separator: ","))", "already": "\(report.alreadyApplied.count)"])
+                } catch {
+                    logger.error("audit migrations could not be applied at start-up; rows are spooled until Postgres is back and migrated", metadata: ["error": "\(error)"])
+                }
+                continuation.resume()
+            }
+        }
+    }
+}
+
+/// The relay's own version.
+public enum RelayVersion {
+    public static let current = "0.1.0"
+}
