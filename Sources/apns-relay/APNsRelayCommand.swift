@@ -7,10 +7,15 @@ struct APNsRelayCommand: AsyncParsableCommand {
         commandName: "apns-relay",
         abstract: "An observable relay between your backends and Apple Push Notification service.",
         discussion: """
-            Commands available today: mock-apns (the APNs stand-in), describe (the exact request a send \
-            would issue), migrate and audit (the Postgres audit log), bench (measured against a reference). \
-            The relay server (serve), send, check-config and demo arrive with the ingress.
+            serve runs the relay from a YAML configuration (deploy/apns-relay.example.yaml); check-config \
+            validates one; send pushes one notification straight to APNs (or prints it with --describe); \
+            describe prints the exact request a send would make; migrate and audit work on the Postgres \
+            audit log; mock-apns runs the APNs stand-in; demo runs everything against it; bench measures \
+            against a reference.
             """,
-        subcommands: [MockAPNsCommand.self, DescribeCommand.self, MigrateCommand.self, AuditCommand.self, BenchCommand.self]
+        subcommands: [
+            ServeCommand.self, CheckConfigCommand.self, SendCommand.self, DescribeCommand.self, MigrateCommand.self, AuditCommand.self,
+            MockAPNsCommand.self, DemoCommand.self, BenchCommand.self,
+        ]
     )
 }

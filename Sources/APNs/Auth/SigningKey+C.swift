@@ -147,3 +147,19 @@ extension SigningKey {
         return bytes
     }
 }
+
+extension SigningKey {
+    /// A fresh P-256 key as a PKCS#8 PEM, the shape of an App Store Connect
+    /// `.p8`. For the demo and tests, which need a key the mock APNs knows.
+    public static func generatePKCS8PEM() -> [UInt8] {
+        guard let key = apns_relay_ec_p256_generate() else { return [] }
+        defer { EVP_PKEY_free(key) }
+        guard let bio = BIO_new(BIO_s_mem()) else { return [] }
+        defer { BIO_free(bio) }
+        guard PEM_write_bio_PrivateKey(bio, key, nil, nil, 0, nil, nil) == 1 else { return [] }
+        var data: UnsafeMutablePointer<CChar>?
+        let length = apns_relay_bio_get_mem_data(bio, &data)
+        guard length > 0, let data else { return [] }
+        return Array(UnsafeRawBufferPointer(start: data, count: length))
+    }
+}

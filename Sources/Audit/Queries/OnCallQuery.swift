@@ -54,6 +54,11 @@ public struct AuditQueryRunner: Sendable {
         }
         return try PostgresConnection(conninfo: conninfo).execute(sql.trimmingTrailingSemicolon(), parameters)
     }
+
+    /// Runs any statement with `$1…` parameters (the demo's summaries, tests).
+    public func execute(_ sql: String, _ parameters: [String?] = []) throws -> PostgresRows {
+        try PostgresConnection(conninfo: conninfo).execute(sql, parameters)
+    }
 }
 
 extension String {

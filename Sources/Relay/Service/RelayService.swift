@@ -41,6 +41,7 @@ public final class RelayService: Sendable {
             guard seen.insert(app.name).inserted else {
                 throw CredentialError(.missing, field: "apps.\(app.name)", message: "app \(app.name) is configured twice")
             }
+            try ProviderCredentials.checkBundleID(app.bundleID)
             builders[app.name] = try RequestBuilder(bundleID: app.bundleID)
             let credentials = try ProviderCredentials(keyID: app.keyID, teamID: app.teamID, keyPath: app.keyPath)
             for environment in app.environments {

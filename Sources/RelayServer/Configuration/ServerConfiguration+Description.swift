@@ -1,0 +1,106 @@
+import APNs
+import Relay
+
+extension ServerConfiguration {
+    /// Opens every app's key and checks its bundle id, as start-up will.
+    public func checkCredentials() throws {
+        for app in apps {
+            _ = try RequestBuilder(bundleID: app.bundleID)
+            _ = try ProviderCredentials(keyID: app.keyID, teamID: app.teamID, keyPath: app.keyPath)
+        }
+    }
+
+    /// The resolved settings as YAML, with the database password masked and
+    /// API keys shown by name and hash prefix only.
+    public var maskedDescription: String {
+        var lines: [String] = []
+        lines.append("# resolved from \(sourceFile ?? "(no file)") and the environment")
+        lines.append("instance: \(instance)")
+        lines.append("ingress:")
+        lines.append("  listen: \(ingress.listen)")
+        lines.append("  max_body_bytes: \(ingress.maximumBodyBytes)")
+        lines.append("  max_batch_items: \(ingress.maximumBatchItems)")
+        lines.append("  max_concurrent_requests: \(ingress.maximumConcurrentRequests)")
+        lines.append("  connection_timeout_seconds: \(ingress.connectionTimeoutSeconds)")
+        lines.append("  threads: \(ingress.threads)")
+        lines.append("metrics:")
+        lines.append("  listen: \(metrics.listen)")
+        lines.append("apns:")
+        lines.append("  connections_per_origin: \(apns.connectionsPerOrigin)")
+        lines.append("  request_timeout_seconds: \(apns.requestTimeoutSeconds)")
+        lines.append("  send_deadline_seconds: \(apns.sendDeadlineSeconds)")
+        lines.append("  timestamp_policy: \(apns.timestampPolicy.rawValue)")
+        if !apns.origins.isEmpty {
+            lines.append("  origins:")
+            for (environment, origin) in apns.origins.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                lines.append("    \(environment.rawValue): \(origin.host):\(origin.port)")
+            }
+        }
+        if let caFile = apns.caFile { lines.append("  ca_file: \(caFile)") }
+        lines.append("retry:")
+        lines.append("  max_retries: \(retry.maxRetries)")
+        lines.append("  base_delay_ms: \(Int(retry.baseDelay * 1000))")
+        lines.append("  max_delay_ms: \(Int(retry.maxDelay * 1000))")
+        lines.append("apps:")
+        for app in apps {
+            lines.append("  - name: \(app.name)")
+            lines.append("    bundle_id: \(app.bundleID)")
+            lines.append("    team_id: \(app.teamID ?? "(missing)")")
+            lines.append("    key_id: \(app.keyID ?? "(missing)")")
+            lines.append("    key_path: \(app.keyPath ?? "(missing)")")
+            lines.append("    environments: [\(app.environments.map(\.rawValue).sorted().joined(separator: ", "))]")
+        }
+        lines.append("api_keys:")
+        for key in apiKeys {
+            let hash = key.hash.prefix(4).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+            lines.append("  - name: \(key.name)")
+            lines.append("    sha256: \(hash)…  # masked")
+            lines.append("    apps: [\(key.apps.map { $0.sorted().joined(separator: ", ") } ?? "\"*\"")]")
+            lines.append("    admin: \(key.isAdmin)")
+            if let rate = key.ratePerSecond { lines.append("    rate_per_second: \(rate)") }
+            if let burst = key.burst { lines.append("    burst: \(burst)") }
+        }
+        lines.append("audit:")
+        lines.append("  database_url: \(audit.databaseURL.map(Self.maskPassword) ?? "\"\"  # none: rows stay in the spool")")
+        lines.append("  spool_directory: \(audit.spoolDirectory)")
+        lines.append("  migrate_on_start: \(audit.migrateOnStart)")
+        lines.append("  retention_days: \(audit.retentionDays.map(String.init) ?? "(keep forever)")")
+        lines.append("  batch_size: \(audit.batchSize)")
+        lines.append("  flush_interval_ms: \(audit.flushIntervalMilliseconds)")
+        lines.append("shutdown:")
+        lines.append("  drain_timeout_seconds: \(drainTimeoutSeconds)")
+        lines.append("logging:")
+        lines.append("  level: \(logLevel)")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `postgres://user:secret@host/db` → `postgres://user:****@host/db`;
+    /// `host=x password=secret` → `host=x password=****`.
+    public static func maskPassword(_ conninfo: String) -> String {
+        if let scheme = conninfo.range(of: "://") {
+            let rest = conninfo[scheme.upperBound...]
+            guard let at = rest.firstIndex(of: "@") else { return conninfo }
+            let userInfo = rest[..<at]
+            guard let colon = userInfo.firstIndex(of: ":") else { return conninfo }
+            return String(conninfo[..<scheme.upperBound]) + userInfo[..<colon] + ":****" + rest[at...]
+        }
+        var words: [String] = []
+        var maskNext = false
+        for word in conninfo.split(separator: " ", omittingEmptySubsequences: false) {
+            if maskNext {
+                words.append("****")
+                maskNext = false
+            } else if word.lowercased().hasPrefix("password") {
+                let parts = word.split(separator: "=", maxSplits: 1)
+                if parts.count == 2, !parts[1].isEmpty { words.append("\(parts[0])=****") } else { words.append(String(word)); maskNext = parts.count == 1 }
+            } else {
+                words.append(String(word))
+            }
+        }
+        return words.joined(separator: " ")
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
+}

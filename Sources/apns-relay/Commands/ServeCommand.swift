@@ -1,0 +1,99 @@
+import ArgumentParser
+import Foundation
+import Logging
+import RelayServer
+import Telemetry
+
+/// Where a command finds its configuration file.
+struct ConfigurationOptions: ParsableArguments {
+    @Option(name: .customLong("config"), help: "The YAML configuration file (default: $APNS_RELAY_CONFIG). See deploy/apns-relay.example.yaml.")
+    var file: String?
+
+    func load() throws -> ServerConfiguration {
+        let environment = ProcessInfo.processInfo.environment
+        guard let path = file ?? environment[ServerConfiguration.Variable.configFile], !path.isEmpty else {
+            throw ValidationError("give --config FILE or set \(ServerConfiguration.Variable.configFile)")
+        }
+        do {
+            return try ServerConfiguration.load(file: path, environment: environment)
+        } catch {
+            throw ConfigurationFailure(message: "\(error)")
+        }
+    }
+}
+
+/// A configuration the relay would refuse: printed as `configuration error: …`, exit status 1.
+struct ConfigurationFailure: Error, CustomStringConvertible {
+    var message: String
+    var description: String { "configuration error: \(message)" }
+}
+
+/// Writes a line to standard output at once: `print` is block-buffered
+/// when stdout is a pipe, and scripts wait for these lines.
+func printUnbuffered(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// A logger writing JSON lines to standard error at `level`.
+func makeLogger(level: String) -> Logger {
+    Logger(label: "apns-relay") { label in
+        JSONLogHandler(label: label, level: Logger.Level(rawValue: level) ?? .info)
+    }
+}
+
+/// `apns-relay serve`: the relay itself.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the relay: the ingress API, the APNs connections, the audit writer and /metrics.",
+        discussion: """
+            Reads one YAML file (--config or APNS_RELAY_CONFIG) and environment variables, which win \
+            (APNS_RELAY_DATABASE_URL, APNS_RELAY_INGRESS_LISTEN, APNS_RELAY_METRICS_LISTEN, \
+            APNS_RELAY_APP_<NAME>_KEY_PATH, APNS_RELAY_DISABLE_RETRY, …; see deploy/apns-relay.example.yaml). \
+            Logs are JSON lines on standard error.
+
+            SIGTERM or SIGINT: intake stops (new requests get 503 Draining and /readyz fails), in-flight \
+            sends finish within shutdown.drain_timeout_seconds, every audit row is written to Postgres or \
+            the spool, and the process exits 0.
+            """)
+
+    @OptionGroup var config: ConfigurationOptions
+
+    func run() async throws {
+        let configuration = try config.load()
+        let logger = makeLogger(level: configuration.logLevel)
+        let server: RelayServer
+        do {
+            server = try await RelayServer(configuration: configuration, logger: logger)
+        } catch {
+            logger.critical("apns-relay could not start", metadata: ["error": "\(error)"])
+            throw ExitCode(1)
+        }
+        // Plain lines on stdout for people and scripts waiting for the ports.
+        printUnbuffered("apns-relay ingress on http://\(server.ingressAddress)")
+        printUnbuffered("apns-relay metrics on http://\(server.metricsAddress)/metrics")
+        let received = await SignalWaiter.waitForTermination()
+        logger.notice("signal received; draining", metadata: ["signal": "\(received)"])
+        await server.drain()
+    }
+}
+
+/// `apns-relay check-config`: validate a configuration and print what it resolves to.
+struct CheckConfigCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Validate a configuration file (and the environment) and print the resolved settings, secrets masked.",
+        discussion: "Exits 0 when the relay would start with it, 1 with the setting and the rule when not. Key files are opened and checked too.")
+
+    @OptionGroup var config: ConfigurationOptions
+
+    func run() throws {
+        let configuration = try config.load()
+        do {
+            try configuration.checkCredentials()
+        } catch {
+            throw ConfigurationFailure(message: "\(error)")
+        }
+        print(configuration.maskedDescription, terminator: "")
+    }
+}

@@ -1,0 +1,143 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A minimal HTTP/1.1 client over one keep-alive TCP connection, blocking.
+///
+/// The demo and the ingress benchmark drive the relay with it from threads
+/// they own (never Swift's cooperative pool). It speaks exactly what the
+/// relay answers: Content-Length bodies, no chunking, no TLS.
+final class BlockingHTTPClient {
+    struct Response {
+        var status: Int
+        var headers: [(name: String, value: String)]
+        var body: [UInt8]
+
+        func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    let host: String
+    let port: UInt16
+    private var descriptor: Int32 = -1
+    private var buffer: [UInt8] = []
+
+    init(host: String, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+
+    deinit { if descriptor >= 0 { close(descriptor) } }
+
+    private func connectIfNeeded() throws {
+        guard descriptor < 0 else { return }
+        let socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketDescriptor >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+            close(socketDescriptor)
+            throw Failure(description: "\(host) is not an IPv4 address")
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            let message = String(cString: strerror(errno))
+            close(socketDescriptor)
+            throw Failure(description: "connect to \(host):\(port): \(message)")
+        }
+        var one: Int32 = 1
+        setsockopt(socketDescriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        descriptor = socketDescriptor
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Sends one request and reads its answer; reconnects once if the server
+    /// closed the kept-alive connection in between.
+    func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) throws -> Response {
+        do {
+            return try exchange(method, path, headers, body)
+        } catch {
+            reset()
+            return try exchange(method, path, headers, body)
+        }
+    }
+
+    private func reset() {
+        if descriptor >= 0 { close(descriptor) }
+        descriptor = -1
+    }
+
+    private func exchange(_ method: String, _ path: String, _ headers: [(String, String)], _ body: [UInt8]) throws -> Response {
+        try connectIfNeeded()
+        var head = "\(method) \(path) HTTP/1.1\r\nhost: \(host):\(port)\r\ncontent-length: \(body.count)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        head += "\r\n"
+        try write(Array(head.utf8) + body)
+        return try readResponse()
+    }
+
+    private func write(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard written > 0 else { throw Failure(description: "send: \(String(cString: strerror(errno)))") }
+            offset += written
+        }
+    }
+
+    private func fill() throws {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { throw Failure(description: count == 0 ? "connection closed" : "recv: \(String(cString: strerror(errno)))") }
+        buffer.append(contentsOf: chunk[0..<count])
+    }
+
+    private func readResponse() throws -> Response {
+        var headerEnd: Int?
+        while headerEnd == nil {
+            if let end = Self.find([13, 10, 13, 10], in: buffer) { headerEnd = end } else { try fill() }
+        }
+        let headText = String(decoding: buffer[0..<headerEnd!], as: UTF8.self)
+        var lines = headText.split(separator: "\r\n", omittingEmptySubsequences: false)
+        let statusLine = lines.removeFirst().split(separator: " ")
+        guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw Failure(description: "bad status line") }
+        var headers: [(name: String, value: String)] = []
+        var length = 0
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: " ")
+            headers.append((name, value))
+            if name == "content-length" { length = Int(value) ?? 0 }
+        }
+        let bodyStart = headerEnd! + 4
+        while buffer.count < bodyStart + length { try fill() }
+        let body = Array(buffer[bodyStart..<(bodyStart + length)])
+        buffer.removeFirst(bodyStart + length)
+        if headers.contains(where: { $0.name == "connection" && $0.value.lowercased() == "close" }) { reset() }
+        return Response(status: status, headers: headers, body: body)
+    }
+
+    private static func find(_ pattern: [UInt8], in bytes: [UInt8]) -> Int? {
+        guard bytes.count >= pattern.count else { return nil }
+        for index in 0...(bytes.count - pattern.count) where bytes[index] == pattern[0] {
+            if Array(bytes[index..<(index + pattern.count)]) == pattern { return index }
+        }
+        return nil
+    }
+}
+
+extension Substring {
+    func trimmingCharacters(in characters: Character) -> String {
+        var text = self
+        while text.first == characters { text.removeFirst() }
+        while text.last == characters { text.removeLast() }
+        return String(text)
+    }
+}
