@@ -25,3 +25,20 @@ public enum ProcessRunner {
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }
+
+extension ProcessRunner {
+    /// ``run(_:input:)`` on a thread of its own: waiting for a child process
+    /// must not hold one of the two cooperative threads that in-process
+    /// servers under test need to answer it. Not a Dispatch global queue
+    /// either: on Linux its width is the core count, and Foundation's Process
+    /// learns of a child's exit through Dispatch, so blocking those threads
+    /// on children starves the very notification they wait for.
+    public static func runOffPool(_ arguments: [String], input: Data? = nil) async throws -> (status: Int32, output: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(with: Result { try run(arguments, input: input) })
+            }
+            thread.start()
+        }
+    }
+}

@@ -133,8 +133,9 @@ enum SendRequestDecoder {
 
     static func storagePolicy(_ reader: inout FieldReader) throws(IngressError) -> ChannelStoragePolicy? {
         guard let text = try reader.string("storagePolicy") else { return nil }
-        guard let policy = ChannelStoragePolicy(rawValue: text) else {
-            throw .invalid(reader.name("storagePolicy"), "must be no-storage or most-recent")
+        // "most-recent" is accepted as a short spelling of APNs' most-recent-message.
+        guard let policy = ChannelStoragePolicy(rawValue: text == "most-recent" ? "most-recent-message" : text) else {
+            throw .invalid(reader.name("storagePolicy"), "must be no-storage or most-recent-message (most-recent is accepted too)")
         }
         return policy
     }

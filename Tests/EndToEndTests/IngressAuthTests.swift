@@ -1,0 +1,80 @@
+import Foundation
+import RelayJSON
+import Testing
+
+/// Who may do what: API keys, app scopes, admin, rate limits.
+@Suite("Ingress authentication and authorization")
+struct IngressAuthTests {
+    struct Case: Sendable, CustomStringConvertible {
+        var name: String
+        var method: String
+        var path: String
+        var key: String?
+        var body: String?
+        var status: Int
+        var type: String?
+        var description: String { name }
+    }
+
+    static let cases: [Case] = [
+        Case(name: "no Authorization header", method: "POST", path: "/v1/send", key: nil, body: TestRelay.send(), status: 401, type: "Unauthorized"),
+        Case(name: "an unknown key", method: "POST", path: "/v1/send", key: "key-nobody-has", body: TestRelay.send(), status: 401, type: "Unauthorized"),
+        Case(name: "a key's hash presented as the key", method: "POST", path: "/v1/send",
+             key: "b7c9a4b3a7b4c4b7b8c0f0b1b6f6e0e3c3a1d1e0a3f4b1c2d3e4f5a6b7c8d9e0", body: TestRelay.send(), status: 401, type: "Unauthorized"),
+        Case(name: "a key scoped to another app", method: "POST", path: "/v1/send", key: "other", body: TestRelay.send(app: "app-a"), status: 403, type: "Forbidden"),
+        Case(name: "an app the relay does not serve", method: "POST", path: "/v1/send", key: "admin", body: TestRelay.send(app: "app-z"), status: 404, type: "NotFound"),
+        Case(name: "describe for another app's key", method: "POST", path: "/v1/describe", key: "other", body: TestRelay.send(app: "app-a"), status: 403, type: "Forbidden"),
+        Case(name: "channels of another app", method: "GET", path: "/v1/channels?app=app-a&environment=development", key: "other", body: nil, status: 403, type: "Forbidden"),
+        Case(name: "dead tokens of another app", method: "GET", path: "/v1/dead-tokens?app=app-a", key: "other", body: nil, status: 403, type: "Forbidden"),
+        Case(name: "the kill switch without admin", method: "GET", path: "/v1/admin/retry", key: "backend", body: nil, status: 403, type: "Forbidden"),
+        Case(name: "a scoped key on its own app", method: "POST", path: "/v1/send", key: "other", body: TestRelay.send(app: "app-b"), status: 200, type: nil),
+        Case(name: "an admin key on any app", method: "POST", path: "/v1/send", key: "admin", body: TestRelay.send(app: "app-b"), status: 200, type: nil),
+        Case(name: "the kill switch with admin", method: "GET", path: "/v1/admin/retry", key: "admin", body: nil, status: 200, type: nil),
+    ]
+
+    @Test("the auth matrix", arguments: cases)
+    func matrix(_ check: Case) async throws {
+        try await withRelay { relay in
+            let answer = try await relay.curl(check.method, check.path, key: check.key, body: check.body)
+            #expect(answer.status == check.status, "\(check.name): \(answer)")
+            if let type = check.type {
+                #expect(answer.error?["type"] == .string(type), "\(answer)")
+                #expect(relay.apnsRequests == 0, "nothing reaches APNs for a refused caller")
+            }
+            if check.status == 401 { #expect(answer.headers["www-authenticate"]?.hasPrefix("Bearer") == true) }
+            // Neither the presented key nor any configured key's hash may leak into an answer.
+            #expect(!answer.body.contains("key-"), "\(answer.body)")
+        }
+    }
+
+    @Test("a key over its rate gets 429 with Retry-After, and its own bucket only")
+    func rateLimit() async throws {
+        try await withRelay { relay in
+            // "limited": 0.5 requests/s, burst 2.
+            var statuses: [Int] = []
+            for _ in 0..<3 { statuses.append(try await relay.curl("POST", "/v1/send", key: "limited", body: TestRelay.send()).status) }
+            #expect(statuses == [200, 200, 429])
+            let limited = try await relay.curl("POST", "/v1/send", key: "limited", body: TestRelay.send())
+            #expect(limited.status == 429 && limited.error?["type"] == "RateLimited")
+            #expect(Int(limited.headers["retry-after"] ?? "") ?? 0 >= 1)
+            #expect(try await relay.curl("POST", "/v1/send", key: "backend", body: TestRelay.send()).status == 200)
+            #expect(relay.apnsRequests == 3)
+        }
+    }
+
+    @Test("the caller's key name is recorded as the audit row's caller")
+    func callerAudited() async throws {
+        guard let url = ProcessInfo.processInfo.environment["APNS_RELAY_TEST_DATABASE_URL"] else { return }
+        try await withRelay(databaseURL: url) { relay in
+            let answer = try await relay.curl("POST", "/v1/send", key: "other", body: TestRelay.send(app: "app-b"))
+            let apnsID = try #require(answer.json?["apnsId"]?.stringValue)
+            let found = await eventually { relay.server.audit.statistics.written >= 1 }
+            #expect(found)
+            let (status, output) = try await ProcessRunner.runOffPool(["psql", url, "-At", "-c", "SELECT caller, app FROM apns_audit WHERE apns_id = '\(apnsID)'"])
+            #expect(status == 0)
+            #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == "other|app-b")
+        }
+    }
+}
+
+import TestSupport

@@ -1,0 +1,162 @@
+import APNs
+import Foundation
+import Ingress
+import Logging
+import MockAPNs
+import Relay
+import RelayJSON
+import RelayServer
+import TestSupport
+
+/// A relay with its ingress and metrics on loopback, sending to a mock APNs
+/// over real TLS HTTP/2, as `apns-relay serve` wires it.
+final class TestRelay: Sendable {
+    /// Plain API keys by name; the relay holds only their SHA-256.
+    static let keys = ["backend": "key-backend-0123456789", "other": "key-other-0123456789", "admin": "key-admin-0123456789", "limited": "key-limited-0123456789"]
+    static let liveSnapshot = #"{"schemaVersion":"5","kind":"liveActivity","id":"e2e-1","surfaceId":"surface-e2e","updatedAt":"2026-11-22T10:00:00Z","state":"active","liveActivity":{"title":"Order on its way","body":"4 stops away","progress":0.4,"deepLink":"e2e://orders/1","modeLabel":"active","contextLabel":"delivery","statusLine":"active · 40%","actionLabel":"Track","stage":"inProgress","estimatedSeconds":900,"morePartsCount":0}}"#
+    static let notificationSnapshot = #"{"schemaVersion":"5","kind":"notification","id":"e2e-n","surfaceId":"surface-e2e","updatedAt":"2026-11-22T10:00:00Z","state":"attention","notification":{"title":"Shipped","body":"Track it","deepLink":"e2e://orders/1","category":"surface-update","threadId":"t1"}}"#
+
+    let mock: MockAPNsServer
+    let server: RelayServer
+    let directory: String
+    let keyPath: String
+    let publicKeyPEM: String
+
+    var base: String { "http://127.0.0.1:\(server.ingressAddress.port)" }
+    var metricsBase: String { "http://127.0.0.1:\(server.metricsAddress.port)" }
+    /// Requests the mock APNs has received.
+    var apnsRequests: Int { mock.engine.log.total }
+
+    static func token(_ index: Int, prefix: String = "") -> String {
+        String((prefix + String(format: "%064x", index + 1)).prefix(64))
+    }
+
+    static func start(
+        rules: [MockRule] = [], databaseURL: String? = nil, instance: String = "e2e-\(UUID().uuidString.prefix(8))",
+        configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> TestRelay {
+        let directory = NSTemporaryDirectory() + "apns-relay-e2e-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let keyPath = directory + "/AuthKey_E2EKEY1234.p8"
+        let pem = SigningKey.generatePKCS8PEM()
+        FileManager.default.createFile(atPath: keyPath, contents: Data(pem), attributes: [.posixPermissions: 0o600])
+        let publicKeyPEM = try SigningKey(pem: pem).publicKeyPEM
+        var mockConfiguration = MockAPNsConfiguration()
+        mockConfiguration.keys = [.init(keyID: "E2EKEY1234", teamID: "E2ETEAM123", publicKeyPEM: publicKeyPEM)]
+        mockConfiguration.bundleIDs = ["com.example.a", "com.example.b"]
+        mockConfiguration.rules = rules
+        let mock = try MockAPNsServer(engine: MockAPNsEngine(configuration: mockConfiguration), directory: directory)
+
+        var configuration = ServerConfiguration(instance: instance)
+        configuration.ingress.listen = .init(host: "127.0.0.1", port: 0)
+        configuration.metrics.listen = .init(host: "127.0.0.1", port: 0)
+        configuration.ingress.maximumBodyBytes = 64 * 1024
+        configuration.apns.origins[.development] = Origin(host: "127.0.0.1", port: mock.port)
+        configuration.apns.caFile = mock.certificateFile
+        configuration.retry.baseDelay = 0.01
+        configuration.apps = [
+            AppConfiguration(name: "app-a", bundleID: "com.example.a", teamID: "E2ETEAM123", keyID: "E2EKEY1234", keyPath: keyPath, environments: [.development]),
+            AppConfiguration(name: "app-b", bundleID: "com.example.b", teamID: "E2ETEAM123", keyID: "E2EKEY1234", keyPath: keyPath, environments: [.development]),
+        ]
+        func key(_ name: String, apps: Set<String>?, admin: Bool = false, rate: Double? = nil, burst: Double? = nil) -> APIKey {
+            APIKey(name: name, sha256Hex: Fingerprint.sha256Hex(Array(keys[name]!.utf8)), apps: apps, isAdmin: admin, ratePerSecond: rate, burst: burst)!
+        }
+        configuration.apiKeys = [
+            key("backend", apps: ["app-a"]), key("other", apps: ["app-b"]), key("admin", apps: nil, admin: true),
+            key("limited", apps: ["app-a"], rate: 0.5, burst: 2),
+        ]
+        configuration.audit.databaseURL = databaseURL
+        configuration.audit.spoolDirectory = directory + "/spool"
+        configure(&configuration)
+        var logger = Logger(label: "e2e")
+        logger.logLevel = .critical
+        let server = try await RelayServer(configuration: configuration, logger: logger)
+        return TestRelay(mock: mock, server: server, directory: directory, keyPath: keyPath, publicKeyPEM: publicKeyPEM)
+    }
+
+    private init(mock: MockAPNsServer, server: RelayServer, directory: String, keyPath: String, publicKeyPEM: String) {
+        self.mock = mock
+        self.server = server
+        self.directory = directory
+        self.keyPath = keyPath
+        self.publicKeyPEM = publicKeyPEM
+    }
+
+    func stop() async {
+        await server.drain()
+        mock.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// What curl saw.
+    struct Answer: CustomStringConvertible {
+        var status: Int
+        var headers: [String: String]
+        var body: String
+        var json: JSONValue? { try? JSONParser.parse(body) }
+        var error: JSONValue? { json?["error"] }
+        var description: String { "\(status) \(body)" }
+    }
+
+    /// One request through curl, an HTTP client nobody here wrote.
+    func curl(_ method: String, _ path: String, key: String? = "backend", body: String? = nil, headers: [String] = [], base: String? = nil) async throws -> Answer {
+        var arguments = ["curl", "-s", "-S", "-i", "-X", method, "--max-time", "30"]
+        if let key { arguments += ["-H", "authorization: Bearer \(TestRelay.keys[key] ?? key)"] }
+        if body != nil {
+            if !headers.contains(where: { $0.lowercased().hasPrefix("content-type:") }) { arguments += ["-H", "content-type: application/json"] }
+            arguments += ["--data-binary", "@-"]
+        }
+        for header in headers { arguments += ["-H", header] }
+        arguments.append((base ?? self.base) + path)
+        let (status, output) = try await ProcessRunner.runOffPool(arguments, input: body.map { Data($0.utf8) })
+        guard status == 0 else { throw TestRelayError("curl failed (\(status)): \(output)") }
+        return try Self.parse(output)
+    }
+
+    static func parse(_ output: String) throws -> Answer {
+        guard let split = output.range(of: "\r\n\r\n") else { throw TestRelayError("no header end in: \(output)") }
+        let head = output[..<split.lowerBound].split(separator: "\r\n")
+        guard let statusLine = head.first, let status = Int(statusLine.split(separator: " ")[1]) else { throw TestRelayError("bad status line") }
+        var headers: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return Answer(status: status, headers: headers, body: String(output[split.upperBound...]))
+    }
+
+    /// A `/v1/send` body.
+    static func send(_ operation: String = "alert", app: String = "app-a", token: String = TestRelay.token(1), snapshot: String = liveSnapshot, extra: String = "") -> String {
+        #"{"app":"\#(app)","environment":"development","operation":"\#(operation)","token":"\#(token)","snapshot":\#(snapshot)\#(extra)}"#
+    }
+}
+
+struct TestRelayError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Waits until `condition` holds, polling, for at most `timeout` seconds.
+func eventually(_ timeout: Double = 20, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return try await condition()
+}
+
+/// Runs `body` against a fresh relay and stops it afterwards, whatever happens.
+func withRelay(
+    rules: [MockRule] = [], databaseURL: String? = nil, configure: (inout ServerConfiguration) -> Void = { _ in },
+    _ body: (TestRelay) async throws -> Void
+) async throws {
+    let relay = try await TestRelay.start(rules: rules, databaseURL: databaseURL, configure: configure)
+    do {
+        try await body(relay)
+    } catch {
+        await relay.stop()
+        throw error
+    }
+    await relay.stop()
+}
