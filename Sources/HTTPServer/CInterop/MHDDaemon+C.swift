@@ -163,15 +163,21 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
     Task {
         let response = await handler(request)
         exchange.response.withLock { $0 = response }
-        core.inFlight.subtract(1, ordering: .relaxed)
+        // In flight until libmicrohttpd reports the response written (see
+        // mhdRequestCompleted): a drain that stopped the daemon as soon as the
+        // handler returned would cut off answers still in the socket buffer.
         MHD_resume_connection(suspended.pointer)
     }
     return MHD_Result.YES
 }
 
-private let mhdRequestCompleted: MHD_RequestCompletedCallback = { _, _, slot, _ in
+private let mhdRequestCompleted: MHD_RequestCompletedCallback = { context, _, slot, _ in
     guard let slot, let stored = slot.pointee else { return }
-    Unmanaged<PendingExchange>.fromOpaque(stored).release()
+    let exchange = Unmanaged<PendingExchange>.fromOpaque(stored)
+    if exchange.takeUnretainedValue().dispatched, let context {
+        Unmanaged<MHDServerCore>.fromOpaque(context).takeUnretainedValue().inFlight.subtract(1, ordering: .relaxed)
+    }
+    exchange.release()
     slot.pointee = nil
 }
 

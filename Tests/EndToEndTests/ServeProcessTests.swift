@@ -1,0 +1,180 @@
+import APNs
+import Foundation
+import MockAPNs
+import RelayJSON
+import Testing
+import TestSupport
+
+/// The real `apns-relay serve` binary: configuration file, signals, exit codes, and the audit it leaves.
+@Suite("apns-relay serve as a process")
+struct ServeProcessTests {
+    static let databaseURL = ProcessInfo.processInfo.environment["APNS_RELAY_TEST_DATABASE_URL"]
+
+    /// A fresh database on the test cluster, so start-up migrations run from empty.
+    static func freshDatabase(_ url: String) async throws -> String {
+        let name = "serve_" + UUID().uuidString.prefix(8).lowercased()
+        let (status, output) = try await ProcessRunner.runOffPool(["psql", url, "-q", "-c", "CREATE DATABASE \(name)"])
+        guard status == 0 else { throw TestRelayError("createdb: \(output)") }
+        guard let slash = url.lastIndex(of: "/") else { throw TestRelayError("odd URL \(url)") }
+        return url[..<slash] + "/" + name
+    }
+
+    static func scalar(_ url: String, _ sql: String) async throws -> String {
+        let (status, output) = try await ProcessRunner.runOffPool(["psql", url, "-At", "-c", sql])
+        guard status == 0 else { throw TestRelayError("psql: \(output)") }
+        return output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// A configuration file for `serve`, sending to `mock`.
+    static func writeConfiguration(
+        directory: String, mock: MockAPNsServer, keyPath: String, instance: String, databaseURL: String, spool: String
+    ) throws -> String {
+        let hash = Fingerprint.sha256Hex(Array(TestRelay.keys["backend"]!.utf8))
+        let yaml = """
+            instance: \(instance)
+            ingress:
+              listen: 127.0.0.1:0
+            metrics:
+              listen: 127.0.0.1:0
+            apns:
+              origins:
+                development: 127.0.0.1:\(mock.port)
+              ca_file: \(mock.certificateFile)
+            retry:
+              base_delay_ms: 10
+            apps:
+              - name: app-a
+                bundle_id: com.example.a
+                team_id: E2ETEAM123
+                key_id: E2EKEY1234
+                key_path: \(keyPath)
+                environments: [development]
+            api_keys:
+              - name: backend
+                sha256: \(hash)
+                apps: [app-a]
+            audit:
+              database_url: "\(databaseURL)"
+              spool_directory: \(spool)
+              flush_interval_ms: 20
+            shutdown:
+              drain_timeout_seconds: 20
+            logging:
+              level: info
+            """
+        let path = directory + "/relay.yaml"
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    static func batch(_ count: Int, offset: Int = 0) -> String {
+        let tokens = (0..<count).map { "\"\(TestRelay.token(offset + $0))\"" }.joined(separator: ",")
+        return #"{"items":[{"app":"app-a","environment":"development","operation":"alert","tokens":[\#(tokens)],"snapshot":\#(TestRelay.liveSnapshot)}]}"#
+    }
+
+    @Test("SIGTERM: in-flight sends finish, every one is audited, the process exits 0; migrations ran at start-up")
+    func sigtermDrains() async throws {
+        guard let url = Self.databaseURL else { return }
+        let database = try await Self.freshDatabase(url)
+        // A slow APNs, so the batch is still in flight when the signal lands.
+        let relay = try await TestRelay.start(configure: { _ in })
+        defer { Task { await relay.stop() } }
+        var mockConfiguration = relay.mock.engine.configuration
+        mockConfiguration.responseDelay = .fixed(milliseconds: 400)
+        try FileManager.default.createDirectory(atPath: relay.directory + "/slow", withIntermediateDirectories: true)
+        let slowMock = try MockAPNsServer(engine: MockAPNsEngine(configuration: mockConfiguration), directory: relay.directory + "/slow")
+        defer { slowMock.stop() }
+        let instance = "serve-term-\(UUID().uuidString.prefix(6))"
+        let config = try Self.writeConfiguration(
+            directory: relay.directory, mock: slowMock, keyPath: relay.keyPath, instance: instance, databaseURL: database,
+            spool: relay.directory + "/spool-term")
+        let serve = try RelayProcess(arguments: ["serve", "--config", config])
+        let port = try await serve.port(after: "apns-relay ingress on")
+        let base = "http://127.0.0.1:\(port)"
+
+        let sends = 120
+        let inFlight = Task { try await relay.curl("POST", "/v1/send/batch", body: Self.batch(sends), base: base) }
+        #expect(await eventually { slowMock.engine.log.total > 0 }, "the batch reached APNs")
+        serve.signal(SIGTERM)
+        let answer = try await inFlight.value
+        #expect(answer.status == 200, "\(answer)")
+        #expect(answer.json?["summary"]?["succeeded"] == .integer(Int64(sends)), "\(answer.body.prefix(300))")
+        #expect(await serve.waitForExit() == 0)
+
+        #expect(try await Self.scalar(database, "SELECT count(*) FROM apns_relay_migrations") != "0", "migrations applied at start-up")
+        let rows = try await Self.scalar(database, "SELECT count(*), count(DISTINCT apns_id) FROM apns_audit WHERE relay_instance = '\(instance)'")
+        #expect(rows == "\(sends)|\(sends)", "exactly one audit row per send")
+    }
+
+    @Test("SIGKILL with rows in the spool: the next relay on that spool replays them, once each")
+    func sigkillSpoolReplayed() async throws {
+        guard let url = Self.databaseURL else { return }
+        let relay = try await TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let instance = "serve-kill-\(UUID().uuidString.prefix(6))"
+        let spool = relay.directory + "/spool-kill"
+        // Port 1 refuses connections: every row goes to the spool.
+        let config = try Self.writeConfiguration(
+            directory: relay.directory, mock: relay.mock, keyPath: relay.keyPath, instance: instance,
+            databaseURL: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2", spool: spool)
+        let serve = try RelayProcess(arguments: ["serve", "--config", config])
+        let port = try await serve.port(after: "apns-relay ingress on")
+        let metricsPort = try await serve.port(after: "apns-relay metrics on")
+        let sends = 60
+        let answer = try await relay.curl("POST", "/v1/send/batch", body: Self.batch(sends), base: "http://127.0.0.1:\(port)")
+        #expect(answer.json?["summary"]?["succeeded"] == .integer(Int64(sends)))
+        let spooled = await eventually {
+            let scrape = try? await relay.curl("GET", "/metrics", key: nil, base: "http://127.0.0.1:\(metricsPort)")
+            return scrape?.body.contains(#"apns_relay_audit_rows_total{result="spooled"} \#(sends)"#) == true
+        }
+        #expect(spooled, "every row reached the spool (fsync'd) before the kill")
+        serve.signal(SIGKILL)
+        #expect(await serve.waitForExit() != 0)
+
+        // A new relay with a database, started on the same spool directory.
+        try await withRelay(databaseURL: url, configure: { $0.audit.spoolDirectory = spool }) { next in
+            let replayed = await eventually { next.server.audit.statistics.replayed >= sends }
+            #expect(replayed, "replayed: \(next.server.audit.statistics)")
+        }
+        let rows = try await Self.scalar(url, "SELECT count(*), count(DISTINCT apns_id) FROM apns_audit WHERE relay_instance = '\(instance)'")
+        #expect(rows == "\(sends)|\(sends)")
+    }
+
+    @Test("check-config accepts a good file and masks secrets; a bad one exits 1 naming the setting")
+    func checkConfig() async throws {
+        let relay = try await TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let config = try Self.writeConfiguration(
+            directory: relay.directory, mock: relay.mock, keyPath: relay.keyPath, instance: "check",
+            databaseURL: "postgresql://relay:s3cretpw@db.internal/audit", spool: relay.directory + "/s")
+        let good = try await ProcessRunner.runOffPool([RelayProcess.binary, "check-config", "--config", config])
+        #expect(good.status == 0, "\(good.output)")
+        #expect(good.output.contains("postgresql://relay:****@db.internal/audit"))
+        #expect(!good.output.contains("s3cretpw"))
+        #expect(!good.output.contains(Fingerprint.sha256Hex(Array(TestRelay.keys["backend"]!.utf8))))
+
+        let typo = try String(contentsOfFile: config, encoding: .utf8).replacingOccurrences(of: "  listen: 127.0.0.1:0\nmetrics", with: "  lisen: 127.0.0.1:0\nmetrics")
+        try typo.write(toFile: config, atomically: true, encoding: .utf8)
+        let bad = try await ProcessRunner.runOffPool([RelayProcess.binary, "check-config", "--config", config])
+        #expect(bad.status == 1, "\(bad.output)")
+        #expect(bad.output.contains("ingress.lisen"), "\(bad.output)")
+
+        let missingKey = try await ProcessRunner.runOffPool(
+            [RelayProcess.binary, "check-config", "--config", config.replacingOccurrences(of: "relay.yaml", with: "absent.yaml")])
+        #expect(missingKey.status == 1)
+    }
+
+    @Test("the example configuration in deploy/ parses, and every command has help")
+    func exampleAndHelp() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let example = root.appendingPathComponent("deploy/apns-relay.example.yaml").path
+        // Only the key file is missing on this machine; the rest must be valid.
+        let (status, output) = try await ProcessRunner.runOffPool([RelayProcess.binary, "check-config", "--config", example])
+        #expect(status == 1 && output.contains("key"), "\(output)")
+        #expect(!output.contains("unknown setting"), "\(output)")
+        for command in ["serve", "check-config", "send", "describe", "migrate", "audit", "mock-apns", "demo", "bench"] {
+            let help = try await ProcessRunner.runOffPool([RelayProcess.binary, command, "--help"])
+            #expect(help.status == 0 && help.output.contains("USAGE"), "\(command): \(help.output.prefix(200))")
+        }
+    }
+}
