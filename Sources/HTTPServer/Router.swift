@@ -1,5 +1,6 @@
 /// Maps method and path to a handler. Patterns are literal segments and
-/// `{name}` parameters: `/v1/channels/{id}`, `/3/device/{token}`.
+/// `{name}` parameters: `/v1/channels/{id}`, `/3/device/{token}`; a last
+/// `{name...}` takes the rest of the path.
 public struct Router: Sendable {
     private struct Route: Sendable {
         var method: String
@@ -22,7 +23,7 @@ public struct Router: Sendable {
         let segments = Self.segments(request.path)
         var allowed: [String] = []
         for route in routes {
-            guard let parameters = Self.match(route.segments, segments) else { continue }
+            guard let parameters = Self.match(route.segments, segments, rawPath: request.path) else { continue }
             if route.method == request.method { return (route.handler, parameters) }
             allowed.append(route.method)
         }
@@ -37,7 +38,16 @@ public struct Router: Sendable {
         path.split(separator: "/", omittingEmptySubsequences: true)
     }
 
-    private static func match(_ pattern: [Substring], _ path: [Substring]) -> [String: String]? {
+    private static func match(_ pattern: [Substring], _ path: [Substring], rawPath: String) -> [String: String]? {
+        // A last segment `{name...}` takes the rest of the raw path, slashes
+        // (even doubled or leading ones) and all: APNs channel ids are base64
+        // and may contain "/", which arrives unescaped however the client
+        // encoded it. The segments before it must be literal.
+        if let last = pattern.last, last.hasPrefix("{"), last.hasSuffix("...}") {
+            let prefix = "/" + pattern.dropLast().joined(separator: "/") + "/"
+            guard rawPath.hasPrefix(prefix), rawPath.count > prefix.count else { return nil }
+            return [String(last.dropFirst().dropLast(4)): String(rawPath.dropFirst(prefix.count))]
+        }
         guard pattern.count == path.count else { return nil }
         var parameters: [String: String] = [:]
         for (expected, actual) in zip(pattern, path) {

@@ -74,7 +74,7 @@ public final class Ingress: Sendable {
         router.add("POST", "/v1/describe", guarded("/v1/describe", describe))
         router.add("POST", "/v1/channels", guarded("/v1/channels", createChannel))
         router.add("GET", "/v1/channels", guarded("/v1/channels", listChannels))
-        router.add("DELETE", "/v1/channels/{channelId}", guarded("/v1/channels/{channelId}", deleteChannel))
+        router.add("DELETE", "/v1/channels/{channelId...}", guarded("/v1/channels/{channelId}", deleteChannel))
         router.add("GET", "/v1/dead-tokens", guarded("/v1/dead-tokens", listDeadTokens))
         router.add("POST", "/3/device/{token}", guarded("/3/device/{token}", deviceCompatible))
         router.add("GET", "/v1/admin/retry", guarded("/v1/admin/retry", retryState))

@@ -104,7 +104,9 @@ struct IngressRoutesTests {
             let listed = try await relay.curl("GET", "/v1/channels?app=app-a&environment=development")
             #expect(listed.status == 200, "\(listed)")
             #expect(listed.json?["channels"]?.arrayValue?.contains(.string(channelID)) == true)
-            let deleted = try await relay.curl("DELETE", "/v1/channels/\(channelID)?app=app-a&environment=development")
+            // Channel ids are base64: "/" and "+" must survive the path, percent-encoded or not.
+            let encoded = channelID.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? channelID
+            let deleted = try await relay.curl("DELETE", "/v1/channels/\(encoded)?app=app-a&environment=development")
             #expect(deleted.status == 200, "\(deleted)")
             #expect(deleted.json?["status"] == .integer(204))
             let after = try await relay.curl("GET", "/v1/channels?app=app-a&environment=development")
@@ -176,6 +178,33 @@ struct IngressRoutesTests {
             #expect(scrape.body.contains(#"apns_relay_ingress_request_duration_seconds_count{route="/v1/send"} 2"#))
             #expect(scrape.body.contains(#"apns_relay_build_info{"#) && scrape.body.contains(#"nghttp2=""#))
             #expect(!scrape.body.contains(#"nghttp2="unknown""#))
+        }
+    }
+
+    @Test("GET /v1/dead-tokens lists what APNs called dead, from the audit database")
+    func deadTokens() async throws {
+        guard let url = ProcessInfo.processInfo.environment["APNS_RELAY_TEST_DATABASE_URL"] else { return }
+        try await withRelay(rules: [MockRule(.tokenPrefix("dead"), always: .unregistered(at: 1_700_000_000_000))], databaseURL: url) { relay in
+            let token = TestRelay.token(Int.random(in: 1...1_000_000), prefix: "dead")
+            #expect(try await relay.curl("POST", "/v1/send", body: TestRelay.send(token: token)).status == 410)
+            #expect(await eventually { relay.server.audit.statistics.deadTokensUpserted >= 1 })
+            let answer = try await relay.curl("GET", "/v1/dead-tokens?app=app-a&since=1h&environment=development")
+            #expect(answer.status == 200, "\(answer)")
+            let entry = try #require(answer.json?["deadTokens"]?.arrayValue?.first { $0["token"] == .string(token) })
+            #expect(entry["reason"] == "Unregistered")
+            #expect(entry["environment"] == "development")
+            #expect(entry["apnsTimestamp"]?.stringValue?.hasPrefix("2023-11-14T22:13:20") == true)
+            #expect(entry["lastSeen"]?.stringValue != nil)
+            let bad = try await relay.curl("GET", "/v1/dead-tokens?app=app-a&since=yesterday")
+            #expect(bad.status == 400 && bad.error?["field"] == "since")
+        }
+    }
+
+    @Test("without an audit database the dead-token feed answers 503, not an empty list")
+    func deadTokensWithoutDatabase() async throws {
+        try await withRelay { relay in
+            let answer = try await relay.curl("GET", "/v1/dead-tokens?app=app-a")
+            #expect(answer.status == 503 && answer.headers["retry-after"] != nil, "\(answer)")
         }
     }
 }
