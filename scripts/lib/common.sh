@@ -13,8 +13,8 @@ DEBIAN_PACKAGES=(
 )
 
 # Python packages the tests use as independent implementations.
-PYTHON_PACKAGES=(cryptography jsonschema rfc3339-validator PyYAML)
-PYTHON_MODULES=(cryptography jsonschema rfc3339_validator yaml)
+PYTHON_PACKAGES=(cryptography jsonschema rfc3339-validator PyYAML kubernetes-validate)
+PYTHON_MODULES=(cryptography jsonschema rfc3339_validator yaml kubernetes_validate)
 
 install_test_dependencies() {
     local missing=()
