@@ -91,6 +91,22 @@ struct CredentialErrorTests {
         }
     }
 
+    @Test("inside $CREDENTIALS_DIRECTORY (systemd LoadCredential) group bits pass, others bits do not")
+    func systemdCredentials() throws {
+        let keys = try KeyFiles()
+        defer { keys.remove() }
+        let groupReadable = try keys.p256("cred.p8", mode: 0o440)
+        let worldReadable = try keys.p256("open.p8", mode: 0o444)
+        let directory = (groupReadable as NSString).deletingLastPathComponent
+        // Only this test sets the variable, and only paths inside the directory are affected.
+        setenv("CREDENTIALS_DIRECTORY", directory, 1)
+        defer { unsetenv("CREDENTIALS_DIRECTORY") }
+        #expect(try SigningKey(contentsOfFile: groupReadable).fingerprint.count == 12)
+        expectCredentialError(.keyFileTooOpen, field: "keyPath", hints: ["0444"]) {
+            _ = try SigningKey(contentsOfFile: worldReadable)
+        }
+    }
+
     @Test("owner-only modes load", arguments: [0o600, 0o400])
     func ownerOnly(mode: Int) throws {
         let keys = try KeyFiles()

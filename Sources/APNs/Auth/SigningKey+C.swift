@@ -99,6 +99,13 @@ final class PrivateKeyHandle: @unchecked Sendable {
 }
 
 extension SigningKey {
+    /// True for a file directly inside `$CREDENTIALS_DIRECTORY` (systemd credentials).
+    static func isSystemdCredential(_ path: String) -> Bool {
+        guard let directory = getenv("CREDENTIALS_DIRECTORY").map({ String(cString: $0) }), !directory.isEmpty else { return false }
+        let prefix = directory.hasSuffix("/") ? directory : directory + "/"
+        return path.hasPrefix(prefix) && !path.dropFirst(prefix.count).contains("/")
+    }
+
     /// Reads a key file, refusing one that is missing, a directory, or
     /// readable by group or others (a leaked .p8 can push to every app of the team).
     static func readProtectedFile(_ path: String) throws(CredentialError) -> [UInt8] {
@@ -122,7 +129,11 @@ extension SigningKey {
             throw CredentialError(.keyFileUnreadable, field: "keyPath", message: "keyPath \(path) is not a regular file")
         }
         let permissions = info.st_mode & 0o777
-        guard permissions & 0o077 == 0 else {
+        // systemd's LoadCredential hands a key over in a directory only the
+        // service can enter, and where it grants access by ACL the file reads
+        // as 0440 owned by root. Group bits are fine there; others never are.
+        let forbidden: mode_t = isSystemdCredential(path) ? 0o007 : 0o077
+        guard permissions & forbidden == 0 else {
             let digits = String(permissions, radix: 8)
             let mode = String(repeating: "0", count: 3 - digits.count) + digits
             throw CredentialError(
