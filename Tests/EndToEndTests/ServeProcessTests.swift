@@ -172,6 +172,17 @@ struct ServeProcessTests {
         let (status, output) = try await ProcessRunner.runOffPool([RelayProcess.binary, "check-config", "--config", example])
         #expect(status == 1 && output.contains("key"), "\(output)")
         #expect(!output.contains("unknown setting"), "\(output)")
+        // Every configuration shipped in deploy/ is one the relay accepts (keys live elsewhere).
+        let kubernetes = try String(contentsOf: root.appendingPathComponent("deploy/kubernetes/configmap.yaml"), encoding: .utf8)
+        let embedded = try #require(kubernetes.components(separatedBy: "config.yaml: |\n").last)
+        let kubernetesConfig = NSTemporaryDirectory() + "apns-relay-k8s-\(UUID().uuidString).yaml"
+        try embedded.split(separator: "\n", omittingEmptySubsequences: false).prefix { $0.hasPrefix("    ") || $0.isEmpty }
+            .map { $0.dropFirst(min(4, $0.count)) }.joined(separator: "\n").write(toFile: kubernetesConfig, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: kubernetesConfig) }
+        for file in [example, root.appendingPathComponent("deploy/container/config.yaml").path, kubernetesConfig] {
+            let checked = try await ProcessRunner.runOffPool([RelayProcess.binary, "check-config", "--skip-keys", "--config", file])
+            #expect(checked.status == 0, "\(file): \(checked.output)")
+        }
         for command in ["serve", "check-config", "send", "describe", "migrate", "audit", "mock-apns", "demo", "bench"] {
             let help = try await ProcessRunner.runOffPool([RelayProcess.binary, command, "--help"])
             #expect(help.status == 0 && help.output.contains("USAGE"), "\(command): \(help.output.prefix(200))")
