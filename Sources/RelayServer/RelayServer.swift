@@ -31,7 +31,10 @@ public final class RelayServer: Sendable {
     ///
     /// - Throws: ``ConfigurationError`` for what the configuration got wrong,
     ///   or the credential error of the first app whose key cannot be used.
-    public init(configuration: ServerConfiguration, logger: Logger, killSwitch: KillSwitch = KillSwitch()) async throws {
+    /// - Parameter recordsAudit: false leaves the audit writer out of the send
+    ///   path. Only `bench ingress` uses it, to measure what the audit costs;
+    ///   `serve` always audits.
+    public init(configuration: ServerConfiguration, logger: Logger, killSwitch: KillSwitch = KillSwitch(), recordsAudit: Bool = true) async throws {
         self.configuration = configuration
         self.logger = logger
         if let url = configuration.audit.databaseURL, configuration.audit.migrateOnStart {
@@ -71,7 +74,8 @@ public final class RelayServer: Sendable {
         let tracer = JSONSpanTracer(logger: logger)
         do {
             service = try RelayService(
-                configuration: relayConfiguration, transport: transport, killSwitch: killSwitch, observers: [metrics, audit],
+                configuration: relayConfiguration, transport: transport, killSwitch: killSwitch,
+                observers: recordsAudit ? [metrics, audit] : [metrics],
                 tracer: tracer, logger: logger, jwtMinted: { app, issuedAt in metrics.jwtMinted(app: app, issuedAt: issuedAt) })
         } catch {
             await audit.shutdown()

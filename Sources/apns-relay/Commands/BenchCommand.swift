@@ -5,7 +5,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Benchmarks, each against a reference measured in the same run.",
-        subcommands: [TransportBenchCommand.self, AuditBenchCommand.self]
+        subcommands: [TransportBenchCommand.self, AuditBenchCommand.self, IngressBenchCommand.self]
     )
 }
 
@@ -48,5 +48,25 @@ struct AuditBenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         print(try await AuditBenchmark(rows: rows, conninfo: database.conninfo, batchSize: batchSize).run())
+    }
+}
+
+/// `apns-relay bench ingress`: sends/s end to end through the HTTP API.
+struct IngressBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ingress",
+        abstract: "End-to-end sends/s through the ingress (audit on), the latency it adds over a direct relay call at half that load, and audit on vs off.",
+        discussion: """
+            Starts a mock APNs and the relay on loopback (as the demo does) and drives POST /v1/send from \
+            keep-alive HTTP/1.1 clients on threads of their own. The audit goes to --database-url (migrated \
+            first) or, without one, to a spool directory.
+            """)
+
+    @Option(help: "Sends per closed-loop run.") var requests = 50_000
+    @Option(help: "Keep-alive client connections (one thread each).") var connections = 32
+    @Option(help: "Audit database (libpq URL); default: spool only.") var databaseURL: String?
+
+    func run() async throws {
+        print(try await IngressBenchmark(requests: requests, connections: connections, databaseURL: databaseURL).run())
     }
 }
