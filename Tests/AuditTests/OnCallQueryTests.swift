@@ -6,9 +6,9 @@ import TestSupport
 import Testing
 
 /// Runs psql, the PostgreSQL client nobody here wrote.
-func psql(_ conninfo: String, _ sql: String, variables: [String: String] = [:]) throws -> String {
+func psql(_ conninfo: String, _ sql: String, variables: [String: String] = [:]) async throws -> String {
     let arguments = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", conninfo] + variables.flatMap { ["-v", "\($0.key)=\($0.value)"] }
-    let (status, text) = try ProcessRunner.run(arguments, input: Data(sql.utf8))
+    let (status, text) = try await ProcessRunner.runOffPool(arguments, input: Data(sql.utf8))
     try #require(status == 0, "psql failed: \(text)")
     return text
 }
@@ -71,11 +71,11 @@ struct OnCallQueryTests {
     }
 
     @Test("on a million rows every query is answered from its index (EXPLAIN through psql)")
-    func indexesOnAMillionRows() throws {
+    func indexesOnAMillionRows() async throws {
         let database = try TestDatabase()
         defer { database.drop() }
         _ = try Migrator().apply(conninfo: database.conninfo)
-        _ = try psql(database.conninfo, """
+        _ = try await psql(database.conninfo, """
             SELECT apns_audit_ensure_partitions(current_date - 3, 5);
             INSERT INTO apns_audit (id, recorded_at, started_at, finished_at, apns_id, app, environment, operation, token_fingerprint,
                                     outcome, status, reason, trap_ids, attempts, retried, latency_ms, attempt_log, payload_bytes, relay_instance)
@@ -103,7 +103,7 @@ struct OnCallQueryTests {
             let body = query.sql.split(separator: "\n").filter { !$0.hasPrefix("--") }.joined(separator: "\n")
             var bound = variables
             if query.name == "dead_tokens_since" { bound["since"] = "'2026-01-01 00:00Z'" }
-            let plan = try psql(database.conninfo, "EXPLAIN " + body, variables: bound)
+            let plan = try await psql(database.conninfo, "EXPLAIN " + body, variables: bound)
             let index = try #require(expected[query.name], "no expected index for \(query.name)")
             #expect(plan.contains(index), "\(query.name) does not use \(index):\n\(plan)")
             // Sequential scans are allowed only on the empty partitions (tomorrow's and the default one).

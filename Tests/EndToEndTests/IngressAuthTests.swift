@@ -26,7 +26,8 @@ struct IngressAuthTests {
         Case(name: "describe for another app's key", method: "POST", path: "/v1/describe", key: "other", body: TestRelay.send(app: "app-a"), status: 403, type: "Forbidden"),
         Case(name: "channels of another app", method: "GET", path: "/v1/channels?app=app-a&environment=development", key: "other", body: nil, status: 403, type: "Forbidden"),
         Case(name: "dead tokens of another app", method: "GET", path: "/v1/dead-tokens?app=app-a", key: "other", body: nil, status: 403, type: "Forbidden"),
-        Case(name: "the kill switch without admin", method: "GET", path: "/v1/admin/retry", key: "backend", body: nil, status: 403, type: "Forbidden"),
+        Case(name: "changing the kill switch without admin", method: "PUT", path: "/v1/admin/retry", key: "backend", body: #"{"disabled":true}"#, status: 403, type: "Forbidden"),
+        Case(name: "reading the kill switch with any key", method: "GET", path: "/v1/admin/retry", key: "other", body: nil, status: 200, type: nil),
         Case(name: "a scoped key on its own app", method: "POST", path: "/v1/send", key: "other", body: TestRelay.send(app: "app-b"), status: 200, type: nil),
         Case(name: "an admin key on any app", method: "POST", path: "/v1/send", key: "admin", body: TestRelay.send(app: "app-b"), status: 200, type: nil),
         Case(name: "the kill switch with admin", method: "GET", path: "/v1/admin/retry", key: "admin", body: nil, status: 200, type: nil),
@@ -50,7 +51,7 @@ struct IngressAuthTests {
     @Test("a key over its rate gets 429 with Retry-After, and its own bucket only")
     func rateLimit() async throws {
         try await withRelay { relay in
-            // "limited": 0.5 requests/s, burst 2.
+            // "limited": 0.001 requests/s, burst 2.
             var statuses: [Int] = []
             for _ in 0..<3 { statuses.append(try await relay.curl("POST", "/v1/send", key: "limited", body: TestRelay.send()).status) }
             #expect(statuses == [200, 200, 429])

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import RelayJSON
 import Surfaces
 import TestSupport
@@ -26,11 +27,20 @@ struct DifferentialValidationTests {
     }
 
     /// Generated once: both tests read the same corpus, and Python is the slow part.
-    static let generated = Result { () throws -> [Case] in try generate() }
+    static let cache = Mutex<[Case]?>(nil)
 
-    static func generate() throws -> [Case] {
+    static func generated() async throws -> [Case] {
+        if let cases = cache.withLock({ $0 }) { return cases }
+        let cases = try await generate()
+        cache.withLock { $0 = cases }
+        return cases
+    }
+
+    /// Python runs off the cooperative pool: the in-process servers of other
+    /// suites need its two threads while the corpus is generated.
+    static func generate() async throws -> [Case] {
         let directory = SnapshotFixtures.directory
-        let (status, text) = try ProcessRunner.run([
+        let (status, text) = try await ProcessRunner.runOffPool([
             "python3", directory.appendingPathComponent("differential.py").path,
             directory.appendingPathComponent("fixtures").path, directory.appendingPathComponent("schema.json").path,
         ])
@@ -53,8 +63,8 @@ struct DifferentialValidationTests {
     }
 
     @Test("verdict and every issue path equal jsonschema's on every fixture mutation")
-    func matchesJSONSchema() throws {
-        let cases = try Self.generated.get()
+    func matchesJSONSchema() async throws {
+        let cases = try await Self.generated()
         #expect(cases.count > 1_000)
         #expect(cases.filter(\.valid).count > 500, "the corpus must exercise the accepting side too")
         #expect(cases.contains { ($0.paths?.count ?? 0) >= 3 }, "the corpus must hold documents with several problems")
@@ -82,8 +92,8 @@ struct DifferentialValidationTests {
     /// accepts "…Z\n". The relay follows the specified dialect, as the
     /// contract's own Zod/JavaScript validator does.
     @Test("where jsonschema follows Python's regex dialect, the relay follows ECMA-262")
-    func pythonRegexQuirks() throws {
-        let quirks = try Self.generated.get().filter { $0.quirk != nil }
+    func pythonRegexQuirks() async throws {
+        let quirks = try await Self.generated().filter { $0.quirk != nil }
         #expect(!quirks.isEmpty)
         for quirk in quirks {
             #expect(quirk.valid, "the quirk no longer shows in jsonschema; fold the case back into the plain comparison")

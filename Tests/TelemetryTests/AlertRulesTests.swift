@@ -6,15 +6,15 @@ struct AlertRulesTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     @Test("promtool check rules accepts the rules file")
-    func checkRules() throws {
-        let (status, output) = try runTool(["promtool", "check", "rules", Self.root.appendingPathComponent("alerts/apns-relay.rules.yml").path])
+    func checkRules() async throws {
+        let (status, output) = try await runTool(["promtool", "check", "rules", Self.root.appendingPathComponent("alerts/apns-relay.rules.yml").path])
         #expect(status == 0, "\(output)")
         #expect(output.contains("SUCCESS"))
     }
 
     @Test("promtool test rules: every alert fires on its inputs and stays silent otherwise")
-    func testRules() throws {
-        let (status, output) = try runTool(["promtool", "test", "rules", Self.root.appendingPathComponent("alerts/apns-relay.tests.yml").path])
+    func testRules() async throws {
+        let (status, output) = try await runTool(["promtool", "test", "rules", Self.root.appendingPathComponent("alerts/apns-relay.tests.yml").path])
         #expect(status == 0, "\(output)")
         let rules = try String(contentsOf: Self.root.appendingPathComponent("alerts/apns-relay.rules.yml"), encoding: .utf8)
         let tests = try String(contentsOf: Self.root.appendingPathComponent("alerts/apns-relay.tests.yml"), encoding: .utf8)

@@ -9,8 +9,9 @@ import TestSupport
 import Testing
 
 /// Runs a command-line tool and returns its status and output.
-func runTool(_ arguments: [String], input: String? = nil) throws -> (Int32, String) {
-    try ProcessRunner.run(arguments, input: input.map { Data($0.utf8) })
+/// Runs a command-line tool off the cooperative pool and returns its status and output.
+func runTool(_ arguments: [String], input: String? = nil) async throws -> (Int32, String) {
+    try await ProcessRunner.runOffPool(arguments, input: input.map { Data($0.utf8) })
 }
 
 /// The value of the sample `name{labels}` in an exposition text, 0 when absent.
@@ -59,10 +60,10 @@ struct MetricsScrapeTests {
             buildInfo: [("version", "test"), ("openssl", "3")]
         ).install(on: &router)
         let server = try HTTPServer(router: router)
-        let (status, scrape) = try runTool(["curl", "-sf", "--compressed", "http://127.0.0.1:\(server.port)/metrics"])
+        let (status, scrape) = try await runTool(["curl", "-sf", "--compressed", "http://127.0.0.1:\(server.port)/metrics"])
         #expect(status == 0)
 
-        let (checkStatus, lint) = try runTool(["promtool", "check", "metrics"], input: scrape)
+        let (checkStatus, lint) = try await runTool(["promtool", "check", "metrics"], input: scrape)
         #expect(checkStatus == 0, "promtool check metrics: \(lint)")
         #expect(sample(scrape, #"apns_relay_sends_total{app="shop",operation="alert",outcome="success",reason="none"}"#) == 150)
         #expect(sample(scrape, #"apns_relay_sends_total{app="shop",operation="alert",outcome="rejected",reason="Unregistered"}"#) == 50)
@@ -79,7 +80,7 @@ struct MetricsScrapeTests {
         #expect(sample(scrape, "process_open_fds") > 3)
         #expect(scrape.contains(#"apns_relay_build_info{version="test",openssl="3"} 1"#))
 
-        let (_, health) = try runTool(["curl", "-s", "http://127.0.0.1:\(server.port)/healthz"])
+        let (_, health) = try await runTool(["curl", "-s", "http://127.0.0.1:\(server.port)/healthz"])
         #expect(health == "ok\n")
         await server.stop()
     }

@@ -10,8 +10,8 @@ import TestSupport
 import Testing
 
 /// A free loopback port.
-func freePort() throws -> Int {
-    let (status, output) = try runTool(["python3", "-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"])
+func freePort() async throws -> Int {
+    let (status, output) = try await runTool(["python3", "-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"])
     try #require(status == 0)
     return Int(output.trimmingCharacters(in: .whitespacesAndNewlines))!
 }
@@ -85,7 +85,7 @@ struct PrometheusEvaluationTests {
 
         // Prometheus, scraping every second and loading the alert rules.
         let directory = keys.directory
-        let port = try freePort()
+        let port = try await freePort()
         let config = """
             global: {scrape_interval: 1s, evaluation_interval: 1s}
             rule_files: ['\(root.appendingPathComponent("alerts/apns-relay.rules.yml").path)']
@@ -94,7 +94,7 @@ struct PrometheusEvaluationTests {
                 static_configs: [{targets: ['127.0.0.1:\(relay.port)']}]
             """
         try config.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
-        let (checkStatus, checkOutput) = try runTool(["promtool", "check", "config", directory + "/prometheus.yml"])
+        let (checkStatus, checkOutput) = try await runTool(["promtool", "check", "config", directory + "/prometheus.yml"])
         #expect(checkStatus == 0, "\(checkOutput)")
         let prometheus = Process()
         prometheus.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -110,8 +110,8 @@ struct PrometheusEvaluationTests {
             prometheus.waitUntilExit()
         }
 
-        func query(_ expression: String) throws -> JSONValue {
-            let (status, body) = try runTool([
+        func query(_ expression: String) async throws -> JSONValue {
+            let (status, body) = try await runTool([
                 "curl", "-s", "--max-time", "5", "http://127.0.0.1:\(port)/api/v1/query", "--data-urlencode", "query=\(expression)",
             ])
             guard status == 0 else { return ["status": "unreachable"] }
@@ -130,7 +130,11 @@ struct PrometheusEvaluationTests {
         let deadline = Date().addingTimeInterval(90)
         var missing = mainExpressions
         while !missing.isEmpty, Date() < deadline {
-            missing = try missing.filter { (try query($0)["data"]?["result"]?.arrayValue ?? []).isEmpty }
+            var stillMissing: [String] = []
+                for expression in missing where (try await query(expression)["data"]?["result"]?.arrayValue ?? []).isEmpty {
+                    stillMissing.append(expression)
+                }
+                missing = stillMissing
             if !missing.isEmpty { try await Task.sleep(for: .milliseconds(250)) }
         }
         #expect(missing.isEmpty, "main panels without data after 90 s: \(missing)")
@@ -139,7 +143,7 @@ struct PrometheusEvaluationTests {
         for panel in panels {
             let title = panel["title"]?.stringValue ?? "?"
             for expression in expressions(panel) {
-                let answer = try query(expression)
+                let answer = try await query(expression)
                 #expect(answer["status"] == "success", "\(title): \(expression) → \(answer.encodedString())")
             }
         }
@@ -147,7 +151,7 @@ struct PrometheusEvaluationTests {
         let expressions = ruleExpressions(rules)
         #expect(expressions.count == 23)
         for expression in expressions {
-            #expect(try query(expression)["status"] == "success", "rule expression failed: \(expression)")
+            #expect(try await query(expression)["status"] == "success", "rule expression failed: \(expression)")
         }
         await relay.stop()
     }
