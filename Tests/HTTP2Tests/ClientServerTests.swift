@@ -92,6 +92,79 @@ final class ResetLog: Sendable {
 /// HTTP/2 error code CANCEL (RFC 9113 §7).
 let cancelCode: UInt32 = 8
 
+/// Seconds for timeouts that only guard against a hang (a request the test
+/// itself ends by cancelling, releasing or closing): far beyond the ~35 s a
+/// loaded full run has kept a test task waiting for a thread, so they never
+/// decide an outcome.
+let guardTimeout = 120.0
+
+/// A server handler that records every request and holds back the answer to
+/// those whose path starts with /hold until the test releases them; anything
+/// else goes to `echoHandler`. A held request stays in flight for exactly as
+/// long as the test needs, however slow the machine: no answer is timed.
+final class HeldRequests: Sendable {
+    private struct State {
+        var arrived: [HTTP2ServerRequest] = []
+        var held: [(request: HTTP2ServerRequest, responder: HTTP2Responder)] = []
+        /// Once open, /hold requests are answered at once.
+        var open = false
+    }
+    private let state = Mutex(State())
+    /// Which requests to hold; by default those whose path starts with /hold.
+    private let shouldHold: @Sendable (HTTP2ServerRequest) -> Bool
+
+    init(holding shouldHold: @escaping @Sendable (HTTP2ServerRequest) -> Bool = { $0.path.hasPrefix("/hold") }) {
+        self.shouldHold = shouldHold
+    }
+
+    var handler: HTTP2ServerHandler {
+        { request, responder in
+            let hold = self.state.withLock { state in
+                state.arrived.append(request)
+                guard !state.open, self.shouldHold(request) else { return false }
+                state.held.append((request, responder))
+                return true
+            }
+            if !hold { echoHandler(request, responder) }
+        }
+    }
+
+    /// Every request the server received, in arrival order.
+    var arrived: [HTTP2ServerRequest] { state.withLock { $0.arrived } }
+    /// Requests held unanswered now.
+    var held: [HTTP2ServerRequest] { state.withLock { $0.held.map(\.request) } }
+
+    /// Answers the held requests `which` picks (all by default) with 200 and their path.
+    func release(_ which: (HTTP2ServerRequest) -> Bool = { _ in true }) {
+        let released = state.withLock { state in
+            defer { state.held.removeAll { which($0.request) } }
+            return state.held.filter { which($0.request) }
+        }
+        for (request, responder) in released { responder.respond(HTTP2Response(status: 200, body: Array(request.path.utf8))) }
+    }
+
+    /// Releases everything held and answers later requests at once.
+    func open() {
+        state.withLock { $0.open = true }
+        release()
+    }
+}
+
+/// Runs `action` on a thread of its own as soon as `condition` holds, checking
+/// every millisecond for at most `timeout` seconds. For a reaction that must
+/// follow a change in the client promptly: a test task can wait many seconds
+/// for a cooperative thread in a loaded run, a thread of its own cannot.
+func onOwnThread(when condition: @escaping @Sendable () -> Bool, timeout: Double = guardTimeout, _ action: @escaping @Sendable () -> Void) {
+    Thread.detachNewThread {
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        while !condition() {
+            guard ContinuousClock.now < deadline else { return }
+            usleep(1000)
+        }
+        action()
+    }
+}
+
 @Suite("HTTP/2 client against our server")
 struct ClientServerTests {
     @Test("requests and responses round-trip with headers and bodies")
