@@ -1,5 +1,5 @@
 import Foundation
-import HTTP2
+@testable import HTTP2
 import Synchronization
 import Testing
 
@@ -148,6 +148,23 @@ final class HeldRequests: Sendable {
         state.withLock { $0.open = true }
         release()
     }
+}
+
+extension HTTP2Connection {
+    /// close() was called: the connection takes no new requests and drains.
+    var isDraining: Bool { core.shared.withLock { $0.closeRequested } }
+}
+
+/// Runs `then` once `connection`'s own thread has taken its close request
+/// and carried on: when close() has been called, `canary` (a request in
+/// flight on the connection) is cancelled, and the thread takes that
+/// cancellation in the same snapshot as the close request or a later one; its
+/// RST_STREAM reaching the server shows the thread went on serving after it
+/// saw the close. Threads of their own watch both steps, so the drain timeout
+/// never races this test task's turn on a cooperative thread.
+func drainSignal<T>(_ connection: HTTP2Connection, cancelling canary: Task<T, any Error>, resets: ResetLog, then: @escaping @Sendable () -> Void) {
+    onOwnThread(when: { connection.isDraining }) { canary.cancel() }
+    onOwnThread(when: { !resets.all.isEmpty }, then)
 }
 
 /// Runs `action` on a thread of its own as soon as `condition` holds, checking
@@ -351,13 +368,21 @@ struct ClientServerTests {
 
     @Test("close drains in-flight requests, then refuses new ones")
     func drainingClose() async throws {
-        let local = try LocalServer(handler: echoHandler)
+        let resets = ResetLog()
+        let requests = HeldRequests()
+        let local = try LocalServer(resets: resets, handler: requests.handler)
         defer { local.stop() }
         let connection = local.connection()
-        async let inFlight = connection.send(HTTP2Request(method: "GET", path: "/slow/200"))
-        await waitUntil("the request is in flight") { connection.load > 0 }
+        async let inFlight = connection.send(HTTP2Request(method: "GET", path: "/hold/drain", timeout: guardTimeout))
+        let canary = Task { try await connection.send(HTTP2Request(method: "GET", path: "/hold/canary", timeout: guardTimeout)) }
+        await waitUntil("the server holds both requests") { requests.held.count == 2 }
+        // See `drainSignal`: /hold/drain is answered only after the connection
+        // thread has taken the close request and carried on.
+        drainSignal(connection, cancelling: canary, resets: resets) { requests.release { $0.path == "/hold/drain" } }
         await connection.close(drainTimeout: 5)
         #expect(try await inFlight.status == 200)
+        await #expect { _ = try await canary.value } throws: { ($0 as? HTTP2Error)?.code == .cancelled }
+        #expect(resets.all.map(\.code) == [cancelCode])
         await #expect(throws: HTTP2Error.self) { try await connection.send(HTTP2Request(method: "GET", path: "/late")) }
     }
 

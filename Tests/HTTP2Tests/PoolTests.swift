@@ -103,16 +103,19 @@ struct PoolTests {
 
     @Test("close() refuses new requests, lets in-flight ones finish, and forces the rest after the drain timeout")
     func closeDrainsThenForces() async throws {
-        let received = Mutex<[String]>([])
-        let local = try LocalServer { request, responder in
-            received.withLock { $0.append(request.path) }
-            echoHandler(request, responder)
-        }
+        let resets = ResetLog()
+        let requests = HeldRequests()
+        let local = try LocalServer(resets: resets, handler: requests.handler)
         defer { local.stop() }
         let pool = makePool(local, size: 1)
-        let finishing = Task { try await pool.send(HTTP2Request(method: "GET", path: "/slow/300")) }
-        let stuck = Task { try await pool.send(HTTP2Request(method: "GET", path: "/fault/ignore", timeout: 60)) }
-        await waitUntil("the server holds both requests") { received.withLock { $0.count } == 2 }
+        let finishing = Task { try await pool.send(HTTP2Request(method: "GET", path: "/hold/finishing", timeout: guardTimeout)) }
+        let stuck = Task { try await pool.send(HTTP2Request(method: "GET", path: "/hold/stuck", timeout: guardTimeout)) }
+        let canary = Task { try await pool.send(HTTP2Request(method: "GET", path: "/hold/canary", timeout: guardTimeout)) }
+        await waitUntil("the server holds all three requests") { requests.held.count == 3 }
+        let connection = try #require(pool.connections.first)
+        // /hold/finishing is answered once the connection is draining (see
+        // `drainSignal`), well inside the drain timeout; /hold/stuck never is.
+        drainSignal(connection, cancelling: canary, resets: resets) { requests.release { $0.path == "/hold/finishing" } }
         let clock = ContinuousClock()
         let start = clock.now
         await pool.close(drainTimeout: 1)
@@ -124,10 +127,12 @@ struct PoolTests {
             let error = error as! HTTP2Error
             return error.code == .connection && error.message.contains("drain timeout")
         }
+        await #expect { _ = try await canary.value } throws: { ($0 as? HTTP2Error)?.code == .cancelled }
         await #expect {
             try await pool.send(HTTP2Request(method: "GET", path: "/late"))
         } throws: { ($0 as? HTTP2Error)?.code == .closed }
-        #expect(received.withLock { $0 }.count == 2)
+        #expect(requests.arrived.map(\.path).sorted() == ["/hold/canary", "/hold/finishing", "/hold/stuck"])
+        #expect(local.server.acceptedConnections == 1)
     }
 
     @Test("a refused origin is a typed error and reconnects back off")
