@@ -201,18 +201,18 @@ struct ClientServerTests {
     @Test("a request with no answer times out with a typed error, RST_STREAM(CANCEL) reaches the server, the connection lives on")
     func timeout() async throws {
         let resets = ResetLog()
-        let ignored = Mutex<[Int32]>([])
-        let local = try LocalServer(resets: resets) { request, responder in
-            if request.path == "/fault/ignore" { ignored.withLock { $0.append(request.streamID) } }
-            echoHandler(request, responder)
-        }
+        let requests = HeldRequests()
+        let local = try LocalServer(resets: resets, handler: requests.handler)
         defer { local.stop() }
         let connection = local.connection()
+        // Up and with the server's SETTINGS in, so the request goes out at
+        // once: its deadline, counted from send(), then covers no set-up.
+        #expect(try await connection.send(HTTP2Request(method: "GET", path: "/warm")).status == 200)
         await #expect {
-            try await connection.send(HTTP2Request(method: "GET", path: "/fault/ignore", timeout: 0.2))
+            try await connection.send(HTTP2Request(method: "GET", path: "/hold/forever", timeout: 1))
         } throws: { ($0 as? HTTP2Error)?.code == .timeout }
         await waitUntil("the server sees the stream reset") { !resets.all.isEmpty }
-        #expect(resets.all.map(\.stream) == ignored.withLock { $0 })
+        #expect(resets.all.map(\.stream) == requests.held.map(\.streamID))
         #expect(resets.all.map(\.code) == [cancelCode])
         #expect(try await connection.send(HTTP2Request(method: "GET", path: "/after")).status == 200)
         await connection.close()
@@ -221,23 +221,20 @@ struct ClientServerTests {
     @Test("cancelling the waiting task sends RST_STREAM(CANCEL) for its stream and throws cancelled")
     func cancellation() async throws {
         let resets = ResetLog()
-        let ignored = Mutex<[Int32]>([])
-        let local = try LocalServer(resets: resets) { request, responder in
-            ignored.withLock { $0.append(request.streamID) }
-            echoHandler(request, responder)
-        }
+        let requests = HeldRequests()
+        let local = try LocalServer(resets: resets, handler: requests.handler)
         defer { local.stop() }
         let connection = local.connection()
-        let task = Task { try await connection.send(HTTP2Request(method: "GET", path: "/fault/ignore", timeout: 30)) }
+        let task = Task { try await connection.send(HTTP2Request(method: "GET", path: "/hold/forever", timeout: guardTimeout)) }
         // Wait until the server holds the request, then cancel.
-        await waitUntil("the server has the request") { !ignored.withLock { $0.isEmpty } }
+        await waitUntil("the server has the request") { !requests.held.isEmpty }
         task.cancel()
         let result = await task.result
         guard case .failure(let error as HTTP2Error) = result else { Issue.record("expected cancellation, got \(result)"); return }
         #expect(error.code == .cancelled)
         #expect(connection.load == 0)
         await waitUntil("the server sees the stream reset") { !resets.all.isEmpty }
-        #expect(resets.all.map(\.stream) == ignored.withLock { $0 })
+        #expect(resets.all.map(\.stream) == requests.held.map(\.streamID))
         #expect(resets.all.map(\.code) == [cancelCode])
         await connection.close()
     }
@@ -284,17 +281,19 @@ struct ClientServerTests {
 
     @Test("abrupt GOAWAY: in-flight streams above last-stream-id are unprocessed")
     func abruptGoAway() async throws {
-        let local = try LocalServer(handler: echoHandler)
+        let requests = HeldRequests()
+        let local = try LocalServer(handler: requests.handler)
         defer { local.stop() }
         let connection = local.connection()
-        // Long enough that the abrupt GOAWAY always arrives first, however loaded the machine.
-        let slow = Task { try await connection.send(HTTP2Request(method: "GET", path: "/slow/10000")) }
-        await waitUntil("the slow request is in flight") { connection.load > 0 }
+        // Held by the server: only the GOAWAY can end it (a 10 s answer could
+        // come first if this task resumed late enough).
+        let held = Task { try await connection.send(HTTP2Request(method: "GET", path: "/hold/forever", timeout: guardTimeout)) }
+        await waitUntil("the server holds the request") { !requests.held.isEmpty }
         await #expect {
             try await connection.send(HTTP2Request(method: "GET", path: "/fault/goaway-abrupt"))
         } throws: { ($0 as? HTTP2Error)?.code == .unprocessed }
         await #expect {
-            _ = try await slow.value
+            _ = try await held.value
         } throws: { ($0 as? HTTP2Error)?.code == .unprocessed }
     }
 
@@ -323,8 +322,12 @@ struct ClientServerTests {
         }
         defer { local.stop() }
         let connection = local.connection()
+        // The waits in line count against each request's deadline: a generous
+        // one, so only a refusal or a lost request can make one fail.
         let statuses = await withTaskGroup(of: Int.self) { group in
-            for _ in 0..<30 { group.addTask { (try? await connection.send(HTTP2Request(method: "GET", path: "/x")).status) ?? -1 } }
+            for _ in 0..<30 {
+                group.addTask { (try? await connection.send(HTTP2Request(method: "GET", path: "/x", timeout: guardTimeout)).status) ?? -1 }
+            }
             var all: [Int] = []
             for await status in group { all.append(status) }
             return all
@@ -336,33 +339,44 @@ struct ClientServerTests {
 
     @Test("a full waiting queue fails at once with queueFull")
     func queueFull() async throws {
-        let local = try LocalServer(maxConcurrentStreams: 1, handler: echoHandler)
+        let requests = HeldRequests()
+        let local = try LocalServer(maxConcurrentStreams: 1, handler: requests.handler)
         defer { local.stop() }
         let connection = local.connection { $0.queueCapacity = 2; $0.maxConcurrentStreams = 1 }
         // Establish the connection so its limits are known.
         _ = try await connection.send(HTTP2Request(method: "GET", path: "/warm"))
-        let tasks = (0..<3).map { _ in Task { try await connection.send(HTTP2Request(method: "GET", path: "/slow/300")) } }
-        await waitUntil("three requests are queued or in flight") { connection.load >= 3 }
+        // The server holds the one in flight, so the queue stays full until released.
+        let tasks = (0..<3).map { index in
+            Task { try await connection.send(HTTP2Request(method: "GET", path: "/hold/\(index)", timeout: guardTimeout)) }
+        }
+        await waitUntil("one request is held and two wait") { connection.load == 3 && requests.held.count == 1 }
         await #expect {
             try await connection.send(HTTP2Request(method: "GET", path: "/one-too-many"))
         } throws: { ($0 as? HTTP2Error)?.code == .queueFull }
-        for task in tasks { _ = try await task.value }
+        requests.open()
+        for task in tasks { #expect(try await task.value.status == 200) }
+        #expect(!requests.arrived.map(\.path).contains("/one-too-many"))
         await connection.close()
     }
 
     @Test("the queue bound counts the server's stream limit, not only ours")
     func queueFullUnderPeerLimit() async throws {
-        let local = try LocalServer(maxConcurrentStreams: 1, handler: echoHandler)
+        let requests = HeldRequests()
+        let local = try LocalServer(maxConcurrentStreams: 1, handler: requests.handler)
         defer { local.stop() }
         // Our cap stays at 900: only the server's SETTINGS say 1.
         let connection = local.connection { $0.queueCapacity = 2 }
         _ = try await connection.send(HTTP2Request(method: "GET", path: "/warm"))
-        let tasks = (0..<3).map { _ in Task { try await connection.send(HTTP2Request(method: "GET", path: "/slow/300")) } }
-        await waitUntil("one request is in flight and two wait") { connection.load >= 3 }
+        let tasks = (0..<3).map { index in
+            Task { try await connection.send(HTTP2Request(method: "GET", path: "/hold/\(index)", timeout: guardTimeout)) }
+        }
+        await waitUntil("one request is held and two wait") { connection.load == 3 && requests.held.count == 1 }
         await #expect {
             try await connection.send(HTTP2Request(method: "GET", path: "/one-too-many"))
         } throws: { ($0 as? HTTP2Error)?.code == .queueFull }
+        requests.open()
         for task in tasks { #expect(try await task.value.status == 200) }
+        #expect(!requests.arrived.map(\.path).contains("/one-too-many"))
         await connection.close()
     }
 
