@@ -18,21 +18,31 @@ struct PoolTests {
 
     @Test("opens lazily, at most `size` connections, spreading load")
     func lazyAndBounded() async throws {
-        let local = try LocalServer(handler: echoHandler)
+        let requests = HeldRequests()
+        let local = try LocalServer(handler: requests.handler)
         defer { local.stop() }
         let pool = makePool(local)
         #expect(pool.openConnections == 0)
         for _ in 0..<5 { #expect(try await pool.send(HTTP2Request(method: "GET", path: "/one")).status == 200) }
         #expect(pool.openConnections == 1, "sequential requests reuse the idle connection")
-        let connections = await withTaskGroup(of: String.self) { group in
-            for _ in 0..<200 {
-                group.addTask { (try? await pool.send(HTTP2Request(method: "GET", path: "/slow/20")).status).map(String.init) ?? "failed" }
+        // Held by the server, all 200 are in flight at once however the tasks
+        // are scheduled (answered after 20 ms, a late task could find the
+        // first connection idle every time and no second one would open).
+        let statuses = await withTaskGroup(of: String.self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    (try? await pool.send(HTTP2Request(method: "GET", path: "/hold/\(index)", timeout: guardTimeout)).status).map(String.init) ?? "failed"
+                }
             }
+            await waitUntil("the server holds all 200 requests") { requests.held.count == 200 }
+            #expect(pool.openConnections == 2)
+            #expect(Set(requests.held.map(\.connectionID)) == [1, 2], "both connections carry requests")
+            requests.release()
             var all: [String] = []
-            for await result in group { all.append(result) }
+            for await status in group { all.append(status) }
             return all
         }
-        #expect(connections.allSatisfy { $0 == "200" })
+        #expect(statuses.allSatisfy { $0 == "200" })
         #expect(pool.openConnections == 2)
         #expect(local.server.acceptedConnections == 2)
         await pool.close()
@@ -55,23 +65,32 @@ struct PoolTests {
 
     @Test("requests caught by an abrupt GOAWAY are resent on a new connection and succeed")
     func abruptGoAwayResends() async throws {
-        // The first /fault request drops its connection abruptly; resent, it is answered.
+        // The first /fault request drops its connection abruptly; resent, it
+        // is answered. The first connection holds /hold requests, so they are
+        // in flight when that happens; later connections answer them.
         let fired = Atomic<Bool>(false)
+        let requests = HeldRequests { $0.path.hasPrefix("/hold") && $0.connectionID == 1 }
         let local = try LocalServer { request, responder in
             if request.path == "/fault", !fired.exchange(true, ordering: .relaxed) {
                 responder.goAway(graceful: false, response: nil)
             } else {
-                echoHandler(request, responder)
+                requests.handler(request, responder)
             }
         }
         defer { local.stop() }
         let pool = makePool(local, size: 1)
         _ = try await pool.send(HTTP2Request(method: "GET", path: "/warm"))
-        let slow = (0..<5).map { index in Task { try await pool.send(HTTP2Request(method: "GET", path: "/slow/\(200 + index)")) } }
-        try await Task.sleep(for: .milliseconds(50))  // let them reach the server; correctness does not depend on it
+        let held = (0..<5).map { index in
+            Task { try await pool.send(HTTP2Request(method: "GET", path: "/hold/\(index)", timeout: guardTimeout)) }
+        }
+        await waitUntil("the first connection holds all five") { requests.held.count == 5 }
         #expect(try await pool.send(HTTP2Request(method: "GET", path: "/fault")).status == 200)
-        for task in slow { #expect(try await task.value.status == 200) }
+        for task in held { #expect(try await task.value.status == 200) }
         #expect(local.server.acceptedConnections >= 2)
+        for index in 0..<5 {
+            let carriers = requests.arrived.filter { $0.path == "/hold/\(index)" }.map(\.connectionID)
+            #expect(carriers.count == 2 && carriers[0] == 1 && carriers[1] > 1, "/hold/\(index): held on connection 1, resent: \(carriers)")
+        }
         await pool.close()
     }
 
