@@ -402,7 +402,9 @@ struct ClientServerTests {
 
     @Test("a request sent after the connection failed to come up gets that failure, not a resendable error")
     func sendAfterSetupFailure() async throws {
-        var configuration = HTTP2Connection.Configuration(host: "127.0.0.1", port: Command.freePort())
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
+        var configuration = HTTP2Connection.Configuration(host: "127.0.0.1", port: refusing.port)
         configuration.connectTimeout = 1
         let connection = HTTP2Connection(configuration: configuration)
         await waitUntil("the connect attempt has failed") { connection.state == .closed }

@@ -156,7 +156,9 @@ struct PoolTests {
 
     @Test("a refused origin is a typed error and reconnects back off")
     func refusedOrigin() async throws {
-        var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: Command.freePort())
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
+        var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: refusing.port)
         connection.connectTimeout = 1
         var configuration = HTTP2Pool.Configuration(connection: connection)
         configuration.reconnectMinimumDelay = 0.2
@@ -175,7 +177,9 @@ struct PoolTests {
 
     @Test("backoff grows per failed connection, not per request that was waiting on it")
     func backoffCountsConnections() async throws {
-        var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: Command.freePort())
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
+        var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: refusing.port)
         connection.connectTimeout = 1
         var configuration = HTTP2Pool.Configuration(connection: connection)
         configuration.size = 1
