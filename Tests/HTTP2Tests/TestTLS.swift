@@ -57,7 +57,7 @@ enum Command {
 
     /// Waits until something accepts TCP connections on the port (the
     /// server's readiness event), for at most `timeout` seconds.
-    static func waitUntilListening(port: Int, timeout: Double = 10) throws {
+    static func waitUntilListening(port: Int, timeout: Double = 30) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
