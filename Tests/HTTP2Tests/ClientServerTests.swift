@@ -400,6 +400,35 @@ struct ClientServerTests {
         await #expect(throws: HTTP2Error.self) { try await connection.send(HTTP2Request(method: "GET", path: "/late")) }
     }
 
+    @Test("the drain and idle timeouts fire when due, not at the loop's next wake-up up to a second later")
+    func timersWakeTheLoop() async throws {
+        let requests = HeldRequests()
+        let local = try LocalServer(handler: requests.handler)
+        defer { local.stop() }
+        // Timed on the connection thread (its events), or from just before a
+        // call this task makes while running: a late-resuming test task cannot
+        // stretch either. Before the poll() timeout counted these deadlines, both
+        // took 1.0 s, the loop's cap; on time they take 0.1 s plus one wake-up.
+        let idleEvents = EventLog()
+        let idle = local.connection({ $0.idleTimeout = 0.1 }, events: idleEvents.observer)
+        #expect(try await idle.send(HTTP2Request(method: "GET", path: "/warm")).status == 200)
+        await waitUntil("the idle connection closes") { idleEvents.all.contains(.closed) }
+        // From the connection coming up: one round trip, then idle.
+        let opened = try #require(idleEvents.times(of: .opened).first)
+        let idleClosed = try #require(idleEvents.times(of: .closed).first)
+        #expect(idleClosed - opened < .milliseconds(700), "idle for 0.1 s, closed \(idleClosed - opened) after opening")
+
+        let drainEvents = EventLog()
+        let draining = local.connection(events: drainEvents.observer)
+        let stuck = Task { try await draining.send(HTTP2Request(method: "GET", path: "/hold/stuck", timeout: guardTimeout)) }
+        await waitUntil("the server holds the request") { !requests.held.isEmpty }
+        let closing = ContinuousClock.now
+        await draining.close(drainTimeout: 0.1)
+        let drainClosed = try #require(drainEvents.times(of: .closed).first)
+        #expect(drainClosed - closing < .milliseconds(700), "a 0.1 s drain ended after \(drainClosed - closing)")
+        await #expect { _ = try await stuck.value } throws: { ($0 as? HTTP2Error)?.message.contains("drain timeout") == true }
+    }
+
     @Test("a request sent after the connection failed to come up gets that failure, not a resendable error")
     func sendAfterSetupFailure() async throws {
         let refusing = try RefusingPort()
