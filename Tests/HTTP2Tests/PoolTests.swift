@@ -18,21 +18,31 @@ struct PoolTests {
 
     @Test("opens lazily, at most `size` connections, spreading load")
     func lazyAndBounded() async throws {
-        let local = try LocalServer(handler: echoHandler)
+        let requests = HeldRequests()
+        let local = try LocalServer(handler: requests.handler)
         defer { local.stop() }
         let pool = makePool(local)
         #expect(pool.openConnections == 0)
         for _ in 0..<5 { #expect(try await pool.send(HTTP2Request(method: "GET", path: "/one")).status == 200) }
         #expect(pool.openConnections == 1, "sequential requests reuse the idle connection")
-        let connections = await withTaskGroup(of: String.self) { group in
-            for _ in 0..<200 {
-                group.addTask { (try? await pool.send(HTTP2Request(method: "GET", path: "/slow/20")).status).map(String.init) ?? "failed" }
+        // Held by the server, all 200 are in flight at once however the tasks
+        // are scheduled (answered after 20 ms, a late task could find the
+        // first connection idle every time and no second one would open).
+        let statuses = await withTaskGroup(of: String.self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    (try? await pool.send(HTTP2Request(method: "GET", path: "/hold/\(index)", timeout: guardTimeout)).status).map(String.init) ?? "failed"
+                }
             }
+            await waitUntil("the server holds all 200 requests") { requests.held.count == 200 }
+            #expect(pool.openConnections == 2)
+            #expect(Set(requests.held.map(\.connectionID)) == [1, 2], "both connections carry requests")
+            requests.release()
             var all: [String] = []
-            for await result in group { all.append(result) }
+            for await status in group { all.append(status) }
             return all
         }
-        #expect(connections.allSatisfy { $0 == "200" })
+        #expect(statuses.allSatisfy { $0 == "200" })
         #expect(pool.openConnections == 2)
         #expect(local.server.acceptedConnections == 2)
         await pool.close()
@@ -55,53 +65,76 @@ struct PoolTests {
 
     @Test("requests caught by an abrupt GOAWAY are resent on a new connection and succeed")
     func abruptGoAwayResends() async throws {
-        // The first /fault request drops its connection abruptly; resent, it is answered.
+        // The first /fault request drops its connection abruptly; resent, it
+        // is answered. The first connection holds /hold requests, so they are
+        // in flight when that happens; later connections answer them.
         let fired = Atomic<Bool>(false)
+        let requests = HeldRequests { $0.path.hasPrefix("/hold") && $0.connectionID == 1 }
         let local = try LocalServer { request, responder in
             if request.path == "/fault", !fired.exchange(true, ordering: .relaxed) {
                 responder.goAway(graceful: false, response: nil)
             } else {
-                echoHandler(request, responder)
+                requests.handler(request, responder)
             }
         }
         defer { local.stop() }
         let pool = makePool(local, size: 1)
         _ = try await pool.send(HTTP2Request(method: "GET", path: "/warm"))
-        let slow = (0..<5).map { index in Task { try await pool.send(HTTP2Request(method: "GET", path: "/slow/\(200 + index)")) } }
-        try await Task.sleep(for: .milliseconds(50))  // let them reach the server; correctness does not depend on it
+        let held = (0..<5).map { index in
+            Task { try await pool.send(HTTP2Request(method: "GET", path: "/hold/\(index)", timeout: guardTimeout)) }
+        }
+        await waitUntil("the first connection holds all five") { requests.held.count == 5 }
         #expect(try await pool.send(HTTP2Request(method: "GET", path: "/fault")).status == 200)
-        for task in slow { #expect(try await task.value.status == 200) }
+        for task in held { #expect(try await task.value.status == 200) }
         #expect(local.server.acceptedConnections >= 2)
+        for index in 0..<5 {
+            let carriers = requests.arrived.filter { $0.path == "/hold/\(index)" }.map(\.connectionID)
+            #expect(carriers.count == 2 && carriers[0] == 1 && carriers[1] > 1, "/hold/\(index): held on connection 1, resent: \(carriers)")
+        }
         await pool.close()
     }
 
     @Test("an idle connection closes after the idle timeout; the next request opens a new one")
     func idleClose() async throws {
-        let local = try LocalServer(handler: echoHandler)
+        let requests = HeldRequests()
+        let local = try LocalServer(handler: requests.handler)
         defer { local.stop() }
         let events = EventLog()
         let pool = makePool(local, events: events) { $0.idleTimeout = 0.3 }
         #expect(try await pool.send(HTTP2Request(method: "GET", path: "/one")).status == 200)
         await waitUntil("the idle connection closes") { events.all.contains(.closed) }
         #expect(pool.openConnections == 0)
-        #expect(try await pool.send(HTTP2Request(method: "GET", path: "/two")).status == 200)
+        #expect(events.all == [.opened, .closed])
+        // The server holds /two: while it is in flight the new connection is
+        // busy and cannot idle out, however late this task checks (an answered
+        // /two left it 0.3 s before a second .closed, which a loaded run overran).
+        async let two = pool.send(HTTP2Request(method: "GET", path: "/hold/two", timeout: guardTimeout))
+        await waitUntil("the server holds /two") { !requests.held.isEmpty }
+        #expect(requests.held.map(\.connectionID) == [2])
         #expect(local.server.acceptedConnections == 2)
         #expect(events.all == [.opened, .closed, .opened])
+        #expect(pool.openConnections == 1)
+        requests.release()
+        #expect(try await two.status == 200)
         await pool.close()
+        #expect(events.all == [.opened, .closed, .opened, .closed])
     }
 
     @Test("close() refuses new requests, lets in-flight ones finish, and forces the rest after the drain timeout")
     func closeDrainsThenForces() async throws {
-        let received = Mutex<[String]>([])
-        let local = try LocalServer { request, responder in
-            received.withLock { $0.append(request.path) }
-            echoHandler(request, responder)
-        }
+        let resets = ResetLog()
+        let requests = HeldRequests()
+        let local = try LocalServer(resets: resets, handler: requests.handler)
         defer { local.stop() }
         let pool = makePool(local, size: 1)
-        let finishing = Task { try await pool.send(HTTP2Request(method: "GET", path: "/slow/300")) }
-        let stuck = Task { try await pool.send(HTTP2Request(method: "GET", path: "/fault/ignore", timeout: 60)) }
-        await waitUntil("the server holds both requests") { received.withLock { $0.count } == 2 }
+        let finishing = Task { try await pool.send(HTTP2Request(method: "GET", path: "/hold/finishing", timeout: guardTimeout)) }
+        let stuck = Task { try await pool.send(HTTP2Request(method: "GET", path: "/hold/stuck", timeout: guardTimeout)) }
+        let canary = Task { try await pool.send(HTTP2Request(method: "GET", path: "/hold/canary", timeout: guardTimeout)) }
+        await waitUntil("the server holds all three requests") { requests.held.count == 3 }
+        let connection = try #require(pool.connections.first)
+        // /hold/finishing is answered once the connection is draining (see
+        // `drainSignal`), well inside the drain timeout; /hold/stuck never is.
+        drainSignal(connection, cancelling: canary, resets: resets) { requests.release { $0.path == "/hold/finishing" } }
         let clock = ContinuousClock()
         let start = clock.now
         await pool.close(drainTimeout: 1)
@@ -113,15 +146,19 @@ struct PoolTests {
             let error = error as! HTTP2Error
             return error.code == .connection && error.message.contains("drain timeout")
         }
+        await #expect { _ = try await canary.value } throws: { ($0 as? HTTP2Error)?.code == .cancelled }
         await #expect {
             try await pool.send(HTTP2Request(method: "GET", path: "/late"))
         } throws: { ($0 as? HTTP2Error)?.code == .closed }
-        #expect(received.withLock { $0 }.count == 2)
+        #expect(requests.arrived.map(\.path).sorted() == ["/hold/canary", "/hold/finishing", "/hold/stuck"])
+        #expect(local.server.acceptedConnections == 1)
     }
 
     @Test("a refused origin is a typed error and reconnects back off")
     func refusedOrigin() async throws {
-        var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: Command.freePort())
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
+        var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: refusing.port)
         connection.connectTimeout = 1
         var configuration = HTTP2Pool.Configuration(connection: connection)
         configuration.reconnectMinimumDelay = 0.2
@@ -140,7 +177,9 @@ struct PoolTests {
 
     @Test("backoff grows per failed connection, not per request that was waiting on it")
     func backoffCountsConnections() async throws {
-        var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: Command.freePort())
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
+        var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: refusing.port)
         connection.connectTimeout = 1
         var configuration = HTTP2Pool.Configuration(connection: connection)
         configuration.size = 1

@@ -41,7 +41,10 @@ struct KeepAliveTests {
         var configuration = HTTP2Connection.Configuration(host: "127.0.0.1", port: server.port)
         configuration.tls = TLSClientConfiguration(caFile: server.certificate.certificate)
         configuration.pingInterval = 0.2
-        configuration.pingTimeout = 0.4
+        // The request below must reach the connection before the missed ACK
+        // fails it. Between SIGSTOP and send() there is no suspension point,
+        // only the OS's scheduling: a second (not 0.4 s) is ample margin.
+        configuration.pingTimeout = 1
         let connection = HTTP2Connection(configuration: configuration, observer: events.observer)
         #expect(try await connection.send(HTTP2Request(method: "GET", path: "/hello.txt")).status == 200)
         // Freeze the server process: the socket stays open but nothing answers.

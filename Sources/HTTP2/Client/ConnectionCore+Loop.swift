@@ -68,7 +68,7 @@ extension ConnectionCore {
         if !session.wantsRead, !session.wantsWrite, streams.isEmpty { return false }
 
         try flush(session)
-        try waitForEvents(now: now, session: session)
+        try waitForEvents(now: now, session: session, closeDeadline: closeRequested ? closeDeadline : nil)
         return true
     }
 
@@ -158,15 +158,22 @@ extension ConnectionCore {
         }
     }
 
-    private func waitForEvents(now: UInt64, session: NGHTTP2Session) throws(HTTP2Error) {
+    /// Sleeps in poll() until the socket or the wake-up eventfd is ready, or
+    /// the earliest deadline `iterate` acts on: a deadline left out here is
+    /// only noticed at the next wake-up, up to the one-second cap late.
+    private func waitForEvents(now: UInt64, session: NGHTTP2Session, closeDeadline: UInt64?) throws(HTTP2Error) {
         guard let tls else { return }
         var timeout: UInt64 = 1_000_000_000
-        for state in streams.values { timeout = min(timeout, state.deadline > now ? state.deadline - now : 0) }
-        if let first = waiting[waitingHead...].map(\.deadline).min() { timeout = min(timeout, first > now ? first - now : 0) }
-        if pingSentAt == nil {
-            let due = lastActivity + UInt64(configuration.pingInterval * 1e9)
-            timeout = min(timeout, due > now ? due - now : 0)
+        func due(_ deadline: UInt64) { timeout = min(timeout, deadline > now ? deadline - now : 0) }
+        for state in streams.values { due(state.deadline) }
+        if let first = waiting[waitingHead...].map(\.deadline).min() { due(first) }
+        if let sent = pingSentAt {
+            due(sent + UInt64(configuration.pingTimeout * 1e9))
+        } else {
+            due(lastActivity + UInt64(configuration.pingInterval * 1e9))
         }
+        if let idleSince { due(idleSince + UInt64(configuration.idleTimeout * 1e9)) }
+        if let closeDeadline { due(closeDeadline) }
         // Bytes OpenSSL already decrypted never show up in poll(): read them now.
         let shouldRead = tls.hasPendingBytes
             || Poll.wait(

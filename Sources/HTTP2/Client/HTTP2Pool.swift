@@ -73,6 +73,9 @@ public final class HTTP2Pool: Sendable {
     /// Requests queued or in flight across the pool's connections.
     public var load: Int { state.withLock { $0.connections.reduce(0) { $0 + $1.load } } }
 
+    /// The connections now, for tests that watch one of them.
+    var connections: [HTTP2Connection] { state.withLock { $0.connections } }
+
     /// Open connections (any state but closed).
     public var openConnections: Int {
         state.withLock { $0.connections.filter { $0.state != .closed }.count }
