@@ -416,7 +416,7 @@ struct ClientServerTests {
         // From the connection coming up: one round trip, then idle.
         let opened = try #require(idleEvents.times(of: .opened).first)
         let idleClosed = try #require(idleEvents.times(of: .closed).first)
-        #expect(idleClosed - opened < .milliseconds(700), "idle for 0.1 s, closed \(idleClosed - opened) after opening")
+        #expect(idleClosed - opened < .milliseconds(900), "idle for 0.1 s, closed \(idleClosed - opened) after opening")
 
         let drainEvents = EventLog()
         let draining = local.connection(events: drainEvents.observer)
@@ -425,7 +425,7 @@ struct ClientServerTests {
         let closing = ContinuousClock.now
         await draining.close(drainTimeout: 0.1)
         let drainClosed = try #require(drainEvents.times(of: .closed).first)
-        #expect(drainClosed - closing < .milliseconds(700), "a 0.1 s drain ended after \(drainClosed - closing)")
+        #expect(drainClosed - closing < .milliseconds(900), "a 0.1 s drain ended after \(drainClosed - closing)")
         await #expect { _ = try await stuck.value } throws: { ($0 as? HTTP2Error)?.message.contains("drain timeout") == true }
     }
 
