@@ -49,13 +49,18 @@ public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
     /// A fresh random span id.
     public static func randomSpanID() -> String { randomHex(bytes: 8) }
 
+    /// Random ids drawn 64 bits at a time: one getrandom call per 8 bytes,
+    /// not per byte (span ids are minted on every request).
     static func randomHex(bytes: Int) -> String {
         var generator = SystemRandomNumberGenerator()
         let digits = Array("0123456789abcdef".utf8)
         while true {
             var text: [UInt8] = []
-            for _ in 0..<bytes {
-                let byte = UInt8.random(in: 0...255, using: &generator)
+            text.reserveCapacity(bytes * 2)
+            var word: UInt64 = 0
+            for index in 0..<bytes {
+                if index % 8 == 0 { word = generator.next() }
+                let byte = UInt8(truncatingIfNeeded: word >> (UInt64(index % 8) * 8))
                 text.append(digits[Int(byte >> 4)])
                 text.append(digits[Int(byte & 0x0F)])
             }

@@ -24,6 +24,8 @@ final class BlockingHTTPClient {
     let port: UInt16
     private var descriptor: Int32 = -1
     private var buffer: [UInt8] = []
+    /// Reused for every recv: a fresh 64 KB array per read cost a memset each time.
+    private var chunk = [UInt8](repeating: 0, count: 65536)
 
     init(host: String, port: UInt16) {
         self.host = host
@@ -92,7 +94,7 @@ final class BlockingHTTPClient {
     }
 
     private func fill() throws {
-        var chunk = [UInt8](repeating: 0, count: 65536)
+        let descriptor = descriptor
         let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
         guard count > 0 else { throw Failure(description: count == 0 ? "connection closed" : "recv: \(String(cString: strerror(errno)))") }
         buffer.append(contentsOf: chunk[0..<count])
@@ -126,8 +128,9 @@ final class BlockingHTTPClient {
 
     private static func find(_ pattern: [UInt8], in bytes: [UInt8]) -> Int? {
         guard bytes.count >= pattern.count else { return nil }
-        for index in 0...(bytes.count - pattern.count) where bytes[index] == pattern[0] {
-            if Array(bytes[index..<(index + pattern.count)]) == pattern { return index }
+        outer: for index in 0...(bytes.count - pattern.count) where bytes[index] == pattern[0] {
+            for offset in 1..<pattern.count where bytes[index + offset] != pattern[offset] { continue outer }
+            return index
         }
         return nil
     }
