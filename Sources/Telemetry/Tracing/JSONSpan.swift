@@ -73,6 +73,8 @@ public final class JSONSpan: Span {
             state.ended = true
             return state
         }) else { return }
+        // Spans are written at info; below that level, building the record is wasted work on every send.
+        guard logger.logLevel <= .info else { return }
 
         var attributes: [String: Logger.MetadataValue] = [:]
         finished.attributes.forEach { name, value in attributes[name] = Self.metadata(value) }
