@@ -11,11 +11,19 @@ final class PrivateKeyHandle: @unchecked Sendable {
     private let key: OpaquePointer
 
     init(pem: [UInt8], field: String) throws(CredentialError) {
-        guard let bio = pem.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else {
+        // BIO_new_mem_buf borrows the bytes without copying, so the read must
+        // happen while they are pinned: after withUnsafeBytes returns, an
+        // optimised build may already have freed the array (a release-build
+        // benchmark failed intermittently with KeyNotPKCS8 that way).
+        let parsed: OpaquePointer?? = pem.withUnsafeBytes { bytes in
+            guard let bio = BIO_new_mem_buf(bytes.baseAddress, Int32(bytes.count)) else { return .none }
+            defer { BIO_free(bio) }
+            return .some(PEM_read_bio_PrivateKey(bio, nil, nil, nil))
+        }
+        guard let read = parsed else {
             throw CredentialError(.notPKCS8, field: field, message: "\(field) could not be read into OpenSSL")
         }
-        defer { BIO_free(bio) }
-        guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+        guard let key = read else {
             ERR_clear_error()
             throw CredentialError(.notPKCS8, field: field, message: "\(field) is not a readable PKCS#8 private key")
         }

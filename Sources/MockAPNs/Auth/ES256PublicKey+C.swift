@@ -17,11 +17,16 @@ final class ES256PublicKey: @unchecked Sendable {
     /// Loads a SubjectPublicKeyInfo PEM (`-----BEGIN PUBLIC KEY-----`) on P-256.
     init(pem: String) throws {
         let bytes = Array(pem.utf8)
-        guard let bio = bytes.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else {
+        // The BIO borrows the bytes: read while they are pinned (see SigningKey+C.swift).
+        let parsed: OpaquePointer?? = bytes.withUnsafeBytes { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return .none }
+            defer { BIO_free(bio) }
+            return .some(PEM_read_bio_PUBKEY(bio, nil, nil, nil))
+        }
+        guard let read = parsed else {
             throw LoadError(description: "cannot allocate a BIO")
         }
-        defer { BIO_free(bio) }
-        guard let key = PEM_read_bio_PUBKEY(bio, nil, nil, nil) else {
+        guard let key = read else {
             throw LoadError(description: "not a PEM public key")
         }
         var group = [CChar](repeating: 0, count: 64)
