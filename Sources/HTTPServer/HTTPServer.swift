@@ -50,6 +50,15 @@ public final class HTTPServer: Sendable {
         while inFlight > 0, clock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
+        if inFlight > 0 {
+            // Past the drain timeout: answer what is left (libmicrohttpd cannot
+            // stop with suspended connections) and give it a moment to go out.
+            daemon.resumeSuspended(with: .json(503, Array(#"{"error":{"type":"Draining","message":"the relay stopped before this request finished"}}"#.utf8), headers: [("retry-after", "1")]))
+            let flushed = clock.now + .seconds(2)
+            while inFlight > 0, clock.now < flushed {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
         daemon.stop()
     }
 }

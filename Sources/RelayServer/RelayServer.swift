@@ -158,6 +158,17 @@ public final class RelayServer: Sendable {
         ingress.beginDraining()
         await ingressServer.stop(drainTimeout: configuration.drainTimeoutSeconds)
         await transport.close(drainTimeout: 5)
+        // Sends cut off by the close finish with a failure and publish their
+        // event; the audit stays open until each one has (bounded, in case a
+        // send is stuck somewhere no close reaches).
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        while service.sendsInFlight > 0, clock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        if service.sendsInFlight > 0 {
+            logger.error("sends still running when the audit closed; their rows are counted as dropped", metadata: ["sends": "\(service.sendsInFlight)"])
+        }
         await audit.shutdown()
         let statistics = audit.statistics
         logger.notice("drained", metadata: [

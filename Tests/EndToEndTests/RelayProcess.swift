@@ -23,7 +23,8 @@ final class RelayProcess: Sendable {
         return root.appendingPathComponent(".build/debug/apns-relay").path
     }
 
-    init(arguments: [String], environment: [String: String] = [:]) throws {
+    /// - Parameter standardError: a file to write the child's standard error (its JSON logs) to.
+    init(arguments: [String], environment: [String: String] = [:], standardError: String? = nil) throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = arguments
@@ -32,7 +33,12 @@ final class RelayProcess: Sendable {
         process.environment = merged
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        if let standardError {
+            FileManager.default.createFile(atPath: standardError, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: standardError)
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         process.terminationHandler = { [observed] finished in observed.exit.withLock { $0 = finished.terminationStatus } }
         try process.run()
         let handle = output.fileHandleForReading

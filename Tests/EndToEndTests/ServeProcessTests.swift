@@ -188,4 +188,77 @@ struct ServeProcessTests {
             #expect(help.status == 0 && help.output.contains("USAGE"), "\(command): \(help.output.prefix(200))")
         }
     }
+
+    @Test("serve's JSON logs and spans carry trace ids and fingerprints, never a token, an API key, a JWT or the .p8")
+    func logsKeepSecrets() async throws {
+        let relay = try await TestRelay.start(rules: [MockRule(.tokenPrefix("dead"), always: .unregistered(at: 1_700_000_000_000))])
+        defer { Task { await relay.stop() } }
+        let config = try Self.writeConfiguration(
+            directory: relay.directory, mock: relay.mock, keyPath: relay.keyPath, instance: "logs",
+            databaseURL: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=1", spool: relay.directory + "/spool-logs")
+        let logFile = relay.directory + "/serve.log"
+        let serve = try RelayProcess(arguments: ["serve", "--config", config], standardError: logFile)
+        let port = try await serve.port(after: "apns-relay ingress on")
+        let base = "http://127.0.0.1:\(port)"
+        let good = TestRelay.token(42)
+        let dead = TestRelay.token(43, prefix: "dead")
+        let traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+        for token in [good, dead] {
+            _ = try await relay.curl("POST", "/v1/send", body: TestRelay.send(token: token), headers: ["traceparent: 00-\(traceID)-00f067aa0ba902b7-01"], base: base)
+        }
+        _ = try await relay.curl("POST", "/v1/send", key: "wrong-key-presented-here", body: TestRelay.send(), base: base)
+        serve.signal(SIGTERM)
+        #expect(await serve.waitForExit() == 0)
+
+        let logs = try String(contentsOfFile: logFile, encoding: .utf8)
+        let lines = logs.split(separator: "\n")
+        #expect(lines.count > 4, "\(logs.prefix(500))")
+        for line in lines { #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil, "not JSON: \(line)") }
+        #expect(logs.contains(traceID), "spans continue the caller's trace")
+        #expect(logs.contains(Fingerprint.of(good)), "tokens appear as fingerprints")
+        let key = try String(contentsOfFile: relay.keyPath, encoding: .utf8)
+        let keyBody = key.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+        for secret in [good, dead, TestRelay.keys["backend"]!, "wrong-key-presented-here", String(keyBody.prefix(24)), "eyJ"] {
+            #expect(!logs.contains(secret), "a secret reached the logs: \(secret.prefix(8))…")
+        }
+    }
+
+    @Test("past max_concurrent_requests the ingress answers 503 Overloaded with Retry-After, and sends nothing more")
+    func overloaded() async throws {
+        // A mock that never answers tokens starting "cafe" keeps one request in flight.
+        try await withRelay(rules: [MockRule(.tokenPrefix("cafe"), always: .noAnswer)], configure: {
+            $0.ingress.maximumConcurrentRequests = 1
+            $0.apns.requestTimeoutSeconds = 20
+            $0.apns.sendDeadlineSeconds = 20
+            $0.drainTimeoutSeconds = 1
+        }) { relay in
+            let stuck = Task { try await relay.curl("POST", "/v1/send", body: TestRelay.send(token: TestRelay.token(1, prefix: "cafe"))) }
+            #expect(await eventually { relay.apnsRequests >= 1 }, "the first send is in flight")
+            let refused = try await relay.curl("POST", "/v1/send", body: TestRelay.send())
+            #expect(refused.status == 503 && refused.error?["type"] == "Overloaded", "\(refused)")
+            #expect(refused.headers["retry-after"] != nil)
+            #expect(relay.apnsRequests == 1)
+            stuck.cancel()
+        }
+    }
+
+    @Test("a send still waiting on APNs when the drain times out: the caller gets 503, the audit still gets its one row")
+    func drainTimeoutKeepsTheRow() async throws {
+        guard let url = Self.databaseURL else { return }
+        try await withRelay(rules: [MockRule(.tokenPrefix("cafe"), always: .noAnswer)], databaseURL: url, configure: {
+            $0.apns.requestTimeoutSeconds = 30
+            $0.apns.sendDeadlineSeconds = 30
+            $0.drainTimeoutSeconds = 0.3
+        }) { relay in
+            let stuck = Task { try await relay.curl("POST", "/v1/send", body: TestRelay.send(token: TestRelay.token(1, prefix: "cafe"))) }
+            #expect(await eventually { relay.apnsRequests >= 1 })
+            await relay.server.drain()
+            let answer = try await stuck.value
+            #expect(answer.status == 503 && answer.error?["type"] == "Draining", "\(answer)")
+            let statistics = relay.server.audit.statistics
+            #expect(statistics.written == 1 && statistics.dropped == 0, "\(statistics)")
+            let rows = try await Self.scalar(url, "SELECT count(*), min(outcome) FROM apns_audit WHERE relay_instance = '\(relay.server.configuration.instance)'")
+            #expect(rows == "1|failed", "\(rows)")
+        }
+    }
 }

@@ -108,6 +108,27 @@ struct HTTPServerTests {
         #expect(code != 0, "the stopped server must refuse connections")
     }
 
+    @Test("a handler still running at the drain timeout is answered 503 and the server stops (libmicrohttpd would abort)")
+    func stopPastDrainTimeout() async throws {
+        let entered = AsyncStream<Void>.makeStream()
+        let server = try makeServer(extra: { router in
+            router.add("GET", "/forever") { _ in
+                entered.continuation.yield()
+                // Never answers in time: the stop must not wait for it or crash on it.
+                try? await Task.sleep(for: .seconds(30))
+                return .text(200, "too late")
+            }
+        })
+        let base = "http://127.0.0.1:\(server.port)"
+        async let held = Curl.request("\(base)/forever")
+        var iterator = entered.stream.makeAsyncIterator()
+        _ = await iterator.next()
+        await server.stop(drainTimeout: 0.2)
+        let response = try await held
+        #expect(response.status == 503)
+        #expect(response.body.contains("Draining"))
+    }
+
     @Test("a client that stops sending mid-request is disconnected after the timeout")
     func slowClient() async throws {
         let server = try makeServer { $0.connectionTimeoutSeconds = 1 }

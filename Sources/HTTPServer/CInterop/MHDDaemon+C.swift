@@ -10,6 +10,10 @@ final class MHDServerCore: Sendable {
     let router: Router
     let configuration: HTTPServer.Configuration
     let inFlight = Atomic<Int>(0)
+    /// Requests whose connection is suspended while their handler runs: a
+    /// stop past the drain timeout must resume them first, since
+    /// libmicrohttpd aborts the process when stopped with suspended connections.
+    let suspended = Mutex<[ObjectIdentifier: PendingExchange]>([:])
 
     init(router: Router, configuration: HTTPServer.Configuration) {
         self.router = router
@@ -29,6 +33,21 @@ final class PendingExchange: @unchecked Sendable {
     var tooLarge = false
     var dispatched = false
     let response = Mutex<HTTPResponse?>(nil)
+    /// Set once the connection has been resumed, by the handler or by a forced
+    /// stop; whoever sets it answers, the other leaves the connection alone.
+    private let resumed = Mutex(false)
+    var connection: SuspendedConnection?
+
+    /// Stores `answer` and resumes the connection, unless that already happened.
+    func resume(with answer: HTTPResponse) {
+        let first = resumed.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        guard first, let connection else { return }
+        response.withLock { $0 = answer }
+        MHD_resume_connection(connection.pointer)
+    }
 }
 
 /// A suspended connection handle carried to the task that resumes it.
@@ -87,6 +106,12 @@ final class MHDDaemon: @unchecked Sendable {
             guard !state.stopped, state.listenSocket < 0, let daemon else { return }
             state.listenSocket = Int32(MHD_quiesce_daemon(daemon))
         }
+    }
+
+    /// Answers every request still waiting on its handler with `answer`, so
+    /// the daemon can stop; their handlers' later answers are dropped.
+    func resumeSuspended(with answer: HTTPResponse) {
+        for exchange in core.suspended.withLock({ Array($0.values) }) { exchange.resume(with: answer) }
     }
 
     func stop() {
@@ -159,14 +184,14 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
 
     core.inFlight.add(1, ordering: .relaxed)
     MHD_suspend_connection(connection)
-    let suspended = SuspendedConnection(pointer: connection)
+    exchange.connection = SuspendedConnection(pointer: connection)
+    core.suspended.withLock { $0[ObjectIdentifier(exchange)] = exchange }
     Task {
         let response = await handler(request)
-        exchange.response.withLock { $0 = response }
         // In flight until libmicrohttpd reports the response written (see
         // mhdRequestCompleted): a drain that stopped the daemon as soon as the
         // handler returned would cut off answers still in the socket buffer.
-        MHD_resume_connection(suspended.pointer)
+        exchange.resume(with: response)
     }
     return MHD_Result.YES
 }
@@ -175,7 +200,9 @@ private let mhdRequestCompleted: MHD_RequestCompletedCallback = { context, _, sl
     guard let slot, let stored = slot.pointee else { return }
     let exchange = Unmanaged<PendingExchange>.fromOpaque(stored)
     if exchange.takeUnretainedValue().dispatched, let context {
-        Unmanaged<MHDServerCore>.fromOpaque(context).takeUnretainedValue().inFlight.subtract(1, ordering: .relaxed)
+        let core = Unmanaged<MHDServerCore>.fromOpaque(context).takeUnretainedValue()
+        core.suspended.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(exchange.takeUnretainedValue())) }
+        core.inFlight.subtract(1, ordering: .relaxed)
     }
     exchange.release()
     slot.pointee = nil

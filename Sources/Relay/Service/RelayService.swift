@@ -4,6 +4,7 @@ public import Logging
 import RelayJSON
 import Surfaces
 public import Tracing
+import Synchronization
 
 /// The relay: many apps in one process, one client per (key, environment,
 /// bundle id), every operation validated before any I/O.
@@ -21,6 +22,11 @@ public final class RelayService: Sendable {
     let timestamps: TimestampGuard
     /// Watches APNs' Date header across every client.
     public let clockSkew: ClockSkewMonitor
+    private let inFlight = Atomic<Int>(0)
+
+    /// Sends accepted and not yet finished (their event not yet published).
+    /// A drain waits for zero before it closes the audit.
+    public var sendsInFlight: Int { inFlight.load(ordering: .acquiring) }
 
     /// - Throws: ``CredentialError`` or ``APNsError`` (preflight) for the first misconfigured app.
     public init(
@@ -80,6 +86,8 @@ public final class RelayService: Sendable {
     /// ``SendEvent`` reaches the observers, whatever happens, including
     /// sends refused before any I/O (with zero attempts).
     public func send(app: String, environment: Environment, _ operation: RelayOperation, context: SendContext = SendContext()) async throws(SendFailure) -> SendResult {
+        inFlight.add(1, ordering: .acquiringAndReleasing)
+        defer { inFlight.subtract(1, ordering: .acquiringAndReleasing) }
         let (request, activityKey) = try prepare(app: app, environment: environment, operation, apnsID: nil, context: context)
         guard let client = clients[Self.key(app, environment)] else {
             throw refuse(.configuration("app \(app) does not send to \(environment.rawValue)"), app: app, environment: environment, operation: operation, context: context)

@@ -21,6 +21,9 @@ public final class HTTP2Transport: APNsTransport {
     public let configuration: Configuration
     private let observer: HTTP2EventObserver?
     private let pools = Mutex<[Origin: HTTP2Pool]>([:])
+    /// Set by close(): later sends fail at once instead of opening new pools
+    /// (a retry after the close would otherwise reconnect and outlive the drain).
+    private let isClosed = Atomic<Bool>(false)
 
     public init(configuration: Configuration = Configuration(), observer: HTTP2EventObserver? = nil) {
         self.configuration = configuration
@@ -28,6 +31,7 @@ public final class HTTP2Transport: APNsTransport {
     }
 
     public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
+        guard !isClosed.load(ordering: .acquiring) else { throw TransportError(.closed, "the relay is shutting down") }
         let pool = pool(for: request.origin)
         let http2Request = HTTP2Request(
             method: request.method, path: request.path, authority: request.origin.authority,
@@ -52,6 +56,7 @@ public final class HTTP2Transport: APNsTransport {
 
     /// Closes every pool, draining in-flight requests for up to `drainTimeout` seconds.
     public func close(drainTimeout: Double = 5) async {
+        isClosed.store(true, ordering: .releasing)
         let all = pools.withLock { pools in
             defer { pools.removeAll() }
             return Array(pools.values)
