@@ -2,6 +2,7 @@ import Foundation
 import MockAPNs
 import RelayJSON
 import Testing
+import TestSupport
 
 /// Every ingress route, through curl, against a relay sending to a mock APNs over TLS HTTP/2.
 @Suite("Ingress routes end to end")
@@ -178,6 +179,9 @@ struct IngressRoutesTests {
             #expect(scrape.body.contains(#"apns_relay_ingress_request_duration_seconds_count{route="/v1/send"} 2"#))
             #expect(scrape.body.contains(#"apns_relay_build_info{"#) && scrape.body.contains(#"nghttp2=""#))
             #expect(!scrape.body.contains(#"nghttp2="unknown""#))
+            // The whole scrape of a running relay, ingress series included, passes Prometheus' own linter.
+            let (status, lint) = try await ProcessRunner.runOffPool(["promtool", "check", "metrics"], input: Data(scrape.body.utf8))
+            #expect(status == 0, "\(lint)")
         }
     }
 

@@ -139,12 +139,23 @@ struct TestRelayError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Waits until `condition` holds, polling, for at most `timeout` seconds.
+/// Waits until `condition` holds, polling every 20 ms.
+///
+/// The `timeout` budget counts only time this task got to run: each gap
+/// between checks is charged at most 20 ms. On two cores other suites can
+/// hold the cooperative pool for half a minute; a wall-clock deadline would
+/// expire while the awaited event is merely waiting for a thread.
 func eventually(_ timeout: Double = 20, _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-    while ContinuousClock.now < deadline {
+    let clock = ContinuousClock()
+    var charged = Duration.zero
+    let budget = Duration.milliseconds(Int(timeout * 1000))
+    var last = clock.now
+    while charged < budget {
         if try await condition() { return true }
         try? await Task.sleep(for: .milliseconds(20))
+        let now = clock.now
+        charged += min(last.duration(to: now), .milliseconds(20))
+        last = now
     }
     return try await condition()
 }
