@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import Ingress
 import Logging
 import MockAPNs
 import Relay
@@ -84,8 +85,6 @@ struct DemoFailure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }
-
-import Ingress
 
 enum APIKeyConfiguration {
     /// An API key entry for a plain key (hashed here, as an operator would with sha256sum).
