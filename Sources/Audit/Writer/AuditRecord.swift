@@ -171,23 +171,10 @@ public struct DeadTokenRecord: Sendable, Hashable {
 /// PostgreSQL COPY text format.
 enum CopyText {
     static func appendLine(_ fields: [String?], to line: inout [UInt8]) {
-        for (index, field) in fields.enumerated() {
-            if index > 0 { line.append(0x09) }
-            guard let field else {
-                line.append(contentsOf: [0x5C, UInt8(ascii: "N")])
-                continue
-            }
-            for byte in field.utf8 {
-                switch byte {
-                case 0x5C: line.append(contentsOf: [0x5C, 0x5C])
-                case 0x0A: line.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-                case 0x0D: line.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-                case 0x09: line.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-                default: line.append(byte)
-                }
-            }
-        }
-        line.append(0x0A)
+        var writer = CopyLineWriter(line: line)
+        line = []
+        for field in fields { writer.text(field) }
+        line = writer.finish()
     }
 
     static func timestamp(_ nanoseconds: UInt64) -> String {
@@ -239,16 +226,7 @@ struct CopyLineWriter {
     }
 
     mutating func integer(_ value: Int?) {
-        guard let value else { return text(nil) }
-        separate()
-        if value < 0 { line.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        var digits: [UInt8] = []
-        repeat {
-            digits.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-            magnitude /= 10
-        } while magnitude > 0
-        line.append(contentsOf: digits.reversed())
+        text(value.map(String.init))
     }
 
     mutating func finish() -> [UInt8] {
