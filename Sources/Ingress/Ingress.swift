@@ -160,9 +160,7 @@ public final class Ingress: Sendable {
     func body(_ request: HTTPRequest) throws(IngressError) -> JSONValue {
         guard !request.body.isEmpty else { throw .invalid("body", "is empty; send a JSON object") }
         if let type = request.header("content-type"), !type.lowercased().hasPrefix("application/json") {
-            var error = IngressError(status: 415, type: "UnsupportedMediaType", message: "content-type must be application/json, not \(type)", field: "content-type")
-            error.field = "content-type"
-            throw error
+            throw IngressError(status: 415, type: "UnsupportedMediaType", message: "content-type must be application/json, not \(type)", field: "content-type")
         }
         do {
             return try JSONParser.parse(request.body)

@@ -58,12 +58,16 @@ public struct IngressError: Error, Sendable {
         return .object(JSONObject(members))
     }
 
-    var response: HTTPResponse {
+    /// `www-authenticate`, `retry-after` and `apns-id`, as they apply.
+    var headers: [(name: String, value: String)] {
         var headers = extraHeaders
         if let retryAfter { headers.append(("retry-after", String(retryAfter))) }
         if let apnsID { headers.append(("apns-id", apnsID.description)) }
-        let body: JSONValue = .object(JSONObject([("error", object)]))
-        return .json(status, body.encoded(), headers: headers)
+        return headers
+    }
+
+    var response: HTTPResponse {
+        .json(status, JSONValue.object(JSONObject([("error", object)])).encoded(), headers: headers)
     }
 }
 
@@ -82,15 +86,7 @@ extension IngressError {
             unregisteredAt = error.unregisteredAt
             if error.stage == .apns, error.status == 429 { retryAfter = 1 }
         case .invalidSnapshot(let error):
-            let first = error.issues.first
-            let path = first.map { snapshotField + Self.suffix($0.path) } ?? snapshotField
-            // Issue messages start with their JSON path ("$.content.progress must …");
-            // the caller sees it rooted at the request field instead.
-            let text = first?.message ?? "\(error)"
-            let message = text.hasPrefix("$") ? snapshotField + text.dropFirst() : "\(path): \(text)"
-            self.init(status: 400, type: "InvalidSnapshot", message: message, field: path)
-            trapID = .invalidSnapshot
-            if error.issues.count > 1 { self.message += " (and \(error.issues.count - 1) more problem(s))" }
+            self = .invalidSnapshot(error, field: snapshotField)
         case .transport(let error):
             self.init(status: 502, type: "Upstream", message: "APNs could not be reached: \(error)")
         case .deadlineExceeded:
@@ -105,6 +101,20 @@ extension IngressError {
         }
         apnsID = failure.apnsID
         attempts = failure.attempts
+    }
+
+    /// A snapshot that broke the contract (MS008), named by its path under `field`.
+    static func invalidSnapshot(_ error: SnapshotValidationError, field: String) -> IngressError {
+        let first = error.issues.first
+        let path = first.map { field + Self.suffix($0.path) } ?? field
+        // Issue messages start with their JSON path ("$.content.progress must …");
+        // the caller sees it rooted at the request field instead.
+        let text = first?.message ?? "\(error)"
+        var message = text.hasPrefix("$") ? field + text.dropFirst() : "\(path): \(text)"
+        if error.issues.count > 1 { message += " (and \(error.issues.count - 1) more problem(s))" }
+        var result = IngressError(status: 400, type: "InvalidSnapshot", message: message, field: path)
+        result.trapID = .invalidSnapshot
+        return result
     }
 
     /// `$.content.headline` → `.content.headline`, `$[0]` → `[0]`.

@@ -74,10 +74,7 @@ enum SendRequestDecoder {
             do {
                 snapshot = try LiveSurfaceSnapshot(json: json)
             } catch {
-                var failure = IngressError(
-                    SendFailure(cause: .invalidSnapshot(error), apnsID: .random(), attempts: 0, latencyMilliseconds: 0, trapHits: [], timestamp: 0),
-                    snapshotField: reader.name("snapshot")
-                ).withoutSendDetails()
+                var failure = IngressError.invalidSnapshot(error, field: reader.name("snapshot"))
                 failure.refusal = SnapshotRefusal(app: app, environment: environment, operation: Operation(rawValue: operation) ?? .raw, error: error)
                 throw failure
             }

@@ -19,9 +19,7 @@ extension Ingress {
         try reader.rejectUnknown(allowed: "disabled")
         let killSwitch = service.killSwitch
         if !disabled, let variable = killSwitch.environmentVariable {
-            var error = IngressError(status: 409, type: "Conflict", message: "retries are disabled by the environment variable \(variable); unset it and restart to enable them", field: "disabled")
-            error.extraHeaders = []
-            throw error
+            throw IngressError(status: 409, type: "Conflict", message: "retries are disabled by the environment variable \(variable); unset it and restart to enable them", field: "disabled")
         }
         killSwitch.setRuntime(engaged: disabled)
         logger.notice("retry kill switch changed at runtime", metadata: ["disabled": "\(disabled)", "caller": "\(call.key.name)"])

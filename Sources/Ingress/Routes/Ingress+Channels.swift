@@ -44,11 +44,16 @@ extension Ingress {
         return .json(200, JSONValue.object(Self.successBody(result)).encoded(), headers: [("apns-id", result.apnsID.description)])
     }
 
-    /// `app` and `environment` from a query string, rejecting parameters nobody reads.
-    func appAndEnvironment(query: [String: String], allowed: Set<String>) throws(IngressError) -> (String, Environment) {
+    /// Fails on the first query parameter the route does not read.
+    func rejectUnknown(query: [String: String], allowed: Set<String>) throws(IngressError) {
         for name in query.keys.sorted() where !allowed.contains(name) {
             throw .invalid(name, "unknown query parameter (allowed: \(allowed.sorted().joined(separator: ", ")))")
         }
+    }
+
+    /// `app` and `environment` from a query string, rejecting parameters nobody reads.
+    func appAndEnvironment(query: [String: String], allowed: Set<String>) throws(IngressError) -> (String, Environment) {
+        try rejectUnknown(query: query, allowed: allowed)
         guard let app = query["app"], !app.isEmpty else { throw .invalid("app", "query parameter is required") }
         guard let name = query["environment"], !name.isEmpty else { throw .invalid("environment", "query parameter is required (development or production)") }
         guard let environment = Environment(name: name) else { throw .invalid("environment", "must be development or production") }

@@ -9,10 +9,7 @@ extension Ingress {
     /// called dead or wrong, for the backend to prune.
     @Sendable func listDeadTokens(_ call: Call) async throws(IngressError) -> HTTPResponse {
         let query = call.request.query
-        let allowed: Set<String> = ["app", "since", "environment", "limit"]
-        for name in query.keys.sorted() where !allowed.contains(name) {
-            throw .invalid(name, "unknown query parameter (allowed: \(allowed.sorted().joined(separator: ", ")))")
-        }
+        try rejectUnknown(query: query, allowed: ["app", "since", "environment", "limit"])
         guard let app = query["app"], !app.isEmpty else { throw .invalid("app", "query parameter is required") }
         try authorize(call.key, app: app)
         var environment: Environment?

@@ -32,10 +32,7 @@ extension Ingress {
             var members: [(String, JSONValue)] = [("reason", .string(error.reason ?? error.type))]
             if let unregisteredAt = error.unregisteredAt { members.append(("timestamp", .integer(unregisteredAt))) }
             members.append(("error", error.object))
-            var headers = error.extraHeaders
-            if let apnsID = error.apnsID { headers.append(("apns-id", apnsID.description)) }
-            if let retryAfter = error.retryAfter { headers.append(("retry-after", String(retryAfter))) }
-            return .json(error.status, JSONValue.object(JSONObject(members)).encoded(), headers: headers)
+            return .json(error.status, JSONValue.object(JSONObject(members)).encoded(), headers: error.headers)
         }
     }
 
