@@ -78,7 +78,9 @@ extension IngressError {
     init(_ failure: SendFailure, snapshotField: String = "snapshot") {
         switch failure.cause {
         case .apns(let error):
-            self.init(status: error.status, type: error.stage == .apns ? "APNsRejected" : "Preflight", message: error.message, field: error.field)
+            // A preflight 403 (a topic of another app) is an authorization failure like any other.
+            let type = error.stage == .apns ? "APNsRejected" : error.status == 403 ? "Forbidden" : "Preflight"
+            self.init(status: error.status, type: type, message: error.message, field: error.field)
             reason = error.code.rawValue
             apnsStatus = error.status
             trapID = error.trapID

@@ -68,6 +68,7 @@ public final class RelayServer: Sendable {
         relayConfiguration.requestTimeout = configuration.apns.requestTimeoutSeconds
         relayConfiguration.sendDeadline = configuration.apns.sendDeadlineSeconds
         relayConfiguration.timestampPolicy = configuration.apns.timestampPolicy
+        relayConfiguration.maximumTimestampLead = Int64(configuration.apns.timestampMaximumLeadSeconds)
         for (environment, origin) in configuration.apns.origins {
             relayConfiguration.endpointOverrides[environment] = .overriding(send: origin)
         }

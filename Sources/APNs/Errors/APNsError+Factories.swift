@@ -31,6 +31,10 @@ extension APNsError {
         .missingEventField: (400, nil, "Supply every field the Live Activity event needs."),
         .invalidPayload: (400, nil, "Send a JSON object payload with an aps dictionary."),
         .forbiddenHeader: (400, nil, "Leave authorization and pseudo-headers to the relay."),
+        .invalidHeader: (400, nil, "Send lowercase header names and values of visible ASCII characters and spaces only."),
+        .topicNotForApp: (
+            403, nil, "Send for the app whose bundle id the topic carries, with a key scoped to that app; omit apns-topic to get the default."
+        ),
     ]
 
     /// The error for a non-2xx APNs answer.

@@ -107,5 +107,12 @@ extension APNsError {
         public static let invalidPayload: Code = "InvalidPayload"
         /// A header the relay owns (authorization, :path…) was supplied by the caller.
         public static let forbiddenHeader: Code = "ForbiddenHeader"
+        /// A header name that is not a lowercase token, or a value with control
+        /// or non-ASCII bytes: HTTP/2 forbids them, APNs resets the stream.
+        public static let invalidHeader: Code = "InvalidHeader"
+        /// `apns-topic` names a bundle id other than the app's own (403).
+        public static let topicNotForApp: Code = "TopicNotForApp"
+        /// `apns-topic` is not shaped like a bundle id (APNs' BadTopic).
+        public static let badTopic: Code = "BadTopic"
     }
 }

@@ -65,6 +65,25 @@ public enum Preflight {
         }
     }
 
+    /// Seconds a Live Activity `timestamp` may lie past the relay's clock by default.
+    public static let defaultTimestampLead: Int64 = 3600
+
+    /// A Live Activity `timestamp` may not lie more than `maximumLead` seconds
+    /// past `now`: iOS drops every later push whose timestamp is not newer, and
+    /// so does the relay's own guard, so one far-future timestamp would block
+    /// the activity for good (MS032).
+    public static func checkTimestampLead(_ timestamp: Int64, now: Int64, maximumLead: Int64, field: String = "aps.timestamp", apnsID: APNsID? = nil)
+        throws(APNsError)
+    {
+        let (latest, overflow) = now.addingReportingOverflow(maximumLead)
+        if !overflow, timestamp > latest {
+            throw APNsError.preflight(
+                .badDate, field: field,
+                rule: "must not be more than \(maximumLead) s past the relay's clock (\(now)); got \(timestamp), \(timestamp &- now) s ahead",
+                apnsID: apnsID)
+        }
+    }
+
     static func brokenDateRule(_ value: Int64) -> String? {
         if value <= 0 { return "must be a positive unix-seconds integer (got \(value))" }
         if value >= millisecondThreshold {
@@ -73,13 +92,15 @@ public enum Preflight {
         return nil
     }
 
-    /// `apns-collapse-id`: 1 to 64 bytes.
-    public static func checkCollapseID(_ collapseID: String, apnsID: APNsID? = nil) throws(APNsError) {
+    /// `apns-collapse-id`: 1 to 64 bytes of visible ASCII and spaces (it
+    /// travels as a header value, where a control byte resets the stream).
+    public static func checkCollapseID(_ collapseID: String, field: String = "collapseId", apnsID: APNsID? = nil) throws(APNsError) {
         let bytes = collapseID.utf8.count
         if bytes == 0 || bytes > 64 {
             throw APNsError.preflight(
-                .badCollapseID, field: "collapseId", rule: "must be 1 to 64 bytes long (is \(bytes))", apnsID: apnsID)
+                .badCollapseID, field: field, rule: "must be 1 to 64 bytes long (is \(bytes))", apnsID: apnsID)
         }
+        try checkHeaderValue(collapseID, field: field, code: .badCollapseID, apnsID: apnsID)
     }
 
     /// The encoded body must fit APNs' limit for the request.

@@ -55,7 +55,7 @@ extension LiveActivityContent {
     /// Key order is fixed (timestamp, event, content-state, attributes-type,
     /// attributes, alert, stale-date, dismissal-date, relevance-score) so the
     /// same input always encodes to the same bytes.
-    func aps(for event: LiveActivityEvent, now: Int64, apnsID: APNsID) throws(APNsError) -> JSONObject {
+    func aps(for event: LiveActivityEvent, now: Int64, maximumLead: Int64 = Preflight.defaultTimestampLead, apnsID: APNsID) throws(APNsError) -> JSONObject {
         func require(_ present: Bool, _ field: String, _ rule: String) throws(APNsError) {
             if !present { throw APNsError.preflight(.missingEventField, field: field, rule: rule, apnsID: apnsID) }
         }
@@ -97,6 +97,7 @@ extension LiveActivityContent {
 
         let timestamp = timestamp ?? now
         try Preflight.checkDate(timestamp, field: "aps.timestamp", apnsID: apnsID)
+        try Preflight.checkTimestampLead(timestamp, now: now, maximumLead: maximumLead, apnsID: apnsID)
         if let staleDate { try Preflight.checkDate(staleDate, field: "aps.stale-date", apnsID: apnsID) }
         let dismissal = event == .end ? (dismissalDate ?? now) : nil
         if let dismissal { try Preflight.checkDate(dismissal, field: "aps.dismissal-date", apnsID: apnsID) }

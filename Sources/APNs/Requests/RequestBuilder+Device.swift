@@ -63,6 +63,9 @@ extension RequestBuilder {
         try Preflight.checkPriority(priority, for: pushType, apnsID: apnsID)
         let body = payload.encoded()
         try Preflight.checkPayloadSize(body.count, limit: pushType.maximumPayloadBytes, apnsID: apnsID)
+        // A topic of another app would reach APNs under this app's name (and
+        // its audit rows); only this bundle id and its push-type suffixes pass.
+        if let topic = supplied.topic { try Preflight.checkTopic(topic, bundleID: bundleID, apnsID: apnsID) }
         let topic = supplied.topic ?? pushType.topic(forBundleID: bundleID)
 
         var wire = [
@@ -99,6 +102,11 @@ struct RawHeaders {
         var pushType: PushType?
         for header in headers {
             let name = header.name
+            // Every name and value is checked before any is interpreted: a byte
+            // HTTP/2 forbids makes APNs reset the stream, which the relay would
+            // retry and report as a transport failure.
+            try Preflight.checkHeaderName(name)
+            try Preflight.checkHeaderValue(header.value, field: name)
             guard seen.insert(name).inserted else {
                 throw APNsError.preflight("DuplicateHeaders", field: name, rule: "must appear once")
             }
@@ -125,7 +133,7 @@ struct RawHeaders {
                 try Preflight.checkExpiration(value, field: name)
                 expiration = value
             case "apns-collapse-id":
-                try Preflight.checkCollapseID(header.value)
+                try Preflight.checkCollapseID(header.value, field: name)
                 collapseID = header.value
             case "apns-id":
                 guard let id = APNsID(header.value) else {

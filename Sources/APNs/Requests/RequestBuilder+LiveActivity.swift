@@ -12,7 +12,7 @@ extension RequestBuilder {
         let apnsID = resolveID(options.apnsID)
         var resolved = options
         resolved.apnsID = apnsID
-        let aps = try content.aps(for: event, now: currentTime(), apnsID: apnsID)
+        let aps = try content.aps(for: event, now: currentTime(), maximumLead: maximumTimestampLead, apnsID: apnsID)
         return try deviceRequest(
             operation: event.operation, token: token, pushType: .liveactivity, payload: ["aps": .object(aps)],
             options: resolved, defaultExpiration: nil)
@@ -44,7 +44,7 @@ extension RequestBuilder {
             throw APNsError.preflight(
                 .invalidPayload, field: "collapseId", rule: "is not supported on broadcasts", apnsID: apnsID)
         }
-        let aps = try content.aps(for: .update, now: currentTime(), apnsID: apnsID)
+        let aps = try content.aps(for: .update, now: currentTime(), maximumLead: maximumTimestampLead, apnsID: apnsID)
         let payload: JSONValue = ["aps": .object(aps)]
         let body = payload.encoded()
         try Preflight.checkPayloadSize(body.count, limit: PayloadLimit.extended, apnsID: apnsID)

@@ -10,6 +10,8 @@ public struct RequestBuilder: Sendable {
     public let bundleID: String
     private let now: @Sendable () -> Int64
     private let makeID: @Sendable () -> APNsID
+    /// How far past `now` a Live Activity `timestamp` may lie (seconds).
+    public let maximumTimestampLead: Int64
 
     /// How long an alert stays deliverable when the caller names no expiration.
     public static let defaultAlertLifetimeSeconds: Int64 = 3600
@@ -19,15 +21,19 @@ public struct RequestBuilder: Sendable {
     ///     ending in `.push-type.liveactivity` is `MalformedApnsConfig` (MS018).
     ///   - now: the current time in unix seconds.
     ///   - makeID: the apns-id for sends whose caller supplies none.
+    ///   - maximumTimestampLead: seconds a Live Activity `timestamp` may lie
+    ///     past `now` (clock skew between backend and relay); later ones are refused.
     public init(
         bundleID: String,
         now: @escaping @Sendable () -> Int64 = { UnixTime.nowSeconds() },
-        makeID: @escaping @Sendable () -> APNsID = { APNsID.random() }
+        makeID: @escaping @Sendable () -> APNsID = { APNsID.random() },
+        maximumTimestampLead: Int64 = Preflight.defaultTimestampLead
     ) throws(APNsError) {
         try Preflight.checkBundleID(bundleID)
         self.bundleID = bundleID
         self.now = now
         self.makeID = makeID
+        self.maximumTimestampLead = max(0, maximumTimestampLead)
     }
 
     func currentTime() -> Int64 { now() }

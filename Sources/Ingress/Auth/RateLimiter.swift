@@ -11,6 +11,8 @@ final class RateLimiter: Sendable {
 
     private let buckets = Mutex<[String: Bucket]>([:])
     private let clock = ContinuousClock()
+    /// The longest Retry-After the limiter names (a day).
+    static let maximumWaitSeconds = 86_400
 
     /// nil when the request may go ahead; otherwise whole seconds to wait (≥ 1).
     func acquire(key: String, ratePerSecond: Double, burst: Double, cost: Double = 1) -> Int? {
@@ -27,7 +29,10 @@ final class RateLimiter: Sendable {
                 return nil
             }
             let missing = cost - bucket.tokens
-            return max(1, Int((missing / ratePerSecond).rounded(.up)))
+            // Bounded before the conversion: a tiny rate or a NaN must not trap.
+            let wait = (missing / ratePerSecond).rounded(.up)
+            guard wait.isFinite, wait < Double(Self.maximumWaitSeconds) else { return Self.maximumWaitSeconds }
+            return max(1, Int(wait))
         }
     }
 }

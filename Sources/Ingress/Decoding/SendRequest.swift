@@ -67,6 +67,11 @@ enum SendRequestDecoder {
             tokens = [try reader.requiredString("token", rule: "is required for operation \(operation)")]
         }
         let options = try deviceOptions(&reader)
+        if options.apnsID != nil, tokens.count > 1 {
+            // One apns-id names one notification; APNs and the audit would see the
+            // fan-out's sends as one, and every retry would collide.
+            throw .invalid(reader.name("apnsId"), "may only be given with a single token (this item has \(tokens.count)); leave it out and the relay makes one per send")
+        }
         let liveOptions = try liveActivityOptions(&reader)
         var snapshot: LiveSurfaceSnapshot?
         if used.contains("snapshot") {
@@ -78,11 +83,31 @@ enum SendRequestDecoder {
                 failure.refusal = SnapshotRefusal(app: app, environment: environment, operation: Operation(rawValue: operation) ?? .raw, error: error)
                 throw failure
             }
+            try checkIdentifiers(snapshot!, field: reader.name("snapshot"))
         }
         let operationsOut = try tokens.map { (token) throws(IngressError) -> RelayOperation in
             try build(operation, token: token, snapshot: snapshot, options: options, live: liveOptions, reader: &reader)
         }
         return SendRequest(app: app, environment: environment, operations: operationsOut)
+    }
+
+    /// The snapshot's `id` and `surfaceId` become audit columns, log fields and
+    /// span attributes: a control character (a NUL above all, which Postgres
+    /// text cannot hold) is refused here, before the send is recorded anywhere.
+    /// The contract allows any string; the relay narrows it for what it stores.
+    static func checkIdentifiers(_ snapshot: LiveSurfaceSnapshot, field: String) throws(IngressError) {
+        for (key, value) in [("id", snapshot.id), ("surfaceId", snapshot.surfaceID)] {
+            if let rule = controlCharacterRule(value) { throw .invalid("\(field).\(key)", rule) }
+        }
+    }
+
+    /// Why `text` cannot be stored as an identifier, or nil: no C0 control
+    /// characters (0x00-0x1F) and no DEL (0x7F).
+    static func controlCharacterRule(_ text: String) -> String? {
+        guard let index = text.utf8.firstIndex(where: { $0 < 0x20 || $0 == 0x7F }) else { return nil }
+        let byte = text.utf8[index]
+        let offset = text.utf8.distance(from: text.utf8.startIndex, to: index)
+        return "must not contain control characters (found byte 0x\(byte < 16 ? "0" : "")\(String(byte, radix: 16)) at byte \(offset))"
     }
 
     static func environment(_ reader: inout FieldReader) throws(IngressError) -> Environment {

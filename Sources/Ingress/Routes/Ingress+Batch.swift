@@ -45,7 +45,10 @@ extension Ingress {
         // The guard charged one request; the rest of the batch's sends count too.
         if let rate = call.key.ratePerSecond, plan.count > 1 {
             let burst = call.key.burst ?? rate
-            if let wait = limiter.acquire(key: call.key.name, ratePerSecond: rate, burst: burst, cost: min(Double(plan.count - 1), burst)) {
+            // A bucket never holds more than the burst, so a bigger batch could never
+            // be charged in full: a Retry-After would invite the same 429 forever.
+            guard Double(plan.count) <= burst else { throw Self.batchOverBurst(sends: plan.count, key: call.key, burst: burst) }
+            if let wait = limiter.acquire(key: call.key.name, ratePerSecond: rate, burst: burst, cost: Double(plan.count - 1)) {
                 var error = IngressError(status: 429, type: "RateLimited", message: "this batch of \(plan.count) sends is over API key \(call.key.name)'s \(rate) sends/s limit")
                 error.retryAfter = wait
                 throw error
@@ -90,6 +93,16 @@ extension Ingress {
             ]))),
         ]))
         return .json(200, body.encoded())
+    }
+
+    /// 429 `BatchExceedsBurst`, without Retry-After: the batch must be split, not retried.
+    static func batchOverBurst(sends: Int, key: APIKey, burst: Double) -> IngressError {
+        let limit = Int(exactly: burst.rounded(.down)).map(String.init) ?? "\(burst)"
+        return IngressError(
+            status: 429, type: "BatchExceedsBurst",
+            message: "items: this batch fans out to \(sends) sends, more than API key \(key.name)'s burst of \(limit); "
+                + "it can never pass as is: split it into batches of at most \(limit) sends",
+            field: "items")
     }
 
     static func batchEntry(item: Int, tokenIndex: Int?, result: Result<SendResult, IngressError>) -> JSONValue {

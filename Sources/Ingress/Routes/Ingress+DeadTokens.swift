@@ -32,7 +32,10 @@ extension Ingress {
         do {
             records = try await deadTokens.deadTokens(app: app, environment: environment, sinceMilliseconds: since, limit: limit)
         } catch {
-            var failure = IngressError(status: 503, type: "Unavailable", message: "the audit database did not answer: \(error)")
+            // libpq's message names the host and port; it belongs in the log, not in a
+            // caller's answer. (Connection strings are never part of it: no secrets logged.)
+            logger.error("dead-token query failed", metadata: ["app": "\(app)", "error": "\(error)"])
+            var failure = IngressError(status: 503, type: "Unavailable", message: "the audit database is unavailable; retry later")
             failure.retryAfter = 5
             throw failure
         }
@@ -49,24 +52,60 @@ extension Ingress {
         return .json(200, JSONValue.object(JSONObject([("deadTokens", .array(items))])).encoded())
     }
 
-    /// `since`: an RFC 3339 time or a duration back from now (`90s`, `30m`, `1h`, `7d`); unix ms.
+    /// The longest duration `since` may reach back (100 years): a bound well
+    /// past any retention, so every value within it converts without overflow.
+    static let maximumSinceDays: Int64 = 36_500
+
+    /// `since`: an RFC 3339 time (1970 to 9999) or a duration back from `now`
+    /// (`90s`, `30m`, `1h`, `7d`, at most 100 years); unix ms. Anything else,
+    /// however large, is a 400 naming `since`, never an arithmetic trap.
     static func parseSince(_ text: String, now: Date = Date()) throws(IngressError) -> Int64 {
-        if let unit = text.last, let amount = Int64(text.dropLast()), amount >= 0 {
-            let seconds: Int64? = switch unit {
-            case "s": amount
-            case "m": amount * 60
-            case "h": amount * 3600
-            case "d": amount * 86_400
-            default: nil
+        let nowMilliseconds = Self.milliseconds(now) ?? 0
+        if let unit = text.last, "smhd".contains(unit) {
+            let digits = text.dropLast()
+            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+                throw .invalid("since", "a duration must be a whole number of s, m, h or d (30m, 1h, 7d)")
             }
-            if let seconds { return Int64(now.timeIntervalSince1970 * 1000) - seconds * 1000 }
+            let multiplier: Int64 = switch unit {
+            case "s": 1
+            case "m": 60
+            case "h": 3600
+            default: 86_400
+            }
+            let maximum = maximumSinceDays * 86_400
+            // Int64(...) is nil beyond Int64.max and the product is checked, so
+            // 99999999999999999d is refused like any other too-long duration.
+            guard let amount = Int64(digits), case let (seconds, overflow) = amount.multipliedReportingOverflow(by: multiplier),
+                  !overflow, seconds <= maximum
+            else {
+                throw .invalid("since", "a duration may reach back at most \(maximumSinceDays) days (100 years)")
+            }
+            return nowMilliseconds - seconds * 1000
         }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
-        formatter.formatOptions = [.withInternetDateTime]
-        if let date = formatter.date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
-        throw .invalid("since", "must be an RFC 3339 time (2026-11-22T10:00:00Z) or a duration back from now (30m, 1h, 7d)")
+        var date = formatter.date(from: text)
+        if date == nil {
+            formatter.formatOptions = [.withInternetDateTime]
+            date = formatter.date(from: text)
+        }
+        guard let date else {
+            throw .invalid("since", "must be an RFC 3339 time (2026-11-22T10:00:00Z) or a duration back from now (30m, 1h, 7d)")
+        }
+        guard let milliseconds = Self.milliseconds(date), milliseconds >= 0, milliseconds <= latestSinceMilliseconds else {
+            throw .invalid("since", "must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z")
+        }
+        return milliseconds
+    }
+
+    /// 9999-12-31T23:59:59.999Z in unix ms.
+    static let latestSinceMilliseconds: Int64 = 253_402_300_799_999
+
+    /// Unix ms of `date`, or nil when it is not finite or beyond Int64.
+    static func milliseconds(_ date: Date) -> Int64? {
+        let value = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        guard value.isFinite, value >= -9.0e18, value <= 9.0e18 else { return nil }
+        return Int64(value)
     }
 
     static func rfc3339(_ milliseconds: Int64) -> String {

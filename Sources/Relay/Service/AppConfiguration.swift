@@ -41,6 +41,10 @@ public struct RelayConfiguration: Sendable {
     public var timestampPolicy = TimestampPolicy.reject
     /// Activity tokens remembered for the timestamp check (oldest forgotten first).
     public var timestampMemory = 100_000
+    /// Seconds a Live Activity `timestamp` may lie past ``now``; later ones are refused (400).
+    public var maximumTimestampLead = Preflight.defaultTimestampLead
+    /// The relay's clock in unix seconds (injected by tests; the system clock otherwise).
+    public var now: @Sendable () -> Int64 = { UnixTime.nowSeconds() }
 
     public init(apps: [AppConfiguration]) { self.apps = apps }
 }

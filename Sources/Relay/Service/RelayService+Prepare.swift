@@ -48,7 +48,7 @@ extension RelayService {
         case .update(let token, let snapshot, let live, let options), .end(let token, let snapshot, let live, let options):
             let event: LiveActivityEvent = operation.operation == .update ? .update : .end
             var content = try liveContent(snapshot, live)
-            let timestamp = content.timestamp ?? UnixTime.nowSeconds()
+            let timestamp = content.timestamp ?? configuration.now()
             content.timestamp = timestamp
             let request = try builder.liveActivity(event, token: token, content: content, options: options)
             let key = "\(app)|\(environment.rawValue)|\(request.tokenFingerprint ?? "")"

@@ -48,7 +48,7 @@ public final class RelayService: Sendable {
                 throw CredentialError(.missing, field: "apps.\(app.name)", message: "app \(app.name) is configured twice")
             }
             try ProviderCredentials.checkBundleID(app.bundleID)
-            builders[app.name] = try RequestBuilder(bundleID: app.bundleID)
+            builders[app.name] = try RequestBuilder(bundleID: app.bundleID, now: configuration.now, maximumTimestampLead: configuration.maximumTimestampLead)
             let credentials = try ProviderCredentials(keyID: app.keyID, teamID: app.teamID, keyPath: app.keyPath)
             for environment in app.environments {
                 let name = app.name

@@ -30,6 +30,7 @@ extension ServerConfiguration {
         lines.append("  request_timeout_seconds: \(apns.requestTimeoutSeconds)")
         lines.append("  send_deadline_seconds: \(apns.sendDeadlineSeconds)")
         lines.append("  timestamp_policy: \(apns.timestampPolicy.rawValue)")
+        lines.append("  timestamp_max_lead_seconds: \(apns.timestampMaximumLeadSeconds)")
         if !apns.origins.isEmpty {
             lines.append("  origins:")
             for (environment, origin) in apns.origins.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {

@@ -64,6 +64,7 @@ extension ServerConfiguration {
                 }
                 configuration.apns.timestampPolicy = policy
             }
+            if let value = try apns.integer("timestamp_max_lead_seconds", in: 0...86_400) { configuration.apns.timestampMaximumLeadSeconds = value }
             if var origins = try apns.child("origins") {
                 for environment in Environment.allCases {
                     if let text = try origins.string(environment.rawValue) {

@@ -34,6 +34,8 @@ public struct ServerConfiguration: Sendable {
         public var requestTimeoutSeconds = 10.0
         public var sendDeadlineSeconds = 30.0
         public var timestampPolicy = TimestampPolicy.reject
+        /// Seconds a Live Activity timestamp may lie past the relay's clock.
+        public var timestampMaximumLeadSeconds = Int(Preflight.defaultTimestampLead)
         /// Hosts that replace Apple's per environment (tests, the demo's mock).
         public var origins: [Environment: Origin] = [:]
         /// A CA bundle to trust for `origins`: tests and the mock only.
