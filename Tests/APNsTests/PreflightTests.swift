@@ -96,6 +96,81 @@ let preflightCases: [PreflightCase] = [
     .init(name: "raw send with a malformed apns-id", code: "BadMessageId", field: "apns-id", trap: nil, status: 400) {
         _ = try fixedBuilder().raw(token: deviceToken, payload: ["aps": [:]], headers: [HTTPHeader("apns-push-type", "alert"), HTTPHeader("apns-id", "123")])
     },
+] + controlCharacterCases + topicCases + numericCases
+
+private func raw(_ headers: [(String, String)]) throws {
+    _ = try fixedBuilder().raw(token: deviceToken, payload: ["aps": [:]], headers: [HTTPHeader("apns-push-type", "alert")] + headers.map { HTTPHeader($0.0, $0.1) })
+}
+
+/// Bytes HTTP/2 forbids in a header (APNs resets the stream; the relay used to
+/// retry that 4 times and report a transport failure): refused before I/O.
+let controlCharacterCases: [PreflightCase] = [
+    .init(name: "NUL in a raw apns-topic", code: "InvalidHeader", field: "apns-topic", trap: nil, status: 400) { try raw([("apns-topic", "com.example.app\u{0}")]) },
+    .init(name: "CR LF in a raw apns-collapse-id", code: "InvalidHeader", field: "apns-collapse-id", trap: nil, status: 400) { try raw([("apns-collapse-id", "a\r\nx")]) },
+    .init(name: "0x01 in a raw apns-collapse-id", code: "InvalidHeader", field: "apns-collapse-id", trap: nil, status: 400) { try raw([("apns-collapse-id", "a\u{1}b")]) },
+    .init(name: "DEL in a raw apns-id", code: "InvalidHeader", field: "apns-id", trap: nil, status: 400) { try raw([("apns-id", "0f9e8d7c-6b5a-4c3d-8e1f-a0b1c2d3e4f\u{7f}")]) },
+    .init(name: "0x7f in a pass-through apns-* header", code: "InvalidHeader", field: "apns-unique-hint", trap: nil, status: 400) { try raw([("apns-unique-hint", "x\u{7f}")]) },
+    .init(name: "a non-ASCII raw header value", code: "InvalidHeader", field: "apns-collapse-id", trap: nil, status: 400) { try raw([("apns-collapse-id", "é")]) },
+    .init(name: "CR LF in a raw header name", code: "InvalidHeader", field: "apns-x\\x0d\\x0ainjected", trap: nil, status: 400) { try raw([("apns-x\r\ninjected", "1")]) },
+    .init(name: "a space in a raw header name", code: "InvalidHeader", field: "apns\\x20topic", trap: nil, status: 400) { try raw([("apns topic", "com.example.app")]) },
+    .init(name: "a colon in a raw header name", code: "InvalidHeader", field: "apns-topic:", trap: nil, status: 400) { try raw([("apns-topic:", "com.example.app")]) },
+    .init(name: "an empty raw header name", code: "InvalidHeader", field: "headers", trap: nil, status: 400) { try raw([("", "x")]) },
+    .init(name: "CR LF in a typed collapse id", code: "BadCollapseId", field: "collapseId", trap: nil, status: 400) {
+        _ = try fixedBuilder().alert(token: deviceToken, payload: ["aps": [:]], options: .init(collapseID: "a\r\nx"))
+    },
+    .init(name: "NUL in a typed collapse id", code: "BadCollapseId", field: "collapseId", trap: nil, status: 400) {
+        _ = try fixedBuilder().alert(token: deviceToken, payload: ["aps": [:]], options: .init(collapseID: "a\u{0}"))
+    },
+]
+
+/// A topic must be the app's own bundle id, bare or with a documented suffix:
+/// apps sharing a team key must not reach each other's devices.
+let topicCases: [PreflightCase] = [
+    .init(name: "another app's topic", code: "TopicNotForApp", field: "apns-topic", trap: nil, status: 403) { try raw([("apns-topic", "com.example.other")]) },
+    .init(name: "another app's Live Activity topic", code: "TopicNotForApp", field: "apns-topic", trap: nil, status: 403) {
+        try raw([("apns-topic", "com.example.other.push-type.liveactivity")])
+    },
+    .init(name: "the app's bundle id with an undocumented suffix", code: "TopicNotForApp", field: "apns-topic", trap: nil, status: 403) {
+        try raw([("apns-topic", "com.example.app.evil")])
+    },
+    .init(name: "a prefix of the app's bundle id", code: "TopicNotForApp", field: "apns-topic", trap: nil, status: 403) { try raw([("apns-topic", "com.example")]) },
+    .init(name: "a topic that is not bundle-id shaped", code: "BadTopic", field: "apns-topic", trap: nil, status: 400) { try raw([("apns-topic", "com.example.app/x")]) },
+]
+
+/// Extreme numbers in every field the builder converts: each is a 400 naming
+/// the field, never an arithmetic trap.
+let numericCases: [PreflightCase] = [
+    .init(name: "apns-priority beyond Int64", code: "BadPriority", field: "apns-priority", trap: nil, status: 400) { try raw([("apns-priority", "9223372036854775808")]) },
+    .init(name: "apns-priority Int64.min", code: "BadPriority", field: "apns-priority", trap: nil, status: 400) { try raw([("apns-priority", "-9223372036854775808")]) },
+    .init(name: "apns-priority -0", code: "BadPriority", field: "apns-priority", trap: nil, status: 400) { try raw([("apns-priority", "-0")]) },
+    .init(name: "apns-expiration beyond Int64", code: "BadExpirationDate", field: "apns-expiration", trap: .badDate, status: 400) {
+        try raw([("apns-expiration", "99999999999999999999")])
+    },
+    .init(name: "apns-expiration Int64.max", code: "BadExpirationDate", field: "apns-expiration", trap: .badDate, status: 400) {
+        try raw([("apns-expiration", "9223372036854775807")])
+    },
+    .init(name: "apns-expiration 1e308", code: "BadExpirationDate", field: "apns-expiration", trap: .badDate, status: 400) { try raw([("apns-expiration", "1e308")]) },
+    .init(name: "apns-expiration NaN", code: "BadExpirationDate", field: "apns-expiration", trap: .badDate, status: 400) { try raw([("apns-expiration", "NaN")]) },
+    .init(name: "expiration Int64.min", code: "BadExpirationDate", field: "expiration", trap: .badDate, status: 400) {
+        _ = try fixedBuilder().alert(token: deviceToken, payload: ["aps": [:]], options: .init(expiration: .min))
+    },
+    .init(name: "stale date Int64.max", code: "BadDate", field: "aps.stale-date", trap: .badDate, status: 400) {
+        _ = try fixedBuilder().liveActivity(.update, token: deviceToken, content: .init(contentState: state, staleDate: .max))
+    },
+    .init(name: "timestamp Int64.min", code: "BadDate", field: "aps.timestamp", trap: .badDate, status: 400) {
+        _ = try fixedBuilder().liveActivity(.update, token: deviceToken, content: .init(contentState: state, timestamp: .min))
+    },
+    // The campaign's case: a year-5138 timestamp (just under the millisecond
+    // threshold) was accepted and then blocked every later update.
+    .init(name: "a timestamp in the year 5138", code: "BadDate", field: "aps.timestamp", trap: .badDate, status: 400) {
+        _ = try fixedBuilder().liveActivity(.update, token: deviceToken, content: .init(contentState: state, timestamp: Preflight.millisecondThreshold - 1))
+    },
+    .init(name: "a timestamp 3601 s past the relay's clock", code: "BadDate", field: "aps.timestamp", trap: .badDate, status: 400) {
+        _ = try fixedBuilder().liveActivity(.update, token: deviceToken, content: .init(contentState: state, timestamp: 1_700_000_000 + 3601))
+    },
+    .init(name: "a relevance score that is negative", code: "InvalidPayload", field: "aps.relevance-score", trap: nil, status: 400) {
+        _ = try fixedBuilder().liveActivity(.update, token: deviceToken, content: .init(contentState: state, relevanceScore: -1e308))
+    },
 ]
 
 @Suite("Preflight")
@@ -129,6 +204,27 @@ struct PreflightTests {
         _ = try builder.alert(token: String(repeating: "0", count: 200), payload: ["aps": [:]],
                               options: .init(expiration: 0, collapseID: String(repeating: "c", count: 64)))
         _ = try builder.liveActivity(.update, token: deviceToken, content: .init(contentState: state, staleDate: Preflight.millisecondThreshold - 1))
+        // A timestamp exactly the allowed lead past the builder's clock (1_700_000_000).
+        _ = try builder.liveActivity(.update, token: deviceToken, content: .init(contentState: state, timestamp: 1_700_000_000 + Preflight.defaultTimestampLead))
+        // The app's own topics: bare, and with each documented suffix.
+        for topic in ["com.example.app", "com.example.app.voip", "com.example.app.complication", "com.example.app.pushkit.fileprovider",
+                      "com.example.app.push-type.liveactivity", "com.example.app.push-type.widgets"] {
+            let request = try builder.raw(token: deviceToken, payload: ["aps": [:]], headers: [HTTPHeader("apns-push-type", "alert"), HTTPHeader("apns-topic", topic)])
+            #expect(request.topic == topic)
+        }
+        // Visible ASCII and inner spaces pass through untouched.
+        let collapse = "order 42 ~!#$%&'*+-.^_`|"
+        #expect(try builder.alert(token: deviceToken, payload: ["aps": [:]], options: .init(collapseID: collapse)).header("apns-collapse-id") == collapse)
+    }
+
+    @Test("the timestamp lead is the builder's, measured on its injected clock")
+    func timestampLead() throws {
+        let strict = try RequestBuilder(bundleID: "com.example.app", now: { 1_000 }, makeID: { fixedID }, maximumTimestampLead: 0)
+        _ = try strict.liveActivity(.update, token: deviceToken, content: .init(contentState: state, timestamp: 1_000))
+        #expect(throws: APNsError.self) { _ = try strict.liveActivity(.update, token: deviceToken, content: .init(contentState: state, timestamp: 1_001)) }
+        // A clock near Int64.max must not overflow the comparison.
+        let late = try RequestBuilder(bundleID: "com.example.app", now: { .max - 10 }, makeID: { fixedID })
+        _ = try late.liveActivity(.update, token: deviceToken, content: .init(contentState: state, timestamp: 1_700_000_000))
     }
 
     @Test("the millisecond error suggests the seconds value")

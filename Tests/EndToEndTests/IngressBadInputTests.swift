@@ -1,5 +1,6 @@
 import Foundation
 import RelayJSON
+import TestSupport
 import Testing
 
 /// Bad input: a clear 4xx naming the field and the rule, and nothing sent to APNs.
@@ -54,6 +55,48 @@ struct IngressBadInputTests {
         Case(name: "a batch of zero items", path: "/v1/send/batch", body: #"{"items":[]}"#, status: 400, type: "InvalidRequest", field: "items"),
         Case(name: "a channel with an unknown storage policy", path: "/v1/channels", body: #"{"app":"app-a","environment":"development","storagePolicy":"forever"}"#,
              status: 400, type: "InvalidRequest", field: "storagePolicy"),
+    ] + controlCharacterCases + topicCases
+
+    /// A raw send for app-a with these JSON `headers` members.
+    static func raw(_ headers: String, path: String = "/v1/send") -> String {
+        #"{"app":"app-a","environment":"development","operation":"raw","token":"\#(TestRelay.token(1))","headers":{"apns-push-type":"alert"\#(headers)},"payload":{"aps":{"alert":"hi"}}}"#
+    }
+
+    static let devicePath = "/3/device/\(TestRelay.token(1))"
+    static let devicePayload = #"{"aps":{"alert":"hi"}}"#
+
+    /// The campaign's control-character cases: each used to reach APNs (200, or
+    /// a reset stream retried 4 times and answered 502 as a transport failure).
+    static let controlCharacterCases: [Case] = [
+        Case(name: "CR LF in collapseId", body: TestRelay.send(extra: #","collapseId":"a\r\nx""#), status: 400, type: "Preflight", field: "collapseId", reason: "BadCollapseId"),
+        Case(name: "NUL in collapseId", body: TestRelay.send(extra: #","collapseId":"a\u0000b""#), status: 400, type: "Preflight", field: "collapseId", reason: "BadCollapseId"),
+        Case(name: "NUL in a raw apns-topic", body: raw(#","apns-topic":"com.example.a\u0000""#), status: 400, type: "Preflight", field: "apns-topic", reason: "InvalidHeader"),
+        Case(name: "CR LF in a raw header name", body: raw(#","apns-x\r\ninjected":"1""#), status: 400, type: "Preflight", reason: "InvalidHeader"),
+        Case(name: "CR LF in a raw header value", body: raw(#","apns-collapse-id":"a\r\napns-topic: com.example.b""#), status: 400, type: "Preflight", field: "apns-collapse-id", reason: "InvalidHeader"),
+        Case(name: "0x01 in a raw apns-id", body: raw(#","apns-id":"\u00010f9e8d7c-6b5a-4c3d-8e1f-a0b1c2d3e4f""#), status: 400, type: "Preflight", field: "apns-id", reason: "InvalidHeader"),
+        Case(name: "NUL in a raw apns-topic, described", path: "/v1/describe", body: raw(#","apns-topic":"com.example.a\u0000""#), status: 400, type: "Preflight", field: "apns-topic"),
+        Case(name: "NUL in the snapshot id", body: TestRelay.send(snapshot: snapshot.replacingOccurrences(of: #""id":"e2e-1""#, with: #""id":"e2e\u00001""#)),
+             status: 400, type: "InvalidRequest", field: "snapshot.id"),
+        Case(name: "DEL in the snapshot's surfaceId", body: TestRelay.send(snapshot: snapshot.replacingOccurrences(of: #""surfaceId":"surface-e2e""#, with: #""surfaceId":"s\u007f""#)),
+             status: 400, type: "InvalidRequest", field: "snapshot.surfaceId"),
+        Case(name: "0x01 in a /3/device apns-collapse-id", path: devicePath, body: devicePayload, status: 400, type: "Preflight", field: "apns-collapse-id",
+             reason: "InvalidHeader", headers: ["apns-relay-app: app-a", "apns-collapse-id: a\u{01}b"]),
+        Case(name: "0x7f in a /3/device apns-topic", path: devicePath, body: devicePayload, status: 400, type: "Preflight", field: "apns-topic",
+             reason: "InvalidHeader", headers: ["apns-relay-app: app-a", "apns-topic: com.example.a\u{7f}"]),
+        Case(name: "a year-5138 Live Activity timestamp", body: TestRelay.send("update", extra: #","timestamp":99999999999"#), status: 400, type: "Preflight",
+             field: "aps.timestamp", reason: "BadDate"),
+    ]
+
+    /// A key scoped to app-a may not reach app-b's topic, on any route.
+    static let topicCases: [Case] = [
+        Case(name: "a raw send to another app's topic", body: raw(#","apns-topic":"com.example.b""#), status: 403, type: "Forbidden", field: "apns-topic", reason: "TopicNotForApp"),
+        Case(name: "a raw send to another app's Live Activity topic", body: raw(#","apns-topic":"com.example.b.push-type.liveactivity""#), status: 403, type: "Forbidden",
+             field: "apns-topic", reason: "TopicNotForApp"),
+        Case(name: "a describe of another app's topic", path: "/v1/describe", body: raw(#","apns-topic":"com.example.b""#), status: 403, type: "Forbidden", field: "apns-topic"),
+        Case(name: "/3/device naming app-a with app-b's topic", path: devicePath, body: devicePayload, status: 403, type: "Forbidden", field: "apns-topic",
+             reason: "TopicNotForApp", headers: ["apns-relay-app: app-a", "apns-topic: com.example.b"]),
+        Case(name: "/3/device with app-b's topic and the key's app inferred", path: devicePath, body: devicePayload, status: 403, type: "Forbidden",
+             headers: ["apns-topic: com.example.b"]),
     ]
 
     @Test("each bad request gets a clear 4xx and nothing reaches APNs", arguments: cases)
@@ -78,6 +121,91 @@ struct IngressBadInputTests {
             #expect(answer.status == 413, "\(answer)")
             #expect(answer.error?["field"] == "items")
             #expect(relay.apnsRequests == 0)
+        }
+    }
+
+    @Test("an out-of-range since is a 400 naming since, and the relay lives on", arguments: ["99999999999999999d", "9223372036854775807s", "106751991167300d", "36501d", "-1d"])
+    func sinceOutOfRange(_ since: String) async throws {
+        try await withRelay { relay in
+            let answer = try await relay.curl("GET", "/v1/dead-tokens?app=app-a&since=\(since)")
+            #expect(answer.status == 400, "\(answer)")
+            #expect(answer.error?["type"] == "InvalidRequest" && answer.error?["field"] == "since", "\(answer)")
+            #expect(try await relay.curl("GET", "/healthz", key: nil).status == 200, "the relay must survive")
+        }
+    }
+
+    @Test("a database error is a 503 without the host or port; the detail goes to the log")
+    func deadTokensDatabaseDown() async throws {
+        try await withRelay(databaseURL: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=1") { relay in
+            let answer = try await relay.curl("GET", "/v1/dead-tokens?app=app-a&since=1h")
+            #expect(answer.status == 503, "\(answer)")
+            #expect(answer.error?["message"] == "the audit database is unavailable; retry later", "\(answer)")
+            for leak in ["127.0.0.1", "port", "connection to server", "postgres"] { #expect(!answer.body.contains(leak), "\(answer)") }
+            #expect(answer.headers["retry-after"] != nil)
+            // Input checks come first: a bad since is still the caller's 400.
+            #expect(try await relay.curl("GET", "/v1/dead-tokens?app=app-a&since=99999999999999999d").status == 400)
+        }
+    }
+
+    @Test("a batch item refuses an apnsId shared by several tokens and another app's topic; the rest of the batch goes")
+    func batchItems() async throws {
+        try await withRelay { relay in
+            let shared = TestRelay.send(extra: #","apnsId":"0f9e8d7c-6b5a-4c3d-8e1f-a0b1c2d3e4f5""#)
+                .replacingOccurrences(of: #""token":"\#(TestRelay.token(1))""#, with: #""tokens":["\#(TestRelay.token(1))","\#(TestRelay.token(2))"]"#)
+            let foreign = Self.raw(#","apns-topic":"com.example.b""#)
+            let answer = try await relay.curl("POST", "/v1/send/batch", body: #"{"items":[\#(shared),\#(foreign),\#(TestRelay.send())]}"#)
+            #expect(answer.status == 200, "\(answer)")
+            let results = try #require(answer.json?["results"]?.arrayValue, "\(answer)")
+            #expect(results.count == 3, "\(answer)")
+            #expect(results[0]["ok"] == .bool(false) && results[0]["error"]?["field"] == "items[0].apnsId", "\(answer)")
+            #expect(results[0]["error"]?["type"] == "InvalidRequest")
+            #expect(results[1]["ok"] == .bool(false) && results[1]["error"]?["type"] == "Forbidden", "\(answer)")
+            #expect(results[1]["error"]?["reason"] == "TopicNotForApp", "\(answer)")
+            #expect(results[2]["ok"] == .bool(true), "\(answer)")
+            #expect(relay.apnsRequests == 1, "only the good item reaches APNs")
+        }
+    }
+
+    @Test("a batch larger than the key's burst is a 429 saying so, with no Retry-After to retry it as is")
+    func batchOverBurst() async throws {
+        try await withRelay { relay in
+            // "limited": burst 2. Three sends can never be charged, however long the caller waits.
+            let items = [TestRelay.send(), TestRelay.send(), TestRelay.send()].joined(separator: ",")
+            let answer = try await relay.curl("POST", "/v1/send/batch", key: "limited", body: #"{"items":[\#(items)]}"#)
+            #expect(answer.status == 429, "\(answer)")
+            #expect(answer.error?["type"] == "BatchExceedsBurst" && answer.error?["field"] == "items", "\(answer)")
+            #expect(answer.error?["message"]?.stringValue?.contains("burst of 2") == true, "\(answer)")
+            #expect(answer.headers["retry-after"] == nil, "\(answer.headers)")
+            #expect(relay.apnsRequests == 0)
+        }
+    }
+
+    @Test("a refused far-future timestamp does not block the activity's later updates")
+    func futureTimestampDoesNotBlock() async throws {
+        try await withRelay { relay in
+            let future = try await relay.curl("POST", "/v1/send", body: TestRelay.send("update", extra: #","timestamp":99999999999"#))
+            #expect(future.status == 400 && future.error?["field"] == "aps.timestamp", "\(future)")
+            let next = try await relay.curl("POST", "/v1/send", body: TestRelay.send("update", extra: #","timestamp":1700000000"#))
+            #expect(next.status == 200, "\(next)")
+            #expect(relay.apnsRequests == 1)
+        }
+    }
+
+    @Test("input refused for control characters leaves the audit writing: later rows land, none is dropped")
+    func auditNotPoisoned() async throws {
+        guard let url = ProcessInfo.processInfo.environment["APNS_RELAY_TEST_DATABASE_URL"] else { return }
+        try await withRelay(databaseURL: url) { relay in
+            let nulTopic = try await relay.curl("POST", "/v1/send", body: Self.raw(#","apns-topic":"com.example.a\u0000""#))
+            #expect(nulTopic.status == 400, "\(nulTopic)")
+            let nulID = TestRelay.send(snapshot: Self.snapshot.replacingOccurrences(of: #""id":"e2e-1""#, with: #""id":"e2e\u00001""#))
+            #expect(try await relay.curl("POST", "/v1/send", body: nulID).status == 400)
+            let good = try await relay.curl("POST", "/v1/send", body: TestRelay.send())
+            let apnsID = try #require(good.json?["apnsId"]?.stringValue, "\(good)")
+            // The refused raw send is audited (rejected, no topic); the snapshot one never became a send.
+            #expect(await eventually { relay.server.audit.statistics.written >= 2 }, "\(relay.server.audit.statistics)")
+            #expect(relay.server.audit.statistics.dropped == 0)
+            let (status, output) = try await ProcessRunner.runOffPool(["psql", url, "-At", "-c", "SELECT outcome FROM apns_audit WHERE apns_id = '\(apnsID)'"])
+            #expect(status == 0 && output.trimmingCharacters(in: .whitespacesAndNewlines) == "success", "\(output)")
         }
     }
 

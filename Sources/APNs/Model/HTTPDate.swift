@@ -42,7 +42,9 @@ public enum HTTPDate {
     private static func make(year: Int?, month: String, day: Int?, time: String) -> Int64? {
         guard let year, let day, let monthIndex = months.firstIndex(of: month) else { return nil }
         let clock = time.split(separator: ":").compactMap { Int($0) }
-        guard clock.count == 3, (0...23).contains(clock[0]), (0...59).contains(clock[1]), (0...60).contains(clock[2]),
+        // The year is bounded before any arithmetic: a hostile Date header
+        // ("Sun, 06 Nov 9223372036854775807 …") must be unreadable, not a trap.
+        guard (1...9999).contains(year), clock.count == 3, (0...23).contains(clock[0]), (0...59).contains(clock[1]), (0...60).contains(clock[2]),
               (1...31).contains(day), day <= daysIn(month: monthIndex + 1, year: year)
         else { return nil }
         let days = daysFromCivil(year: Int64(year), month: Int64(monthIndex + 1), day: Int64(day))
