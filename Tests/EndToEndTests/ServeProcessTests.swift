@@ -179,14 +179,76 @@ struct ServeProcessTests {
         try embedded.split(separator: "\n", omittingEmptySubsequences: false).prefix { $0.hasPrefix("    ") || $0.isEmpty }
             .map { $0.dropFirst(min(4, $0.count)) }.joined(separator: "\n").write(toFile: kubernetesConfig, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: kubernetesConfig) }
+        // No shipped configuration holds a usable API key: each has placeholders that
+        // check-config refuses, saying how to make a key. With generated entries in
+        // their place, every one is a configuration the relay accepts.
+        let generated = try await ProcessRunner.runOffPool([RelayProcess.binary, "api-key", "new", "--name", "ci"])
+        #expect(generated.status == 0, "\(generated.output)")
+        let hash = try #require(generated.output.split(separator: "\n").first { $0.contains("sha256: ") }?.split(separator: " ").last.map(String.init))
         for file in [example, root.appendingPathComponent("deploy/container/config.yaml").path, kubernetesConfig] {
-            let checked = try await ProcessRunner.runOffPool([RelayProcess.binary, "check-config", "--skip-keys", "--config", file])
-            #expect(checked.status == 0, "\(file): \(checked.output)")
+            let shipped = try await ProcessRunner.runOffPool([RelayProcess.binary, "check-config", "--skip-keys", "--config", file])
+            #expect(shipped.status == 1, "\(file): \(shipped.output)")
+            #expect(shipped.output.contains("api_keys[0].sha256") && shipped.output.contains("apns-relay api-key new --name"), "\(file): \(shipped.output)")
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            #expect(text.contains("REPLACE-with-the-sha256-from-apns-relay-api-key-new"), "\(file)")
+            let filled = NSTemporaryDirectory() + "apns-relay-filled-\(UUID().uuidString).yaml"
+            try text.replacingOccurrences(of: "REPLACE-with-the-sha256-from-apns-relay-api-key-new", with: hash).write(toFile: filled, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(atPath: filled) }
+            let checked = try await ProcessRunner.runOffPool([RelayProcess.binary, "check-config", "--skip-keys", "--config", filled])
+            #expect(checked.status == 0, "\(file) with generated keys: \(checked.output)")
         }
-        for command in ["serve", "check-config", "send", "describe", "migrate", "audit", "mock-apns", "demo", "bench"] {
+        for command in ["serve", "check-config", "api-key", "send", "describe", "migrate", "audit", "mock-apns", "demo", "bench"] {
             let help = try await ProcessRunner.runOffPool([RelayProcess.binary, command, "--help"])
             #expect(help.status == 0 && help.output.contains("USAGE"), "\(command): \(help.output.prefix(200))")
         }
+    }
+
+    @Test("check-config refuses well-known weak API keys, naming the entry and how to make a real one", arguments: [
+        // The hash the examples used to ship (of "password"), the empty key, "changeme" with echo's newline, an old compose key.
+        "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        Fingerprint.sha256Hex(Array("changeme\n".utf8)), "36d0498c3a3e7524c313c9796fa0b21b0e91b67b76f410ba3949f1b9ac7a8a57",
+        Fingerprint.sha256Hex(Array("Secret".utf8)),
+    ])
+    func weakKeysRefused(_ hash: String) async throws {
+        let relay = try await TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let config = try Self.writeConfiguration(
+            directory: relay.directory, mock: relay.mock, keyPath: relay.keyPath, instance: "weak", databaseURL: "", spool: relay.directory + "/s")
+        let good = try String(contentsOfFile: config, encoding: .utf8)
+        try good.replacingOccurrences(of: Fingerprint.sha256Hex(Array(TestRelay.keys["backend"]!.utf8)), with: hash)
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let checked = try await ProcessRunner.runOffPool([RelayProcess.binary, "check-config", "--skip-keys", "--config", config])
+        #expect(checked.status == 1, "\(checked.output)")
+        #expect(checked.output.contains("api_keys[0].sha256") && checked.output.contains("anyone could guess"), "\(checked.output)")
+        #expect(checked.output.contains("apns-relay api-key new --name"), "\(checked.output)")
+    }
+
+    @Test("api-key new prints a fresh 256-bit key once and an entry holding its SHA-256, which check-config accepts")
+    func apiKeyNew() async throws {
+        let first = try await ProcessRunner.runOffPool([RelayProcess.binary, "api-key", "new", "--name", "checkout-backend", "--app", "app-a", "--rate-per-second", "100", "--burst", "200"])
+        let second = try await ProcessRunner.runOffPool([RelayProcess.binary, "api-key", "new", "--name", "checkout-backend"])
+        #expect(first.status == 0 && second.status == 0, "\(first.output)\(second.output)")
+        func key(_ output: String) -> String? { output.split(separator: "\n").first { $0.hasPrefix("apnsrelay_") }.map(String.init) }
+        let key1 = try #require(key(first.output), "\(first.output)")
+        let key2 = try #require(key(second.output))
+        #expect(key1.count == "apnsrelay_".count + 64 && key1 != key2)
+        #expect(key1.dropFirst("apnsrelay_".count).allSatisfy { $0.isHexDigit })
+        #expect(first.output.contains("    sha256: \(Fingerprint.sha256Hex(Array(key1.utf8)))\n"), "\(first.output)")
+        #expect(first.output.contains("    apps: [app-a]\n    admin: false\n    rate_per_second: 100\n    burst: 200\n"), "\(first.output)")
+        #expect(second.output.contains(#"    apps: ["*"]"#), "\(second.output)")
+        #expect(try await ProcessRunner.runOffPool([RelayProcess.binary, "api-key", "new", "--name", "bad name"]).status != 0)
+
+        // The entry, pasted into a configuration, is one the relay loads.
+        let relay = try await TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let config = try Self.writeConfiguration(
+            directory: relay.directory, mock: relay.mock, keyPath: relay.keyPath, instance: "keys", databaseURL: "", spool: relay.directory + "/s")
+        let entry = first.output.split(separator: "\n", omittingEmptySubsequences: false).drop { !$0.hasPrefix("  - name:") }
+            .map(String.init).joined(separator: "\n")
+        let text = try String(contentsOfFile: config, encoding: .utf8).replacingOccurrences(of: "api_keys:\n", with: "api_keys:\n\(entry)\n")
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        let checked = try await ProcessRunner.runOffPool([RelayProcess.binary, "check-config", "--config", config])
+        #expect(checked.status == 0, "\(text)\n\(checked.output)")
     }
 
     @Test("serve's JSON logs and spans carry trace ids and fingerprints, never a token, an API key, a JWT or the .p8")

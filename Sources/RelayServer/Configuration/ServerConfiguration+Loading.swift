@@ -149,7 +149,13 @@ extension ServerConfiguration {
         var reader = try ConfigurationReader(value, path: path)
         guard let name = try reader.string("name"), !name.isEmpty else { throw ConfigurationError(field: reader.name("name"), "is required") }
         guard let hash = try reader.string("sha256") else {
-            throw ConfigurationError(field: reader.name("sha256"), "is required: the SHA-256 of the key in hex (printf %s \"$KEY\" | sha256sum)")
+            throw ConfigurationError(field: reader.name("sha256"), "is required: the SHA-256 of the key in hex; \(Self.generateKeyHint(name))")
+        }
+        if let word = WeakAPIKeys.preimage(ofSHA256Hex: hash) {
+            let shown = word.isEmpty ? "the empty string (was KEY unset?)" : word.hasSuffix("\n") ? "\"\(word.dropLast())\" plus a newline" : "\"\(word)\""
+            throw ConfigurationError(
+                field: reader.name("sha256"),
+                "is the SHA-256 of \(shown), a key anyone could guess; \(Self.generateKeyHint(name))")
         }
         let apps = try reader.strings("apps") ?? ["*"]
         let isAdmin = try reader.bool("admin") ?? false
@@ -157,9 +163,15 @@ extension ServerConfiguration {
         let burst = try reader.number("burst", in: 1...10_000_000)
         try reader.rejectUnknown()
         guard let key = APIKey(name: name, sha256Hex: hash, apps: apps.contains("*") ? nil : Set(apps), isAdmin: isAdmin, ratePerSecond: rate, burst: burst ?? rate.map { max(1, $0) }) else {
-            throw ConfigurationError(field: reader.name("sha256"), "must be 64 hex digits (a SHA-256), not the key itself")
+            throw ConfigurationError(
+                field: reader.name("sha256"), "must be 64 hex digits (a SHA-256), not the key itself or a placeholder; \(Self.generateKeyHint(name))")
         }
         return key
+    }
+
+    /// How to make a key: the command prints the key once and its `api_keys` entry.
+    static func generateKeyHint(_ name: String) -> String {
+        "generate a key and its entry with: apns-relay api-key new --name \(name)"
     }
 
     private mutating func apply(environment: [String: String], directory: String) throws(ConfigurationError) {
