@@ -24,7 +24,7 @@ struct ServiceFixture {
     let service: RelayService
     let observer = RecordingObserver()
 
-    init(timestampPolicy: TimestampPolicy = .reject, rules: [MockRule] = []) throws {
+    init(timestampPolicy: TimestampPolicy = .reject, rules: [MockRule] = [], now: (@Sendable () -> Int64)? = nil) throws {
         keys = try TestKeyFile()
         let key = try SigningKey(contentsOfFile: keys.path)
         var mock = MockAPNsConfiguration()
@@ -37,6 +37,7 @@ struct ServiceFixture {
         ])
         configuration.timestampPolicy = timestampPolicy
         configuration.retryPolicy.baseDelay = 0.001
+        if let now { configuration.now = now }
         let quiet = Logger(label: "service") { _ in SwiftLogNoOpLogHandler() }
         service = try RelayService(
             configuration: configuration, transport: EngineTransport(engine: engine), killSwitch: KillSwitch(environment: { _ in nil }),
@@ -49,6 +50,27 @@ let deviceToken = String(repeating: "d1", count: 32)
 
 @Suite("Relay service: many apps, every operation")
 struct RelayServiceTests {
+    @Test("a timestamp past the relay's (injected) clock by more than the lead is refused, and does not block later updates")
+    func timestampLead() async throws {
+        let fixture = try ServiceFixture(now: { 1_800_000_000 })
+        defer { fixture.keys.remove() }
+        func update(_ timestamp: Int64) async throws(SendFailure) -> SendResult {
+            try await fixture.service.send(app: "example", environment: .development, .update(token: activityToken, snapshot: liveSnapshot, live: .init(timestamp: timestamp)))
+        }
+        for refused: Int64 in [99_999_999_999, 1_800_003_601] {
+            do {
+                _ = try await update(refused)
+                Issue.record("timestamp \(refused) was accepted")
+            } catch {
+                guard case .apns(let error) = error.cause else { Issue.record("\(error)"); continue }
+                #expect(error.field == "aps.timestamp" && error.status == 400 && error.code == .badDate, "\(error)")
+            }
+        }
+        #expect(try await update(1_800_000_000).status == 200)
+        #expect(try await update(1_800_003_600).status == 200, "exactly the lead is allowed")
+        #expect(fixture.engine.log.total == 2)
+    }
+
     @Test("misconfigured apps stop the relay at start-up, naming the field")
     func startupChecks() throws {
         let keys = try TestKeyFile()
