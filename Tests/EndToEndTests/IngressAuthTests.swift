@@ -31,7 +31,15 @@ struct IngressAuthTests {
         Case(name: "a scoped key on its own app", method: "POST", path: "/v1/send", key: "other", body: TestRelay.send(app: "app-b"), status: 200, type: nil),
         Case(name: "an admin key on any app", method: "POST", path: "/v1/send", key: "admin", body: TestRelay.send(app: "app-b"), status: 200, type: nil),
         Case(name: "the kill switch with admin", method: "GET", path: "/v1/admin/retry", key: "admin", body: nil, status: 200, type: nil),
+        // app-a and app-b share one team signing key: APNs would take either topic from either app.
+        Case(name: "a raw send to the key's own app's topic", method: "POST", path: "/v1/send", key: "backend", body: raw(topic: "com.example.a"), status: 200, type: nil),
+        Case(name: "a raw send for app-a to app-b's topic", method: "POST", path: "/v1/send", key: "backend", body: raw(topic: "com.example.b"), status: 403, type: "Forbidden"),
+        Case(name: "an admin key's raw send for app-a to app-b's topic", method: "POST", path: "/v1/send", key: "admin", body: raw(topic: "com.example.b"), status: 403, type: "Forbidden"),
     ]
+
+    static func raw(topic: String) -> String {
+        #"{"app":"app-a","environment":"development","operation":"raw","token":"\#(TestRelay.token(1))","headers":{"apns-push-type":"alert","apns-topic":"\#(topic)"},"payload":{"aps":{"alert":"hi"}}}"#
+    }
 
     @Test("the auth matrix", arguments: cases)
     func matrix(_ check: Case) async throws {
