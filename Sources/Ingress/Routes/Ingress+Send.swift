@@ -50,6 +50,7 @@ extension Ingress {
                     context: call.context)
                 error.apnsID = failure.apnsID
                 error.attempts = 0
+                error.trapHits = failure.trapHits
             }
             throw error
         }
