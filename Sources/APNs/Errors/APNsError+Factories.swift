@@ -31,6 +31,7 @@ extension APNsError {
         .missingEventField: (400, nil, "Supply every field the Live Activity event needs."),
         .invalidPayload: (400, nil, "Send a JSON object payload with an aps dictionary."),
         .forbiddenHeader: (400, nil, "Leave authorization and pseudo-headers to the relay."),
+        .notForBroadcast: (400, nil, "Leave collapseId out of broadcasts; collapse ids apply to device sends only."),
     ]
 
     /// The error for a non-2xx APNs answer.

@@ -107,5 +107,8 @@ extension APNsError {
         public static let invalidPayload: Code = "InvalidPayload"
         /// A header the relay owns (authorization, :path…) was supplied by the caller.
         public static let forbiddenHeader: Code = "ForbiddenHeader"
+        /// An option a broadcast cannot carry (`collapseId`: APNs' broadcast
+        /// request has no `apns-collapse-id`; a channel keeps its own latest message).
+        public static let notForBroadcast: Code = "NotForBroadcast"
     }
 }
