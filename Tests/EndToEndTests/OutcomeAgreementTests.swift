@@ -208,6 +208,10 @@ struct OutcomeAgreementTests {
             #expect(refused.status == 400, "\(refused)")
             #expect(refused.error?["reason"] == "NotForBroadcast" && refused.error?["field"] == "collapseId", "\(refused)")
             #expect(refused.error?["fix"]?.stringValue?.contains("aps dictionary") == false, "\(refused)")
+            // A payload rule's fix names the field and the rule, not another rule's advice.
+            let early = try await relay.curl("POST", "/v1/send", body: TestRelay.send("update", extra: #","dismissalDate":1800000000"#))
+            #expect(early.status == 400 && early.error?["field"] == "aps.dismissal-date", "\(early)")
+            #expect(early.error?["fix"] == "Fix aps.dismissal-date: it is only allowed on event end.", "\(early)")
             #expect(relay.apnsRequests == 4)
         }
     }
