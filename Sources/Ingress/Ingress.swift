@@ -157,9 +157,13 @@ public final class Ingress: Sendable {
     }
 
     /// Parses a JSON body; the error names the line and column.
-    func body(_ request: HTTPRequest) throws(IngressError) -> JSONValue {
+    ///
+    /// `checksContentType: false` is for `/3/device`, where APNs reads the body
+    /// as JSON whatever `content-type` says (curl's `-d` sends a form type), and
+    /// a script written for Apple must work unchanged.
+    func body(_ request: HTTPRequest, checksContentType: Bool = true) throws(IngressError) -> JSONValue {
         guard !request.body.isEmpty else { throw .invalid("body", "is empty; send a JSON object") }
-        if let type = request.header("content-type"), !type.lowercased().hasPrefix("application/json") {
+        if checksContentType, let type = request.header("content-type"), !type.lowercased().hasPrefix("application/json") {
             throw IngressError(status: 415, type: "UnsupportedMediaType", message: "content-type must be application/json, not \(type)", field: "content-type")
         }
         do {

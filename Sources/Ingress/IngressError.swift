@@ -20,6 +20,9 @@ public struct IngressError: Error, Sendable {
     public var fix: String?
     public var apnsID: APNsID?
     public var attempts: Int?
+    /// Every trap the send hit (the audit row's `trap_ids`), when the relay got
+    /// as far as a send; `trapId` is the one that decided the failure.
+    public var trapHits: [TrapID]?
     /// Seconds for a `retry-after` header (429, 503).
     public var retryAfter: Int?
     public var extraHeaders: [(name: String, value: String)] = []
@@ -55,6 +58,7 @@ public struct IngressError: Error, Sendable {
         if let fix, !fix.isEmpty { members.append(("fix", .string(fix))) }
         if let apnsID { members.append(("apnsId", .string(apnsID.description))) }
         if let attempts { members.append(("attempts", .integer(Int64(attempts)))) }
+        if let trapHits { members.append(("trapHits", .array(trapHits.map { .string($0.rawValue) }))) }
         return .object(JSONObject(members))
     }
 
@@ -103,6 +107,7 @@ extension IngressError {
         }
         apnsID = failure.apnsID
         attempts = failure.attempts
+        trapHits = failure.trapHits
     }
 
     /// A snapshot that broke the contract (MS008), named by its path under `field`.

@@ -21,6 +21,12 @@ struct OpenAPIConformanceTests {
                 ])
                 #expect(status == 0, "database \(databaseURL == nil ? "none" : "set"):\n\(output)")
                 #expect(output.contains("passed"), "\(output.suffix(500))")
+                // The documentation's own request examples were sent, and /3/device was posted as `curl -d` posts.
+                let documented = output.split(separator: "\n").filter { $0.hasPrefix("PASS  [d] ") }
+                #expect(documented.count >= 8, "\(output)")
+                #expect(output.contains("PASS  [b] POST /3/device/{token} as curl -d posts it"), "\(output)")
+                #expect(output.contains("PASS  [b] GET /v1/dead-tokens without since"), "\(output)")
+                print(documented.joined(separator: "\n"))
             }
             if databaseURL == nil, ProcessInfo.processInfo.environment["APNS_RELAY_TEST_DATABASE_URL"] == nil { break }
         }

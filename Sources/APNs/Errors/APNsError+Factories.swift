@@ -23,18 +23,21 @@ extension APNsError {
         )
     }
 
+    /// Relay-only codes whose fix is more than the broken rule. `InvalidPayload`
+    /// has none: it covers many rules (no `aps`, attributes on an update, a
+    /// dismissal date before the end…), so its fix names the field and the rule.
     private static let localRules: [Code: (status: Int, trapID: TrapID?, fix: String)] = [
         .badDate: (400, .badDate, "Send dates as positive unix seconds, not milliseconds or ISO strings."),
         .malformedApnsConfig: (
             400, .malformedTopic, "Configure the bare bundle id; the relay appends .push-type.liveactivity itself."
         ),
         .missingEventField: (400, nil, "Supply every field the Live Activity event needs."),
-        .invalidPayload: (400, nil, "Send a JSON object payload with an aps dictionary."),
         .forbiddenHeader: (400, nil, "Leave authorization and pseudo-headers to the relay."),
         .invalidHeader: (400, nil, "Send lowercase header names and values of visible ASCII characters and spaces only."),
         .topicNotForApp: (
             403, nil, "Send for the app whose bundle id the topic carries, with a key scoped to that app; omit apns-topic to get the default."
         ),
+        .notForBroadcast: (400, nil, "Leave collapseId out of broadcasts; collapse ids apply to device sends only."),
     ]
 
     /// The error for a non-2xx APNs answer.

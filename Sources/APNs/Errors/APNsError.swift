@@ -114,5 +114,8 @@ extension APNsError {
         public static let topicNotForApp: Code = "TopicNotForApp"
         /// `apns-topic` is not shaped like a bundle id (APNs' BadTopic).
         public static let badTopic: Code = "BadTopic"
+        /// An option a broadcast cannot carry (`collapseId`: APNs' broadcast
+        /// request has no `apns-collapse-id`; a channel keeps its own latest message).
+        public static let notForBroadcast: Code = "NotForBroadcast"
     }
 }

@@ -42,7 +42,8 @@ extension RequestBuilder {
         }
         if options.collapseID != nil {
             throw APNsError.preflight(
-                .invalidPayload, field: "collapseId", rule: "is not supported on broadcasts", apnsID: apnsID)
+                .notForBroadcast, field: "collapseId",
+                rule: "is for device sends only: a broadcast request has no apns-collapse-id", apnsID: apnsID)
         }
         let aps = try content.aps(for: .update, now: currentTime(), maximumLead: maximumTimestampLead, apnsID: apnsID)
         let payload: JSONValue = ["aps": .object(aps)]

@@ -98,7 +98,9 @@ final class PostgresConnection: @unchecked Sendable {
                     PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
                 })
             }
-            return PostgresRows(columns: columns, rows: rows, affected: rows.count)
+            var answer = PostgresRows(columns: columns, rows: rows, affected: rows.count)
+            answer.types = (0..<PQnfields(result)).map { UInt32(PQftype(result, $0)) }
+            return answer
         default:
             throw Self.error(from: result, connection: connection)
         }

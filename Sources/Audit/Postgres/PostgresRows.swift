@@ -4,6 +4,11 @@ public struct PostgresRows: Sendable {
     public var rows: [[String?]]
     /// Rows affected (INSERT/UPDATE/DELETE/COPY) or returned.
     public var affected: Int
+    /// Each column's type OID (`PQftype`), when the statement returned rows.
+    public var types: [UInt32] = []
+
+    /// The OID of `timestamptz`.
+    public static let timestampWithTimeZone: UInt32 = 1184
 
     /// The value of `column` in `row`.
     public func value(_ row: Int, _ column: String) -> String? {

@@ -52,7 +52,25 @@ public struct AuditQueryRunner: Sendable {
             guard let value = values[name] else { throw PostgresError(message: "query \(query.name) needs a value for \(name)", sqlState: nil) }
             return value
         }
-        return try PostgresConnection(conninfo: conninfo).execute(sql.trimmingTrailingSemicolon(), parameters)
+        let connection = try PostgresConnection(conninfo: conninfo)
+        // UTC, so every timestamp comes back as "…+00" and is printed as RFC 3339 "…Z", as the API does.
+        try connection.execute("SET TIME ZONE 'UTC'")
+        var rows = try connection.execute(sql.trimmingTrailingSemicolon(), parameters)
+        for (column, type) in rows.types.enumerated() where type == PostgresRows.timestampWithTimeZone {
+            for row in rows.rows.indices { rows.rows[row][column] = rows.rows[row][column].map(Self.rfc3339) }
+        }
+        return rows
+    }
+
+    /// Postgres' ISO output of a UTC `timestamptz` (`2026-11-22 08:41:37.123456+00`)
+    /// as RFC 3339 with milliseconds (`2026-11-22T08:41:37.123Z`), the API's form.
+    static func rfc3339(_ text: String) -> String {
+        guard text.hasSuffix("+00"), text.count >= 19 else { return text }
+        let body = text.dropLast(3)
+        let seconds = body.prefix(19)
+        let fraction = body.dropFirst(19).drop { $0 == "." }
+        let milliseconds = (fraction + "000").prefix(3)
+        return seconds.replacingOccurrences(of: " ", with: "T") + "." + milliseconds + "Z"
     }
 
     /// Runs any statement with `$1…` parameters (the demo's summaries, tests).

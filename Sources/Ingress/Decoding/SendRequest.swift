@@ -205,6 +205,7 @@ extension IngressError {
         var copy = self
         copy.apnsID = nil
         copy.attempts = nil
+        copy.trapHits = nil
         return copy
     }
 }

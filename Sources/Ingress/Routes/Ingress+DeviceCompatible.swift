@@ -11,7 +11,7 @@ extension Ingress {
     @Sendable func deviceCompatible(_ call: Call) async throws(IngressError) -> HTTPResponse {
         do {
             let token = call.request.pathParameters["token"] ?? ""
-            let payload = try body(call.request)
+            let payload = try body(call.request, checksContentType: false)
             var headers: [HTTPHeader] = []
             for (name, value) in call.request.headers where name.hasPrefix("apns-") && !name.hasPrefix("apns-relay-") {
                 headers.append(HTTPHeader(name, value))

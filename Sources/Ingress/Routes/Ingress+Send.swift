@@ -12,8 +12,9 @@ extension Ingress {
     }
 
     /// `POST /v1/describe`: the exact APNs request a send would make; nothing is sent.
+    /// A dry run records nothing: no audit row, no metric, whatever the answer.
     @Sendable func describe(_ call: Call) async throws(IngressError) -> HTTPResponse {
-        let request = try decodeSend(try body(call.request), call)
+        let request = try decodeSend(try body(call.request), call, recordsRefusal: false)
         let description: RequestDescription
         do {
             description = try service.describe(app: request.app, environment: request.environment, request.operations[0])
@@ -31,20 +32,25 @@ extension Ingress {
     }
 
     /// Decodes a send body and checks the caller may use its app. An invalid
-    /// snapshot is reported to the relay (audit row, MS008 trap) before the 400.
-    func decodeSend(_ value: JSONValue, _ call: Call, path: String = "", allowFanOut: Bool = false) throws(IngressError) -> SendRequest {
+    /// snapshot of a real send is reported to the relay (audit row, MS008
+    /// trap) before the 400; a dry run (`recordsRefusal: false`, describe)
+    /// only answers, so it can neither fill the audit nor fire an alert.
+    func decodeSend(
+        _ value: JSONValue, _ call: Call, path: String = "", allowFanOut: Bool = false, recordsRefusal: Bool = true
+    ) throws(IngressError) -> SendRequest {
         do {
             let request = try SendRequestDecoder.decode(value, path: path, allowFanOut: allowFanOut)
             try authorize(call.key, app: request.app, field: path.isEmpty ? "app" : "\(path).app")
             return request
         } catch {
             var error = error
-            if let refusal = error.refusal, (try? authorize(call.key, app: refusal.app)) != nil {
+            if recordsRefusal, let refusal = error.refusal, (try? authorize(call.key, app: refusal.app)) != nil {
                 let failure = service.recordRefusal(
                     .invalidSnapshot(refusal.error), app: refusal.app, environment: refusal.environment, operation: refusal.operation,
                     context: call.context)
                 error.apnsID = failure.apnsID
                 error.attempts = 0
+                error.trapHits = failure.trapHits
             }
             throw error
         }

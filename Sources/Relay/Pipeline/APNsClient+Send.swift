@@ -30,6 +30,8 @@ struct SendRun {
     let clock = ContinuousClock()
     let start: ContinuousClock.Instant
     let startedAt: UInt64
+    /// The kill switch was engaged when the send began (its policy has no retries).
+    let retriesDisabled: Bool
 
     var attempt = 0
     var retriesUsed = 0
@@ -43,6 +45,7 @@ struct SendRun {
         self.request = request
         startedAt = UnixTime.nowNanoseconds()
         start = clock.now
+        retriesDisabled = client.killSwitch.isEngaged
         policy = client.effectivePolicy(for: request.priority)
         let parent = context.instrumentation ?? InstrumentationContext.current ?? .topLevel
         span = client.tracer.startSpan("apns.send", context: parent, ofKind: .client)
@@ -93,6 +96,10 @@ struct SendRun {
             }
 
             let remaining = client.configuration.sendDeadline - elapsedSeconds
+            // The deadline, not the per-attempt timeout, bounds this attempt: a
+            // timeout now means the send ran out of time (504), not that APNs
+            // could not be reached (502).
+            let deadlineBoundsAttempt = remaining <= client.configuration.requestTimeout
             let transportRequest = TransportRequest(
                 origin: request.origin(in: client.configuration.endpoints), method: request.method.rawValue,
                 path: request.path,
@@ -133,11 +140,17 @@ struct SendRun {
                     let retryAfter = RetryAfter.seconds(from: response.header("retry-after"), now: UnixTime.nowSeconds())
                     delay = policy.delay(beforeRetry: retriesUsed, retryAfter: retryAfter)
                 }
-                if let wait = delay, elapsedSeconds + wait >= client.configuration.sendDeadline { delay = nil }
+                var cutByDeadline = false
+                if let wait = delay, elapsedSeconds + wait >= client.configuration.sendDeadline {
+                    delay = nil
+                    cutByDeadline = true
+                }
                 report(attemptStatus: response.status, reason: error.code.rawValue, errorType: error.code.rawValue,
                        trap: error.trapID, duration: duration, final: delay == nil, backoff: delay)
                 guard let wait = delay else {
-                    throw finish(failure: .apns(error), status: response.status, reason: error.code.rawValue, error: error)
+                    var final = error
+                    final.fix = fix(afterGivingUpOn: error, cutByDeadline: cutByDeadline)
+                    throw finish(failure: .apns(final), status: response.status, reason: error.code.rawValue, error: final)
                 }
                 retriesUsed += 1
                 try await backoff(wait, lastFailure: .apns(error), status: response.status, reason: error.code.rawValue)
@@ -160,10 +173,18 @@ struct SendRun {
                 } else if error.isRetryable, retriesUsed < policy.maxRetries {
                     delay = policy.delay(beforeRetry: retriesUsed)
                 }
-                if let wait = delay, elapsedSeconds + wait >= client.configuration.sendDeadline { delay = nil }
+                // Out of time: the attempt's timeout was the deadline's, or a retry
+                // the budget allowed would start past the deadline.
+                var outOfTime = error.kind == .timeout && deadlineBoundsAttempt
+                if let wait = delay, elapsedSeconds + wait >= client.configuration.sendDeadline {
+                    delay = nil
+                    outOfTime = true
+                }
                 report(attemptStatus: nil, reason: nil, errorType: "transport_\(error.kind.rawValue)", trap: nil,
                        duration: duration, final: delay == nil, backoff: delay)
-                guard let wait = delay else { throw finish(failure: .transport(error), status: nil, reason: nil) }
+                guard let wait = delay else {
+                    throw finish(failure: outOfTime ? .deadlineExceeded : .transport(error), status: nil, reason: nil)
+                }
                 if spendsBudget { retriesUsed += 1 } else { unprocessedResends += 1 }
                 try await backoff(wait, lastFailure: .transport(error), status: nil, reason: nil)
             }

@@ -59,6 +59,39 @@ extension SendRun {
         return failure
     }
 
+    /// The fix for the APNs answer that ended the send, saying what the relay
+    /// actually did about it: a retryable answer's catalog fix says what the
+    /// operator should do; this puts first whether it was retried, how often,
+    /// and why not again (kill switch, retry budget, send deadline).
+    func fix(afterGivingUpOn error: APNsError, cutByDeadline: Bool) -> String {
+        let retries = retriesUsed
+        let decision: String
+        if error.code.rawValue == "ExpiredProviderToken" {
+            if refreshedToken, retries > 0 {
+                decision = "The relay minted a fresh JWT and retried; APNs refused that one too."
+            } else if retriesDisabled {
+                decision = "Not retried with a fresh JWT: retries are disabled (kill switch)."
+            } else if cutByDeadline {
+                decision = "Not retried with a fresh JWT: the send deadline left no time."
+            } else {
+                decision = "Not retried with a fresh JWT: the retry policy allows no retry."
+            }
+        } else if !error.isRetryable {
+            return error.fix
+        } else if retriesDisabled {
+            decision = "Not retried: retries are disabled (kill switch)."
+        } else if cutByDeadline {
+            decision = retries == 0
+                ? "Not retried: the send deadline left no time for another attempt."
+                : "Retried \(retries) time(s) with backoff until the send deadline left no time for another attempt."
+        } else {
+            decision = retries == 0
+                ? "Not retried: the retry policy allows no retry."
+                : "Retried \(retries) time(s) with backoff; APNs answered \(error.code.rawValue) every time."
+        }
+        return "\(decision) \(error.fix)"
+    }
+
     /// The token of a device send that APNs rejected for good.
     private func deadToken(_ error: APNsError?) -> DeadToken? {
         let prefix = "/3/device/"

@@ -1,7 +1,9 @@
 public import APNs
+import Instrumentation
 import Logging
 import RelayJSON
 import Surfaces
+import Tracing
 
 extension RelayService {
     /// Turns an operation into its APNs request, running every check that
@@ -100,10 +102,27 @@ extension RelayService {
         if case .invalidSnapshot = cause { trapHits.append(.invalidSnapshot) }
         let apnsID = APNsID.random()
         let failure = SendFailure(cause: cause, apnsID: apnsID, attempts: 0, latencyMilliseconds: 0, trapHits: trapHits, timestamp: Int64(now / 1_000_000))
+        // The refusal gets its send span like any send, so its row, its logs and
+        // the caller's trace meet on one trace id.
+        let parent = context.instrumentation ?? InstrumentationContext.current ?? .topLevel
+        let span = tracer.startSpan("apns.send", context: parent, ofKind: .client)
+        span.updateAttributes { attributes in
+            attributes["apns.operation"] = operation.rawValue
+            attributes["apns.app"] = app
+            attributes["apns.environment"] = environment.rawValue
+            attributes["apns.id"] = apnsID.value
+            attributes["apns.attempts"] = 0
+            if let trap = trapHits.first { attributes["apns.trap"] = trap.rawValue }
+        }
+        var headers: [String: String] = [:]
+        tracer.inject(span.context, into: &headers, using: TraceHeaderPropagation())
+        span.setStatus(SpanStatus(code: .error, message: failure.errorType))
+        span.end()
         let event = SendEvent(
             send: SendDescriptor(
                 app: app, environment: environment, operation: operation, apnsID: apnsID,
-                snapshotID: context.snapshotID, surfaceID: context.surfaceID, caller: context.caller),
+                snapshotID: context.snapshotID, surfaceID: context.surfaceID, caller: context.caller,
+                traceID: headers["traceparent"].flatMap { TraceParentFields(header: $0)?.traceID }),
             outcome: .rejected, status: nil, reason: nil, errorType: failure.errorType, attempts: 0, trapHits: trapHits,
             latencySeconds: 0, startedAt: now, finishedAt: now, apnsUniqueID: nil, unregisteredAt: nil, dropsToken: false,
             attemptLog: [], deadToken: nil)

@@ -19,6 +19,8 @@ public final class RelayService: Sendable {
     let builders: [String: RequestBuilder]
     let observers: [any RelayObserver]
     let logger: Logger
+    /// Spans sends refused before any attempt, so their rows carry a trace id too.
+    let tracer: any Tracer
     let timestamps: TimestampGuard
     /// Watches APNs' Date header across every client.
     public let clockSkew: ClockSkewMonitor
@@ -38,6 +40,7 @@ public final class RelayService: Sendable {
         self.killSwitch = killSwitch
         self.observers = observers
         self.logger = logger
+        self.tracer = tracer
         timestamps = TimestampGuard(capacity: configuration.timestampMemory)
         clockSkew = ClockSkewMonitor(logger: logger)
         var clients: [String: APNsClient] = [:]

@@ -5,7 +5,7 @@ public enum MetricNames {
         "apns_relay_sends_total": "Logical sends finished, by app, operation, outcome and reason (none on success).",
         "apns_relay_attempts_total": "Attempts sent to APNs, by app, operation and status class (2xx, 4xx, 5xx, transport).",
         "apns_relay_retries_total": "Attempts followed by a retry, by operation and the reason that caused it.",
-        "apns_relay_trap_hits_total": "Trap hits on final attempts (and sends refused before any attempt), by trap id and operation.",
+        "apns_relay_trap_hits_total": "Sends that hit a trap (on preflight or on any attempt, once per send and trap), by trap id and operation.",
         "apns_relay_send_duration_seconds": "Wall time of a logical send, retries and backoff included, by operation.",
         "apns_relay_attempt_duration_seconds": "Time of one attempt from request to answer, by operation.",
         "apns_relay_inflight_streams": "HTTP/2 requests queued or in flight across every APNs connection.",

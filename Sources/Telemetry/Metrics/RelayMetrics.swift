@@ -34,7 +34,7 @@ public final class RelayMetrics: RelayObserver, Sendable {
         guard let reason else { return "none" }
         if APNsReason.named(reason) != nil || reason.hasPrefix("transport_") { return reason }
         let known: Set<String> = ["InvalidSnapshot", "configuration", "credentials", "cancelled", "deadline_exceeded",
-                                  "MissingEventField", "InvalidPayload", "BadDate", "MalformedApnsConfig", "ForbiddenHeader", "StaleTimestamp"]
+                                  "MissingEventField", "InvalidPayload", "BadDate", "MalformedApnsConfig", "ForbiddenHeader", "StaleTimestamp", "NotForBroadcast"]
         return known.contains(reason) ? reason : "other"
     }
 
@@ -45,8 +45,6 @@ public final class RelayMetrics: RelayObserver, Sendable {
         histogram("apns_relay_attempt_duration_seconds", [("operation", operation)]).record(event.durationSeconds)
         if !event.isFinalAttempt {
             counter("apns_relay_retries_total", [("operation", operation), ("reason", Self.reasonLabel(event.reason ?? event.errorType))]).increment()
-        } else if let trap = event.trapID {
-            counter("apns_relay_trap_hits_total", [("trap", trap.rawValue), ("operation", operation)]).increment()
         }
     }
 
@@ -57,11 +55,13 @@ public final class RelayMetrics: RelayObserver, Sendable {
             ("reason", Self.reasonLabel(event.reason ?? event.errorType)),
         ]).increment()
         histogram("apns_relay_send_duration_seconds", [("operation", operation)]).record(event.latencySeconds)
-        // Sends refused before any attempt still hit their trap (MS008, MS011…).
-        if event.attempts == 0 {
-            for trap in event.trapHits {
-                counter("apns_relay_trap_hits_total", [("trap", trap.rawValue), ("operation", operation)]).increment()
-            }
+        // One definition of a trap hit (docs/api.md#trap-hits): a send hits a
+        // trap when its preflight or any of its attempts maps to it, counted once
+        // per send. The audit's trap_ids and the answer's trapHits are this same
+        // list, so the metric and `count(*) ... WHERE trap = ANY(trap_ids)` agree;
+        // a 429 that a retry got past still shows (MS015).
+        for trap in event.trapHits {
+            counter("apns_relay_trap_hits_total", [("trap", trap.rawValue), ("operation", operation)]).increment()
         }
     }
 

@@ -103,10 +103,16 @@ struct Table {
     var columns: [String]
     var rows: [[String]]
 
+    /// Columns printed whole however wide: ids and tokens are copied into the
+    /// next command (`audit show`, a prune script), so a clipped one is useless.
+    static let unclipped: Set<String> = ["token", "token_fingerprint", "apns_id", "trace_id", "channel_id", "snapshot_id"]
+
     var rendered: String {
         var widths = columns.map(\.count)
         for row in rows {
-            for (index, cell) in row.enumerated() { widths[index] = min(max(widths[index], cell.count), 60) }
+            for (index, cell) in row.enumerated() {
+                widths[index] = max(widths[index], Self.unclipped.contains(columns[index]) ? cell.count : min(cell.count, 60))
+            }
         }
         func line(_ cells: [String]) -> String {
             zip(cells, widths).map { cell, width in

@@ -86,8 +86,12 @@ struct DemoCommand: AsyncParsableCommand {
             guard let result else { return }
             let error = result["error"]
             if let attempts = (result["attempts"] ?? error?["attempts"])?.integerValue, attempts > 1 { retries += Int(attempts) - 1 }
-            for trap in result["trapHits"]?.arrayValue ?? [] { if let id = trap.stringValue { traps[id, default: 0] += 1 } }
-            if let trap = error?["trapId"]?.stringValue { traps[trap, default: 0] += 1 }
+            // A trap hit is a send that hit the trap on preflight or on any attempt,
+            // once per send: the answer's trapHits (the error's, for a failed send),
+            // the audit's trap_ids and apns_relay_trap_hits_total all count it so.
+            for trap in (result["trapHits"] ?? error?["trapHits"])?.arrayValue ?? [] {
+                if let id = trap.stringValue { traps[id, default: 0] += 1 }
+            }
             if let latency = result["latencyMs"]?.numberValue { latencies.append(latency) }
         }
         for outcome in outcomes {
