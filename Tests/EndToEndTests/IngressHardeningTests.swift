@@ -1,0 +1,81 @@
+import Foundation
+import RelayJSON
+import Testing
+import TestSupport
+
+/// The attack campaign's probes against the assembled relay, both listeners.
+@Suite("Ingress against hostile clients")
+struct IngressHardeningTests {
+    /// Sends `request` byte for byte with Python's socket module (a peer
+    /// nobody here wrote) and returns what came back until the relay closed.
+    static func raw(_ port: Int, _ request: String) async throws -> TestRelay.Answer {
+        let script = """
+            import socket, sys
+            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+            s.settimeout(10)
+            s.sendall(bytes.fromhex(sys.argv[2]))
+            out = b""
+            while True:
+                try:
+                    chunk = s.recv(65536)
+                except socket.timeout:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            sys.stdout.write(out.decode("latin-1"))
+            """
+        let hex = Array(request.utf8).map { String(format: "%02x", $0) }.joined()
+        let (status, output) = try await ProcessRunner.runOffPool(["python3", "-c", script, String(port), hex])
+        try #require(status == 0, "python failed: \(output)")
+        return try TestRelay.parse(output)
+    }
+
+    @Test("Accept-Encoding ';' on /healthz of the ingress and of the metrics listener: answered, the process lives")
+    func acceptEncodingSemicolon() async throws {
+        try await withRelay { relay in
+            for base in [relay.base, relay.metricsBase] {
+                let health = try await relay.curl("GET", "/healthz", key: nil, headers: ["Accept-Encoding: ;"], base: base)
+                #expect(health.status == 200)
+            }
+            let metrics = try await relay.curl("GET", "/metrics", key: nil, headers: ["Accept-Encoding: ;"], base: relay.metricsBase)
+            #expect(metrics.status == 200)
+            #expect(try await relay.curl("GET", "/healthz", key: nil).status == 200)
+        }
+    }
+
+    @Test("404, 405, 413 and the framing refusals carry a traceparent continuing the caller's trace, and the ingress' envelope")
+    func traceparentEverywhere() async throws {
+        try await withRelay { relay in
+            let traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+            let parent = "00-\(traceID)-00f067aa0ba902b7-01"
+            let port = Int(relay.server.ingressAddress.port)
+            let answers: [(String, TestRelay.Answer, Int, String)] = [
+                ("404", try await relay.curl("GET", "/nowhere", headers: ["traceparent: \(parent)"]), 404, "NotFound"),
+                ("405", try await relay.curl("GET", "/v1/send", headers: ["traceparent: \(parent)"]), 405, "MethodNotAllowed"),
+                ("413", try await relay.curl("POST", "/v1/send", body: String(repeating: "x", count: 70 * 1024), headers: ["traceparent: \(parent)"]), 413, "PayloadTooLarge"),
+                ("400 two Content-Length", try await Self.raw(port, "POST /v1/send HTTP/1.1\r\nHost: x\r\ntraceparent: \(parent)\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"), 400, "InvalidRequest"),
+                ("400 CL and TE", try await Self.raw(port, "POST /v1/send HTTP/1.1\r\nHost: x\r\ntraceparent: \(parent)\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"), 400, "InvalidRequest"),
+                ("400 space before colon", try await Self.raw(port, "POST /v1/send HTTP/1.1\r\nHost: x\r\ntraceparent: \(parent)\r\nTransfer-Encoding : chunked\r\nContent-Length: 2\r\n\r\n{}"), 400, "InvalidRequest"),
+                ("413 declared", try await Self.raw(port, "POST /v1/send HTTP/1.1\r\nHost: x\r\ntraceparent: \(parent)\r\nContent-Length: 99999999\r\n\r\n"), 413, "PayloadTooLarge"),
+                ("501", try await Self.raw(port, "POST /v1/send HTTP/1.1\r\nHost: x\r\ntraceparent: \(parent)\r\nTransfer-Encoding: gzip\r\n\r\n"), 501, "NotImplemented"),
+            ]
+            for (name, answer, status, type) in answers {
+                #expect(answer.status == status, "\(name): \(answer)")
+                #expect(answer.error?["type"]?.stringValue == type, "\(name): \(answer.body)")
+                let traceparent = answer.headers["traceparent"] ?? ""
+                #expect(traceparent.hasPrefix("00-\(traceID)-"), "\(name): traceparent \(traceparent)")
+                #expect(!traceparent.contains("00f067aa0ba902b7"), "\(name): the relay's own span id, not the caller's")
+            }
+            // No traceparent sent, or a malformed one: a fresh trace.
+            for header in [[String](), ["traceparent: 00-zz-bad-01"]] {
+                let missing = try await relay.curl("GET", "/nowhere", headers: header)
+                let traceparent = try #require(missing.headers["traceparent"])
+                #expect(traceparent.split(separator: "-").count == 4)
+                #expect(!traceparent.contains(traceID))
+            }
+            #expect(try await relay.curl("GET", "/healthz", key: nil).headers["traceparent"] != nil)
+            #expect(relay.apnsRequests == 0, "nothing reached APNs")
+        }
+    }
+}
