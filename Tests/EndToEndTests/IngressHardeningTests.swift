@@ -1,5 +1,6 @@
 import Foundation
 import RelayJSON
+import RelayServer
 import Testing
 import TestSupport
 
@@ -76,6 +77,26 @@ struct IngressHardeningTests {
             }
             #expect(try await relay.curl("GET", "/healthz", key: nil).headers["traceparent"] != nil)
             #expect(relay.apnsRequests == 0, "nothing reached APNs")
+        }
+    }
+
+    @Test("ingress.request_timeout_seconds and max_connections_per_client: read, range-checked, shown")
+    func configuration() throws {
+        let apps = """
+            apps:
+              - {name: a, bundle_id: com.example.a, team_id: ABCDE12345, key_id: KEY1234567, key_path: /nonexistent.p8, environments: [development]}
+            api_keys:
+              - {name: b, sha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8, apps: [a]}
+
+            """
+        let yaml = apps + "ingress:\n  request_timeout_seconds: 5\n  max_connections_per_client: 32\n"
+        let configuration = try ServerConfiguration.parse(yaml: yaml, file: "/tmp/relay.yaml", environment: [:])
+        #expect(configuration.ingress.requestTimeoutSeconds == 5)
+        #expect(configuration.ingress.maximumConnectionsPerClient == 32)
+        #expect(configuration.maskedDescription.contains("request_timeout_seconds: 5"))
+        #expect(ServerConfiguration(instance: "x").ingress.requestTimeoutSeconds == 15)
+        #expect(throws: ConfigurationError.self) {
+            try ServerConfiguration.parse(yaml: apps + "ingress:\n  request_timeout_seconds: 0\n", file: "/tmp/relay.yaml", environment: [:])
         }
     }
 }
