@@ -144,8 +144,8 @@ final class MHDDaemon: @unchecked Sendable {
         lifecycle.withLock { state in
             guard !state.stopped, let daemon else { return }
             state.stopped = true
-            MHD_stop_daemon(daemon)
             core.deadlines.stop()
+            MHD_stop_daemon(daemon)
             // After MHD_stop_daemon the quiesced listen socket is ours to close.
             if state.listenSocket >= 0 { close(state.listenSocket) }
         }

@@ -43,7 +43,8 @@ final class RequestDeadlines: @unchecked Sendable {
 
     let requestTimeout: Duration
     let idleTimeout: Duration
-    private let entries = Mutex<[Int: Entry]>([:])
+    /// By connection; nil once stopped, so nothing is tracked or cut after.
+    private let entries = Mutex<[Int: Entry]?>([:])
     private let cutCount = Atomic<Int>(0)
     private let timer: any DispatchSourceTimer
 
@@ -65,34 +66,39 @@ final class RequestDeadlines: @unchecked Sendable {
     var cut: Int { cutCount.load(ordering: .relaxed) }
 
     /// Connections being tracked (open, as libmicrohttpd counts them).
-    var tracked: Int { entries.withLock { $0.count } }
+    var tracked: Int { entries.withLock { $0?.count ?? 0 } }
 
-    func stop() { timer.cancel() }
+    /// Stops cutting, at once: called before the daemon stops, so a socket
+    /// libmicrohttpd closes while stopping can never be shut down after its
+    /// descriptor was reused, whatever order the notifications come in.
+    func stop() {
+        entries.withLock { $0 = nil }
+        timer.cancel()
+    }
 
     func opened(_ connection: OpaquePointer) {
         let socket = apns_relay_mhd_connection_fd(connection)
         guard socket >= 0 else { return }
         let now = ContinuousClock.now
-        entries.withLock { $0[key(connection)] = Entry(socket: socket, requestStarted: now) }
+        entries.withLock { $0?[key(connection)] = Entry(socket: socket, requestStarted: now) }
     }
 
     /// The request line is in: a kept-alive connection's next request starts now.
     func requestLineArrived(_ connection: OpaquePointer) {
         let now = ContinuousClock.now
         entries.withLock { entries in
-            guard var entry = entries[key(connection)], entry.requestStarted == nil else { return }
+            guard var entry = entries?[key(connection)], entry.requestStarted == nil else { return }
             entry.requestStarted = now
             entry.idleSince = nil
-            entries[key(connection)] = entry
+            entries?[key(connection)] = entry
         }
     }
 
     /// The request arrived whole: no deadline while it is handled and answered.
     func requestReceived(_ connection: OpaquePointer) {
         entries.withLock { entries in
-            guard entries[key(connection)] != nil else { return }
-            entries[key(connection)]?.requestStarted = nil
-            entries[key(connection)]?.idleSince = nil
+            entries?[key(connection)]?.requestStarted = nil
+            entries?[key(connection)]?.idleSince = nil
         }
     }
 
@@ -100,20 +106,21 @@ final class RequestDeadlines: @unchecked Sendable {
     func answered(_ connection: OpaquePointer) {
         let now = ContinuousClock.now
         entries.withLock { entries in
-            guard entries[key(connection)] != nil else { return }
-            entries[key(connection)]?.requestStarted = nil
-            entries[key(connection)]?.idleSince = now
+            entries?[key(connection)]?.requestStarted = nil
+            entries?[key(connection)]?.idleSince = now
         }
     }
 
     /// libmicrohttpd is about to close the socket: forget it first.
     func closed(_ connection: OpaquePointer) {
-        _ = entries.withLock { $0.removeValue(forKey: key(connection)) }
+        _ = entries.withLock { $0?.removeValue(forKey: key(connection)) }
     }
 
     private func reap() {
         let now = ContinuousClock.now
-        entries.withLock { entries in
+        entries.withLock { tracked in
+            guard var entries = tracked else { return }
+            defer { tracked = entries }
             for (connection, entry) in entries where !entry.cut {
                 let overdue: Bool
                 if let started = entry.requestStarted {
