@@ -99,4 +99,39 @@ struct IngressHardeningTests {
             try ServerConfiguration.parse(yaml: apps + "ingress:\n  request_timeout_seconds: 0\n", file: "/tmp/relay.yaml", environment: [:])
         }
     }
+
+    @Test("a client dribbling header lines to the ingress is cut at ingress.request_timeout_seconds; others are served meanwhile")
+    func dribblingClientCut() async throws {
+        try await withRelay(configure: { $0.ingress.requestTimeoutSeconds = 2 }) { relay in
+            // One header line every 0.5 s: far inside the 30 s idle timeout,
+            // so only the whole-request deadline can end it. Prints the
+            // seconds until the relay closed the socket (or "open").
+            let script = """
+                import socket, sys, time, select
+                s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+                start = time.monotonic()
+                s.sendall(b"POST /v1/send HTTP/1.1\\r\\nHost: x\\r\\n")
+                line = 0
+                while time.monotonic() - start < 20:
+                    readable, _, _ = select.select([s], [], [], 0.5)
+                    if readable and not s.recv(4096):
+                        print("%.1f" % (time.monotonic() - start)); sys.exit(0)
+                    line += 1
+                    try:
+                        s.sendall(b"X-Slow-%d: y\\r\\n" % line)
+                    except OSError:
+                        print("%.1f" % (time.monotonic() - start)); sys.exit(0)
+                print("open")
+                """
+            let port = String(relay.server.ingressAddress.port)
+            async let dribble = ProcessRunner.runOffPool(["python3", "-c", script, port])
+            let health = try await relay.curl("GET", "/healthz", key: nil)
+            #expect(health.status == 200)
+            let (status, output) = try await dribble
+            #expect(status == 0, "\(output)")
+            let seconds = Double(output.trimmingCharacters(in: .whitespacesAndNewlines))
+            #expect(seconds != nil, "the relay never closed the dribbling connection: \(output)")
+            #expect((seconds ?? 99) < 12, "cut after \(output) s; the request timeout is 2 s")
+        }
+    }
 }
