@@ -39,6 +39,8 @@ enum RequestFraming {
         }
         if lengths.count > 1 { return invalid("more than one Content-Length header") }
         if codings.count > 1 { return invalid("more than one Transfer-Encoding header") }
+        // HTTP/1.0 has no transfer codings; an intermediary may not have applied it (RFC 9112 §6.1).
+        if !codings.isEmpty, version != "HTTP/1.1" { return invalid("Transfer-Encoding needs HTTP/1.1") }
         if let coding = codings.first {
             let value = coding.value.trimmingSpaces()
             guard value.lowercased() == "chunked" else {

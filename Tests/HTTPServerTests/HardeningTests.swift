@@ -46,6 +46,7 @@ struct HardeningTests {
         Probe(name: "control character in a value", request: "GET /hello/x HTTP/1.1\r\nHost: x\r\nX-A: b\u{1}c\r\n\r\n", status: 400, type: "InvalidRequest"),
         Probe(name: "HTTP/1.1 without Host", request: "GET /hello/x HTTP/1.1\r\n\r\n", status: 400, type: "InvalidRequest"),
         Probe(name: "two Host headers", request: "GET /hello/x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", status: 400, type: "InvalidRequest"),
+        Probe(name: "Transfer-Encoding on HTTP/1.0", request: "POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", status: 400, type: "InvalidRequest"),
         Probe(name: "declared Content-Length over the limit", request: "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n", status: 413, type: "PayloadTooLarge"),
         Probe(name: "over the limit with Expect: 100-continue", request: "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\nExpect: 100-continue\r\n\r\n", status: 413, type: "PayloadTooLarge"),
         Probe(name: "Transfer-Encoding: gzip", request: "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", status: 501, type: "NotImplemented"),
