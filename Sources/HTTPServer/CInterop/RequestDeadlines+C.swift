@@ -53,7 +53,7 @@ final class RequestDeadlines: @unchecked Sendable {
         idleTimeout = .seconds(max(1, idleTimeoutSeconds, requestTimeoutSeconds))
         // Checked four times per timeout (at most once a second), so a
         // connection lives at most a quarter of the timeout past its deadline.
-        let period = min(1000, max(50, requestTimeoutSeconds * 250))
+        let period = max(50, min(4, requestTimeoutSeconds) * 250)
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "apns-relay.http.request-deadlines"))
         timer.schedule(deadline: .now() + .milliseconds(period), repeating: .milliseconds(period), leeway: .milliseconds(period / 4))
         timer.setEventHandler { [weak self] in self?.reap() }
