@@ -35,3 +35,27 @@ struct MHD_Daemon *apns_relay_mhd_start_daemon_full(unsigned int flags,
                             MHD_OPTION_ARRAY, options,
                             MHD_OPTION_END);
 }
+
+int apns_relay_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : (int)info->connect_fd;
+}
+
+struct MHD_Daemon *apns_relay_mhd_start_daemon_hooks(unsigned int flags,
+                                                     uint16_t port,
+                                                     const struct sockaddr *bind_address,
+                                                     MHD_AccessHandlerCallback handler,
+                                                     void *handler_context,
+                                                     MHD_RequestCompletedCallback completed,
+                                                     MHD_NotifyConnectionCallback connection_notify,
+                                                     apns_relay_mhd_uri_log_callback uri_log,
+                                                     void *hooks_context,
+                                                     const struct MHD_OptionItem *options) {
+    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_context,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, hooks_context,
+                            MHD_OPTION_NOTIFY_CONNECTION, connection_notify, hooks_context,
+                            MHD_OPTION_URI_LOG_CALLBACK, uri_log, hooks_context,
+                            MHD_OPTION_SOCK_ADDR, bind_address,
+                            MHD_OPTION_ARRAY, options,
+                            MHD_OPTION_END);
+}

@@ -16,16 +16,64 @@ public final class HTTPServer: Sendable {
         public var port: UInt16 = 0
         /// Largest request body accepted; larger bodies get 413 unread.
         public var maximumBodyBytes: Int = 1 << 20
-        /// Seconds a connection may sit idle or trickle bytes before it is closed.
+        /// Seconds a connection may sit idle (between requests, or a client
+        /// that stops reading an answer) before it is closed.
         public var connectionTimeoutSeconds: Int = 30
+        /// Seconds a client has to send one whole request, request line,
+        /// headers and body, however it trickles them; past it the
+        /// connection is cut. Counted from accept, or on a kept-alive
+        /// connection from the request line (see ``RequestDeadlines``).
+        public var requestTimeoutSeconds: Int = 15
         /// Most connections open at once; more are refused at accept.
         public var connectionLimit: Int = 1024
+        /// Most connections open at once from one client address, so one
+        /// client cannot hold every slot; 0 for no cap.
+        public var connectionsPerClientLimit: Int = 256
         /// libmicrohttpd polling threads.
         public var threads: Int = 2
         /// Bodies at least this long are gzipped for clients that accept gzip.
         public var gzipMinimumBytes: Int = 1024
+        /// How the server words the errors it answers itself (malformed
+        /// framing 400, unsupported transfer coding 501, body over the limit
+        /// 413, drain 503), so they match the application's error envelope.
+        public var errorRenderer: ErrorRenderer = HTTPServer.jsonErrorEnvelope
+        /// Sees every response just before it is sent: the handlers', the
+        /// router's 404 and 405, and the server's own errors; e.g. to stamp
+        /// a trace header on all of them in one place.
+        public var responseFinisher: ResponseFinisher?
 
         public init() {}
+    }
+
+    /// Renders an error the server answers itself: status, a stable `type`
+    /// (`InvalidRequest`, `PayloadTooLarge`, `NotImplemented`, `Draining`), a message.
+    public typealias ErrorRenderer = @Sendable (_ status: Int, _ type: String, _ message: String) -> HTTPResponse
+
+    /// Adjusts a response before it is sent; `request` has no body.
+    public typealias ResponseFinisher = @Sendable (_ request: HTTPRequest, _ response: inout HTTPResponse) -> Void
+
+    /// `{"error":{"type":…,"message":…}}`, the envelope the ingress answers with.
+    public static let jsonErrorEnvelope: ErrorRenderer = { status, type, message in
+        .json(status, Array(#"{"error":{"type":\#(jsonString(type)),"message":\#(jsonString(message))}}"#.utf8))
+    }
+
+    /// `text` as a JSON string literal, quotes included.
+    static func jsonString(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
     }
 
     let daemon: MHDDaemon
@@ -37,6 +85,10 @@ public final class HTTPServer: Sendable {
         daemon = try MHDDaemon(configuration: configuration, router: router)
         port = daemon.port
     }
+
+    /// Connections cut because their request did not arrive whole within
+    /// ``Configuration/requestTimeoutSeconds``, since start.
+    public var requestsTimedOut: Int { daemon.core.deadlines.cut }
 
     /// Requests whose handlers are running.
     public var inFlight: Int { daemon.core.inFlight.load(ordering: .relaxed) }
@@ -53,7 +105,9 @@ public final class HTTPServer: Sendable {
         if inFlight > 0 {
             // Past the drain timeout: answer what is left (libmicrohttpd cannot
             // stop with suspended connections) and give it a moment to go out.
-            daemon.resumeSuspended(with: .json(503, Array(#"{"error":{"type":"Draining","message":"the relay stopped before this request finished"}}"#.utf8), headers: [("retry-after", "1")]))
+            var draining = daemon.core.configuration.errorRenderer(503, "Draining", "the relay stopped before this request finished")
+            draining.headers.append(("retry-after", "1"))
+            daemon.resumeSuspended(with: draining)
             let flushed = clock.now + .seconds(2)
             while inFlight > 0, clock.now < flushed {
                 try? await Task.sleep(for: .milliseconds(5))

@@ -106,8 +106,12 @@ public final class RelayServer: Sendable {
         ingressServerConfiguration.port = configuration.ingress.listen.port
         ingressServerConfiguration.maximumBodyBytes = configuration.ingress.maximumBodyBytes
         ingressServerConfiguration.connectionTimeoutSeconds = configuration.ingress.connectionTimeoutSeconds
+        ingressServerConfiguration.requestTimeoutSeconds = configuration.ingress.requestTimeoutSeconds
+        ingressServerConfiguration.connectionsPerClientLimit = configuration.ingress.maximumConnectionsPerClient
         ingressServerConfiguration.connectionLimit = max(64, configuration.ingress.maximumConcurrentRequests * 2)
         ingressServerConfiguration.threads = configuration.ingress.threads
+        // The ingress words the server's own errors and stamps every answer's traceparent.
+        ingress.prepare(&ingressServerConfiguration)
 
         let ingress = ingress
         let service = service

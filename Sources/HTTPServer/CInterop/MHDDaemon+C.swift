@@ -14,10 +14,23 @@ final class MHDServerCore: Sendable {
     /// stop past the drain timeout must resume them first, since
     /// libmicrohttpd aborts the process when stopped with suspended connections.
     let suspended = Mutex<[ObjectIdentifier: PendingExchange]>([:])
+    let deadlines: RequestDeadlines
 
     init(router: Router, configuration: HTTPServer.Configuration) {
         self.router = router
         self.configuration = configuration
+        deadlines = RequestDeadlines(
+            requestTimeoutSeconds: configuration.requestTimeoutSeconds,
+            idleTimeoutSeconds: configuration.connectionTimeoutSeconds)
+    }
+
+    /// The server's own refusal, in the configured error envelope and
+    /// closing the connection (after a framing error nothing else on it can
+    /// be trusted).
+    func refusal(_ status: Int, _ type: String, _ message: String) -> HTTPResponse {
+        var response = configuration.errorRenderer(status, type, message)
+        response.headers.append(("connection", "close"))
+        return response
     }
 }
 
@@ -27,10 +40,14 @@ final class PendingExchange: @unchecked Sendable {
     // The mutable fields are touched only by libmicrohttpd callbacks for this
     // connection, which MHD runs one at a time; only `response` crosses to the
     // handler task, and it is guarded by its own lock.
+    var method = ""
+    var path = ""
     var headers: [(name: String, value: String)] = []
     var query: [String: String] = [:]
     var body: [UInt8] = []
     var tooLarge = false
+    /// Answered from its head alone (RequestFraming); the body is never read.
+    var refused = false
     var dispatched = false
     let response = Mutex<HTTPResponse?>(nil)
     /// Set once the connection has been resumed, by the handler or by a forced
@@ -78,20 +95,29 @@ final class MHDDaemon: @unchecked Sendable {
             MHD_OptionItem(option: MHD_OPTION.CONNECTION_TIMEOUT, value: configuration.connectionTimeoutSeconds, ptr_value: nil),
             MHD_OptionItem(option: MHD_OPTION.CONNECTION_LIMIT, value: configuration.connectionLimit, ptr_value: nil),
             MHD_OptionItem(option: MHD_OPTION.THREAD_POOL_SIZE, value: max(1, configuration.threads), ptr_value: nil),
+            // One address cannot take every connection (slowloris); 0 = no cap.
+            MHD_OptionItem(option: MHD_OPTION.PER_IP_CONNECTION_LIMIT, value: max(0, configuration.connectionsPerClientLimit), ptr_value: nil),
+            // 0, not 1 or -1: at 1 libmicrohttpd refuses a missing Host and at
+            // -1 a space before a colon itself, with an HTML page; at 0 both
+            // reach RequestFraming, which refuses them in the JSON envelope.
+            MHD_OptionItem(option: MHD_OPTION.STRICT_FOR_CLIENT, value: 0, ptr_value: nil),
             MHD_OptionItem(option: MHD_OPTION.END, value: 0, ptr_value: nil),
         ]
+        // epoll, not select: select() cannot watch descriptors past
+        // FD_SETSIZE (1024), and an attack holds thousands.
         let flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
         let context = Unmanaged.passUnretained(core).toOpaque()
         let started = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
                 options.withUnsafeMutableBufferPointer { optionBuffer in
-                    apns_relay_mhd_start_daemon_full(
-                        flags, configuration.port, socketAddress, mhdAccessHandler, context, mhdRequestCompleted, context,
-                        optionBuffer.baseAddress)
+                    apns_relay_mhd_start_daemon_hooks(
+                        flags, configuration.port, socketAddress, mhdAccessHandler, context, mhdRequestCompleted,
+                        mhdConnectionNotify, mhdRequestLine, context, optionBuffer.baseAddress)
                 }
             }
         }
         guard let started else {
+            core.deadlines.stop()
             throw HTTPServerError(description: "could not listen on \(configuration.host):\(configuration.port) (address in use?)")
         }
         daemon = started
@@ -118,6 +144,7 @@ final class MHDDaemon: @unchecked Sendable {
         lifecycle.withLock { state in
             guard !state.stopped, let daemon else { return }
             state.stopped = true
+            core.deadlines.stop()
             MHD_stop_daemon(daemon)
             // After MHD_stop_daemon the quiesced listen socket is ours to close.
             if state.listenSocket >= 0 { close(state.listenSocket) }
@@ -134,24 +161,40 @@ private let queryArgumentKind = MHD_ValueKind(rawValue: 8)!
 
 // MARK: libmicrohttpd callbacks (C calling convention, no captures)
 
-private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection, url, method, _, uploadData, uploadSize, slot in
+private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection, url, method, version, uploadData, uploadSize, slot in
     guard let context, let connection, let uploadSize, let slot else { return MHD_Result.NO }
     let core = Unmanaged<MHDServerCore>.fromOpaque(context).takeUnretainedValue()
 
     guard let stored = slot.pointee else {
         // First call for this request: headers are complete, the body is not.
         let exchange = PendingExchange()
+        exchange.method = method.map { String(cString: $0) } ?? ""
+        exchange.path = url.map { String(cString: $0) } ?? ""
         exchange.headers = collectValues(connection, kind: headerKind).map { ($0.name.lowercased(), $0.value) }
         for argument in collectValues(connection, kind: queryArgumentKind) { exchange.query[argument.name] = argument.value }
         slot.pointee = Unmanaged.passRetained(exchange).toOpaque()
+        // Refused before any body byte is read: libmicrohttpd sends the
+        // answer and closes the connection without reading the body.
+        if let refused = RequestFraming.check(
+            version: version.map { String(cString: $0) } ?? "", headers: exchange.headers,
+            maximumBodyBytes: core.configuration.maximumBodyBytes)
+        {
+            exchange.refused = true
+            return queue(core.refusal(refused.status, refused.type, refused.message), for: exchange, on: connection, core: core)
+        }
         return MHD_Result.YES
     }
     let exchange = Unmanaged<PendingExchange>.fromOpaque(stored).takeUnretainedValue()
+    if exchange.refused {
+        uploadSize.pointee = 0
+        return MHD_Result.YES
+    }
 
     if uploadSize.pointee > 0 {
         let size = uploadSize.pointee
         if !exchange.tooLarge, let uploadData {
-            if exchange.body.count + size > core.configuration.maximumBodyBytes {
+            // Compared without adding, so no size can overflow.
+            if size > core.configuration.maximumBodyBytes - exchange.body.count {
                 exchange.tooLarge = true
                 exchange.body = []
             } else {
@@ -165,19 +208,20 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
     }
 
     if let response = exchange.response.withLock({ $0.take() }) {
-        return queue(response, on: connection, acceptsGzip: acceptsGzip(exchange), core: core)
+        return queue(response, for: exchange, on: connection, core: core)
     }
+    core.deadlines.requestReceived(connection)
     if exchange.tooLarge {
+        // A chunked body has no declared length to refuse up front.
         let limit = core.configuration.maximumBodyBytes
-        let body = #"{"error":{"type":"PayloadTooLarge","message":"request body is over the \#(limit)-byte limit"}}"#
-        return queue(.json(413, Array(body.utf8)), on: connection, acceptsGzip: false, core: core)
+        let response = core.refusal(413, "PayloadTooLarge", "request body is over the \(limit)-byte limit")
+        return queue(response, for: exchange, on: connection, core: core)
     }
     if exchange.dispatched { return MHD_Result.YES }
     exchange.dispatched = true
 
     var request = HTTPRequest(
-        method: String(cString: method!), path: String(cString: url!), query: exchange.query, headers: exchange.headers,
-        body: exchange.body)
+        method: exchange.method, path: exchange.path, query: exchange.query, headers: exchange.headers, body: exchange.body)
     let (handler, parameters) = core.router.handler(for: request)
     request.pathParameters = parameters
     exchange.body = []
@@ -196,7 +240,10 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
     return MHD_Result.YES
 }
 
-private let mhdRequestCompleted: MHD_RequestCompletedCallback = { context, _, slot, _ in
+private let mhdRequestCompleted: MHD_RequestCompletedCallback = { context, connection, slot, _ in
+    if let context, let connection {
+        Unmanaged<MHDServerCore>.fromOpaque(context).takeUnretainedValue().deadlines.answered(connection)
+    }
     guard let slot, let stored = slot.pointee else { return }
     let exchange = Unmanaged<PendingExchange>.fromOpaque(stored)
     if exchange.takeUnretainedValue().dispatched, let context {
@@ -208,20 +255,40 @@ private let mhdRequestCompleted: MHD_RequestCompletedCallback = { context, _, sl
     slot.pointee = nil
 }
 
-private func acceptsGzip(_ exchange: PendingExchange) -> Bool {
-    guard let header = exchange.headers.first(where: { $0.name == "accept-encoding" })?.value else { return false }
-    return header.split(separator: ",").contains { part in
-        let token = part.split(separator: ";")[0].trimmingCharacters(in: " ")
-        let quality = part.split(separator: ";").dropFirst().first { $0.trimmingCharacters(in: " ").hasPrefix("q=") }
-        return token.lowercased() == "gzip" && quality.map { $0.trimmingCharacters(in: " ") != "q=0" } ?? true
+/// Connection started or closed: the request deadline's bookkeeping.
+private let mhdConnectionNotify: MHD_NotifyConnectionCallback = { context, connection, _, event in
+    guard let context, let connection else { return }
+    let deadlines = Unmanaged<MHDServerCore>.fromOpaque(context).takeUnretainedValue().deadlines
+    switch event.rawValue {
+    case 0: deadlines.opened(connection)  // MHD_CONNECTION_NOTIFY_STARTED
+    default: deadlines.closed(connection)  // MHD_CONNECTION_NOTIFY_CLOSED, before the socket is closed
     }
 }
 
-private func queue(_ response: HTTPResponse, on connection: OpaquePointer, acceptsGzip: Bool, core: MHDServerCore)
+/// A request line arrived (MHD_OPTION_URI_LOG_CALLBACK). Returns nil: the
+/// access handler's first call must still see an empty request slot.
+private let mhdRequestLine: apns_relay_mhd_uri_log_callback = { context, _, connection in
+    guard let context, let connection else { return nil }
+    Unmanaged<MHDServerCore>.fromOpaque(context).takeUnretainedValue().deadlines.requestLineArrived(connection)
+    return nil
+}
+
+/// Queues `response` for the request `exchange` read: the configured
+/// finisher sees it first (every answer, the router's and the server's own
+/// included, passes here), then it is gzipped if the client accepts that.
+private func queue(_ response: HTTPResponse, for exchange: PendingExchange, on connection: OpaquePointer, core: MHDServerCore)
     -> MHD_Result
 {
+    var response = response
+    if !(100...599).contains(response.status) {
+        response = core.configuration.errorRenderer(500, "Internal", "the handler answered with status \(response.status)")
+    }
+    if let finish = core.configuration.responseFinisher {
+        finish(HTTPRequest(method: exchange.method, path: exchange.path, query: exchange.query, headers: exchange.headers), &response)
+    }
     var body = response.body
     var headers = response.headers
+    let acceptsGzip = exchange.headers.first { $0.name == "accept-encoding" }.map { AcceptEncoding.acceptsGzip($0.value) } ?? false
     if acceptsGzip, response.compressible, body.count >= core.configuration.gzipMinimumBytes,
        !headers.contains(where: { $0.name.lowercased() == "content-encoding" }), let compressed = Gzip.compress(body)
     {
@@ -254,13 +321,4 @@ private func collectValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> 
         MHD_get_connection_values(connection, kind, iterator, Unmanaged.passUnretained(box).toOpaque())
     }
     return box.values
-}
-
-extension Substring {
-    func trimmingCharacters(in set: Character) -> Substring {
-        var slice = self
-        while slice.first == set { slice = slice.dropFirst() }
-        while slice.last == set { slice = slice.dropLast() }
-        return slice
-    }
 }

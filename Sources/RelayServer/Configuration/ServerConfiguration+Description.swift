@@ -22,6 +22,8 @@ extension ServerConfiguration {
         lines.append("  max_batch_items: \(ingress.maximumBatchItems)")
         lines.append("  max_concurrent_requests: \(ingress.maximumConcurrentRequests)")
         lines.append("  connection_timeout_seconds: \(ingress.connectionTimeoutSeconds)")
+        lines.append("  request_timeout_seconds: \(ingress.requestTimeoutSeconds)")
+        lines.append("  max_connections_per_client: \(ingress.maximumConnectionsPerClient)")
         lines.append("  threads: \(ingress.threads)")
         lines.append("metrics:")
         lines.append("  listen: \(metrics.listen)")

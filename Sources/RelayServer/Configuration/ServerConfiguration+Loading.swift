@@ -47,6 +47,8 @@ extension ServerConfiguration {
             if let value = try ingress.integer("max_batch_items", in: 1...10_000) { configuration.ingress.maximumBatchItems = value }
             if let value = try ingress.integer("max_concurrent_requests", in: 1...100_000) { configuration.ingress.maximumConcurrentRequests = value }
             if let value = try ingress.integer("connection_timeout_seconds", in: 1...3600) { configuration.ingress.connectionTimeoutSeconds = value }
+            if let value = try ingress.integer("request_timeout_seconds", in: 1...300) { configuration.ingress.requestTimeoutSeconds = value }
+            if let value = try ingress.integer("max_connections_per_client", in: 0...100_000) { configuration.ingress.maximumConnectionsPerClient = value }
             if let value = try ingress.integer("threads", in: 1...64) { configuration.ingress.threads = value }
             try ingress.rejectUnknown()
         }

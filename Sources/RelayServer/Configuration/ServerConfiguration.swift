@@ -22,6 +22,10 @@ public struct ServerConfiguration: Sendable {
         public var maximumBatchItems = 1000
         public var maximumConcurrentRequests = 1024
         public var connectionTimeoutSeconds = 30
+        /// Seconds a client has to send one whole request (slowloris bound).
+        public var requestTimeoutSeconds = 15
+        /// Connections open at once from one client address; 0: no cap.
+        public var maximumConnectionsPerClient = 256
         public var threads = 2
     }
 

@@ -1,0 +1,144 @@
+internal import CMicroHTTPD
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The whole-request timer libmicrohttpd lacks.
+///
+/// libmicrohttpd's connection timeout only measures silence: a client that
+/// sends one header byte every few seconds keeps its connection forever
+/// (slowloris). Here each connection gets a deadline by which its current
+/// request must have arrived whole, request line, headers and body:
+///
+/// - a new connection: `requestTimeout` from accept;
+/// - between requests on a kept-alive connection: the idle allowance
+///   (`idleTimeout`) from the previous answer until the next request line
+///   is in, then `requestTimeout` from that request line;
+/// - while a handler runs or an answer is being written: none (the
+///   connection timeout still covers a client that stops reading).
+///
+/// A timer on a Dispatch queue (not the cooperative pool) shuts down the
+/// socket of every connection past its deadline; libmicrohttpd then sees
+/// the end of the stream and closes the connection itself. The socket is
+/// only `shutdown()`, never closed here, and only under the lock that the
+/// connection-closed notification also takes to drop its entry: libmicrohttpd
+/// calls that notification before it closes the descriptor (daemon.c,
+/// MHD_cleanup_connections and the new-connection error path), so an entry
+/// present under the lock names a descriptor that is still this connection's,
+/// and a reused descriptor is never touched.
+final class RequestDeadlines: @unchecked Sendable {
+    // Unchecked for `timer` alone: set in init, then only cancelled, which
+    // Dispatch allows from any thread. Everything else is a lock or an atomic.
+    private struct Entry {
+        var socket: Int32
+        /// When the request now arriving started; nil while none is arriving.
+        var requestStarted: ContinuousClock.Instant?
+        /// When the previous answer went out, while waiting for the next request line.
+        var idleSince: ContinuousClock.Instant?
+        var cut = false
+    }
+
+    let requestTimeout: Duration
+    let idleTimeout: Duration
+    /// By connection; nil once stopped, so nothing is tracked or cut after.
+    private let entries = Mutex<[Int: Entry]?>([:])
+    private let cutCount = Atomic<Int>(0)
+    private let timer: any DispatchSourceTimer
+
+    init(requestTimeoutSeconds: Int, idleTimeoutSeconds: Int) {
+        requestTimeout = .seconds(max(1, requestTimeoutSeconds))
+        idleTimeout = .seconds(max(1, idleTimeoutSeconds, requestTimeoutSeconds))
+        // Checked four times per timeout (at most once a second), so a
+        // connection lives at most a quarter of the timeout past its deadline.
+        let period = max(50, min(4, requestTimeoutSeconds) * 250)
+        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "apns-relay.http.request-deadlines"))
+        timer.schedule(deadline: .now() + .milliseconds(period), repeating: .milliseconds(period), leeway: .milliseconds(period / 4))
+        timer.setEventHandler { [weak self] in self?.reap() }
+        timer.resume()
+    }
+
+    deinit { timer.cancel() }
+
+    /// Connections cut for not sending their request in time, since start.
+    var cut: Int { cutCount.load(ordering: .relaxed) }
+
+    /// Connections being tracked (open, as libmicrohttpd counts them).
+    var tracked: Int { entries.withLock { $0?.count ?? 0 } }
+
+    /// Stops cutting, at once: called before the daemon stops, so a socket
+    /// libmicrohttpd closes while stopping can never be shut down after its
+    /// descriptor was reused, whatever order the notifications come in.
+    func stop() {
+        entries.withLock { $0 = nil }
+        timer.cancel()
+    }
+
+    func opened(_ connection: OpaquePointer) {
+        let socket = apns_relay_mhd_connection_fd(connection)
+        guard socket >= 0 else { return }
+        let now = ContinuousClock.now
+        entries.withLock { $0?[key(connection)] = Entry(socket: socket, requestStarted: now) }
+    }
+
+    /// The request line is in: a kept-alive connection's next request starts now.
+    func requestLineArrived(_ connection: OpaquePointer) {
+        let now = ContinuousClock.now
+        entries.withLock { entries in
+            guard var entry = entries?[key(connection)], entry.requestStarted == nil else { return }
+            entry.requestStarted = now
+            entry.idleSince = nil
+            entries?[key(connection)] = entry
+        }
+    }
+
+    /// The request arrived whole: no deadline while it is handled and answered.
+    func requestReceived(_ connection: OpaquePointer) {
+        entries.withLock { entries in
+            entries?[key(connection)]?.requestStarted = nil
+            entries?[key(connection)]?.idleSince = nil
+        }
+    }
+
+    /// The answer is out: the connection may idle until the next request.
+    func answered(_ connection: OpaquePointer) {
+        let now = ContinuousClock.now
+        entries.withLock { entries in
+            entries?[key(connection)]?.requestStarted = nil
+            entries?[key(connection)]?.idleSince = now
+        }
+    }
+
+    /// libmicrohttpd is about to close the socket: forget it first.
+    func closed(_ connection: OpaquePointer) {
+        _ = entries.withLock { $0?.removeValue(forKey: key(connection)) }
+    }
+
+    private func reap() {
+        let now = ContinuousClock.now
+        entries.withLock { tracked in
+            guard var entries = tracked else { return }
+            defer { tracked = entries }
+            for (connection, entry) in entries where !entry.cut {
+                let overdue: Bool
+                if let started = entry.requestStarted {
+                    overdue = started.duration(to: now) > requestTimeout
+                } else if let idle = entry.idleSince {
+                    overdue = idle.duration(to: now) > idleTimeout
+                } else {
+                    overdue = false
+                }
+                guard overdue else { continue }
+                // Under the lock: `closed` cannot have run, so the descriptor
+                // is still this connection's (see the type's comment).
+                shutdown(entry.socket, Int32(SHUT_RDWR))
+                entries[connection]?.cut = true
+                cutCount.add(1, ordering: .relaxed)
+            }
+        }
+    }
+
+    private func key(_ connection: OpaquePointer) -> Int { Int(bitPattern: connection) }
+}

@@ -1,0 +1,101 @@
+/// Checks of a request head that libmicrohttpd lets through, made before any
+/// body byte is read.
+///
+/// A proxy in front of the relay and the relay must agree on where a request
+/// ends, or a second request can be smuggled inside the first. So every head
+/// whose framing two parsers could read differently is refused at once:
+/// conflicting or repeated `Content-Length`, `Content-Length` together with
+/// `Transfer-Encoding`, header names that are not tokens (`Transfer-Encoding :`),
+/// control characters in values. What can be answered without the body is
+/// answered without it: a declared length over the limit (413) and a
+/// transfer coding other than `chunked` (501).
+///
+/// Pure and total: any header list yields an answer, never a trap.
+enum RequestFraming {
+    /// Why a request head is refused.
+    struct Refusal: Equatable, Sendable {
+        var status: Int
+        var type: String
+        var message: String
+    }
+
+    static func check(version: String, headers: [(name: String, value: String)], maximumBodyBytes: Int) -> Refusal? {
+        for header in headers {
+            guard !header.name.isEmpty, header.name.utf8.allSatisfy(isTokenCharacter) else {
+                return invalid("header name \(quoted(header.name)) is not a token: no spaces, separators or control characters before the colon")
+            }
+            guard !header.value.utf8.contains(where: isForbiddenInValue) else {
+                return invalid("header \(quoted(header.name)) has a control character in its value")
+            }
+        }
+        let hosts = headers.filter { $0.name == "host" }
+        if hosts.count > 1 { return invalid("more than one Host header") }
+        if version == "HTTP/1.1", hosts.isEmpty { return invalid("an HTTP/1.1 request needs a Host header") }
+
+        let lengths = headers.filter { $0.name == "content-length" }
+        let codings = headers.filter { $0.name == "transfer-encoding" }
+        if !lengths.isEmpty, !codings.isEmpty {
+            return invalid("both Content-Length and Transfer-Encoding: send one, so the end of the body is unambiguous")
+        }
+        if lengths.count > 1 { return invalid("more than one Content-Length header") }
+        if codings.count > 1 { return invalid("more than one Transfer-Encoding header") }
+        // HTTP/1.0 has no transfer codings; an intermediary may not have applied it (RFC 9112 §6.1).
+        if !codings.isEmpty, version != "HTTP/1.1" { return invalid("Transfer-Encoding needs HTTP/1.1") }
+        if let coding = codings.first {
+            let value = coding.value.trimmingSpaces()
+            guard value.lowercased() == "chunked" else {
+                return Refusal(
+                    status: 501, type: "NotImplemented",
+                    message: "Transfer-Encoding \(quoted(value)) is not supported; send the body with Content-Length or Transfer-Encoding: chunked")
+            }
+        }
+        if let length = lengths.first {
+            let digits = length.value.trimmingSpaces()
+            guard !digits.isEmpty, digits.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+                return invalid("Content-Length must be a decimal number of bytes")
+            }
+            // Over 18 digits cannot fit an Int, and is over any limit anyway.
+            if digits.utf8.count > 18 || Int(digits).map({ $0 > maximumBodyBytes }) ?? true {
+                return Refusal(
+                    status: 413, type: "PayloadTooLarge",
+                    message: "the declared Content-Length is over the \(maximumBodyBytes)-byte limit")
+            }
+        }
+        return nil
+    }
+
+    private static func invalid(_ message: String) -> Refusal {
+        Refusal(status: 400, type: "InvalidRequest", message: message)
+    }
+
+    /// tchar (RFC 9110 §5.6.2): letters, digits and !#$%&'*+-.^_`|~
+    private static func isTokenCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
+    }
+
+    /// Controls other than HTAB, and DEL (RFC 9110 §5.5: field-vchar / SP / HTAB / obs-text).
+    private static func isForbiddenInValue(_ byte: UInt8) -> Bool {
+        (byte < 0x20 && byte != 0x09) || byte == 0x7F
+    }
+
+    /// A client's text for an error message: at most 64 characters, quoted.
+    private static func quoted(_ text: String) -> String {
+        let shown = text.count > 64 ? String(text.prefix(64)) + "…" : text
+        return "'\(shown)'"
+    }
+}
+
+extension String {
+    /// Without leading and trailing spaces and tabs (optional whitespace, RFC 9110 §5.6.3).
+    func trimmingSpaces() -> String {
+        var slice = Substring(self)
+        while let first = slice.first, first == " " || first == "\t" { slice = slice.dropFirst() }
+        while let last = slice.last, last == " " || last == "\t" { slice = slice.dropLast() }
+        return String(slice)
+    }
+}

@@ -1,0 +1,34 @@
+public import HTTPServer
+import Instrumentation
+import Tracing
+
+extension Ingress {
+    /// Fits the ingress' HTTP server to the API: the server's own errors
+    /// (framing 400, 413, 501, drain 503) come in the same envelope as every
+    /// other ingress error, and every answer carries a `traceparent`.
+    ///
+    /// Routes that run a request span (the guarded API routes) answer with that
+    /// span's `traceparent`. Everything else, the router's 404 and 405, the
+    /// server's own refusals, `/healthz` and `/readyz`, gets one here: a
+    /// span of its own, child of the caller's `traceparent` when it sent a
+    /// valid one (same trace id), a new trace otherwise.
+    public func prepare(_ server: inout HTTPServer.Configuration) {
+        server.errorRenderer = { status, type, message in
+            IngressError(status: status, type: type, message: message).response
+        }
+        let tracer = tracer
+        server.responseFinisher = { request, response in
+            guard !response.headers.contains(where: { $0.name.lowercased() == "traceparent" }) else { return }
+            var parent = ServiceContext.topLevel
+            tracer.extract(request.headers, into: &parent, using: HeaderListExtractor())
+            let span = tracer.startSpan("ingress.request", context: parent, ofKind: .server)
+            span.attributes["http.request.method"] = request.method
+            span.attributes["http.response.status_code"] = response.status
+            if response.status >= 500 { span.setStatus(SpanStatus(code: .error)) }
+            var headers: [String: String] = [:]
+            tracer.inject(span.context, into: &headers, using: HeaderDictionaryInjector())
+            if let traceparent = headers["traceparent"] { response.headers.append(("traceparent", traceparent)) }
+            span.end()
+        }
+    }
+}
