@@ -46,15 +46,17 @@ public final class HTTPServer: Sendable {
     }
 
     /// Renders an error the server answers itself: status, a stable `type`
-    /// (`InvalidRequest`, `PayloadTooLarge`, `NotImplemented`, `Draining`), a message.
-    public typealias ErrorRenderer = @Sendable (_ status: Int, _ type: String, _ message: String) -> HTTPResponse
+    /// (`InvalidRequest`, `PayloadTooLarge`, `NotImplemented`, `Draining`), a message,
+    /// and the header at fault when one is (a control character in its value).
+    public typealias ErrorRenderer = @Sendable (_ status: Int, _ type: String, _ message: String, _ field: String?) -> HTTPResponse
 
     /// Adjusts a response before it is sent; `request` has no body.
     public typealias ResponseFinisher = @Sendable (_ request: HTTPRequest, _ response: inout HTTPResponse) -> Void
 
     /// `{"error":{"type":…,"message":…}}`, the envelope the ingress answers with.
-    public static let jsonErrorEnvelope: ErrorRenderer = { status, type, message in
-        .json(status, Array(#"{"error":{"type":\#(jsonString(type)),"message":\#(jsonString(message))}}"#.utf8))
+    public static let jsonErrorEnvelope: ErrorRenderer = { status, type, message, field in
+        let fieldMember = field.map { #","field":\#(jsonString($0))"# } ?? ""
+        return .json(status, Array(#"{"error":{"type":\#(jsonString(type)),"message":\#(jsonString(message))\#(fieldMember)}}"#.utf8))
     }
 
     /// `text` as a JSON string literal, quotes included.
@@ -105,7 +107,7 @@ public final class HTTPServer: Sendable {
         if inFlight > 0 {
             // Past the drain timeout: answer what is left (libmicrohttpd cannot
             // stop with suspended connections) and give it a moment to go out.
-            var draining = daemon.core.configuration.errorRenderer(503, "Draining", "the relay stopped before this request finished")
+            var draining = daemon.core.configuration.errorRenderer(503, "Draining", "the relay stopped before this request finished", nil)
             draining.headers.append(("retry-after", "1"))
             daemon.resumeSuspended(with: draining)
             let flushed = clock.now + .seconds(2)

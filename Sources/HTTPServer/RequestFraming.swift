@@ -17,6 +17,8 @@ enum RequestFraming {
         var status: Int
         var type: String
         var message: String
+        /// The header at fault, when one header is.
+        var field: String? = nil
     }
 
     static func check(version: String, headers: [(name: String, value: String)], maximumBodyBytes: Int) -> Refusal? {
@@ -25,7 +27,7 @@ enum RequestFraming {
                 return invalid("header name \(quoted(header.name)) is not a token: no spaces, separators or control characters before the colon")
             }
             guard !header.value.utf8.contains(where: isForbiddenInValue) else {
-                return invalid("header \(quoted(header.name)) has a control character in its value")
+                return invalid("header \(quoted(header.name)) has a control character in its value", field: header.name)
             }
         }
         let hosts = headers.filter { $0.name == "host" }
@@ -64,8 +66,8 @@ enum RequestFraming {
         return nil
     }
 
-    private static func invalid(_ message: String) -> Refusal {
-        Refusal(status: 400, type: "InvalidRequest", message: message)
+    private static func invalid(_ message: String, field: String? = nil) -> Refusal {
+        Refusal(status: 400, type: "InvalidRequest", message: message, field: field)
     }
 
     /// tchar (RFC 9110 §5.6.2): letters, digits and !#$%&'*+-.^_`|~

@@ -13,8 +13,8 @@ extension Ingress {
     /// span of its own, child of the caller's `traceparent` when it sent a
     /// valid one (same trace id), a new trace otherwise.
     public func prepare(_ server: inout HTTPServer.Configuration) {
-        server.errorRenderer = { status, type, message in
-            IngressError(status: status, type: type, message: message).response
+        server.errorRenderer = { status, type, message, field in
+            IngressError(status: status, type: type, message: message, field: field).response
         }
         let tracer = tracer
         server.responseFinisher = { request, response in

@@ -86,7 +86,7 @@ struct IngressHardeningTests {
             apps:
               - {name: a, bundle_id: com.example.a, team_id: ABCDE12345, key_id: KEY1234567, key_path: /nonexistent.p8, environments: [development]}
             api_keys:
-              - {name: b, sha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8, apps: [a]}
+              - {name: b, sha256: f8f4bf7056494c85a232414dbf744875d3457a9a1e995c37510506acbccffc37, apps: [a]}
 
             """
         let yaml = apps + "ingress:\n  request_timeout_seconds: 5\n  max_connections_per_client: 32\n"

@@ -108,7 +108,7 @@ struct HardeningTests {
     @Test("the error renderer words the server's own errors")
     func customRenderer() async throws {
         let server = try Self.server { configuration in
-            configuration.errorRenderer = { status, type, message in .text(status, "custom \(type): \(message)") }
+            configuration.errorRenderer = { status, type, message, _ in .text(status, "custom \(type): \(message)") }
         }
         let answer = try await RawHTTP.exchange(port: server.port, "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n")
         #expect(answer.status == 501)

@@ -27,8 +27,8 @@ final class MHDServerCore: Sendable {
     /// The server's own refusal, in the configured error envelope and
     /// closing the connection (after a framing error nothing else on it can
     /// be trusted).
-    func refusal(_ status: Int, _ type: String, _ message: String) -> HTTPResponse {
-        var response = configuration.errorRenderer(status, type, message)
+    func refusal(_ status: Int, _ type: String, _ message: String, field: String? = nil) -> HTTPResponse {
+        var response = configuration.errorRenderer(status, type, message, field)
         response.headers.append(("connection", "close"))
         return response
     }
@@ -180,7 +180,7 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
             maximumBodyBytes: core.configuration.maximumBodyBytes)
         {
             exchange.refused = true
-            return queue(core.refusal(refused.status, refused.type, refused.message), for: exchange, on: connection, core: core)
+            return queue(core.refusal(refused.status, refused.type, refused.message, field: refused.field), for: exchange, on: connection, core: core)
         }
         return MHD_Result.YES
     }
@@ -281,7 +281,7 @@ private func queue(_ response: HTTPResponse, for exchange: PendingExchange, on c
 {
     var response = response
     if !(100...599).contains(response.status) {
-        response = core.configuration.errorRenderer(500, "Internal", "the handler answered with status \(response.status)")
+        response = core.configuration.errorRenderer(500, "Internal", "the handler answered with status \(response.status)", nil)
     }
     if let finish = core.configuration.responseFinisher {
         finish(HTTPRequest(method: exchange.method, path: exchange.path, query: exchange.query, headers: exchange.headers), &response)
