@@ -51,6 +51,8 @@ def run(campaign, seed, examples, seconds, workdir):
         for kind, detail in verdicts.answer_problems(response):
             campaign.tally.violation("schemathesis", kind, case, detail)
     failures = failed_checks(output)
+    if result.returncode == 1 and not failures:
+        failures = ["failures this parser could not name"]
     for failure in failures:
         campaign.tally.violation("schemathesis", "schemathesis check", failure, "see schemathesis.log")
     if result.returncode not in (0, 1) or not entries:
