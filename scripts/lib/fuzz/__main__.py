@@ -24,7 +24,7 @@ def arguments():
     parser.add_argument("--binary", required=True, help="the apns-relay executable")
     parser.add_argument("--database-url", help="a Postgres the fuzz database is created on (no audit check without one)")
     parser.add_argument("--seed", type=int, help="RNG seed for the mutation fuzzer and schemathesis (default: random, printed)")
-    parser.add_argument("--cases", type=int, default=300, help="mutation cases (default 300)")
+    parser.add_argument("--cases", type=int, default=300, help="mutation cases (default 300; 0 with --seconds: until the time is spent)")
     parser.add_argument("--seconds", type=float, default=0, help="time budget for the mutation fuzzer and for schemathesis (0: none)")
     parser.add_argument("--schemathesis-examples", type=int, default=5, help="schemathesis examples per operation (default 5)")
     parser.add_argument("--components", default=",".join(COMPONENTS), help="comma-separated subset of " + ",".join(COMPONENTS))
@@ -62,7 +62,7 @@ def main():
                     continue
                 schema.run(campaign, seed, args.schemathesis_examples, args.seconds, relay.directory)
             elif component == "mutation":
-                mutation.run(campaign, seed, args.cases, args.seconds)
+                mutation.run(campaign, seed, args.cases if args.cases or not args.seconds else None, args.seconds)
             elif component == "edges":
                 edges.run(campaign)
             elif component == "framing":
@@ -77,12 +77,23 @@ def main():
 
     figures = audit.check(relay.database_url, relay.instance, tally.answered) if relay.database_url else None
     report(tally, figures, args.show, time.monotonic() - started)
+    write_violations(relay.directory / "violations.txt", tally, figures)
     failed = bool(tally.violations or tally.crashes or (figures and (figures.missing or figures.duplicates)))
     if args.keep or failed:
-        print(f"fuzz: work directory kept: {relay.directory}")
+        print(f"fuzz: work directory kept: {relay.directory} (every violation in violations.txt)")
     else:
         shutil.rmtree(relay.directory, ignore_errors=True)
     return 1 if failed else 0
+
+
+def write_violations(path, tally, figures):
+    with open(path, "w", encoding="utf-8") as handle:
+        for component, case, detail in tally.crashes:
+            handle.write(f"CRASH\t{component}\t{case}\t{detail}\n")
+        for component, kind, case, detail in tally.violations:
+            handle.write(f"FAIL\t{component}\t{kind}\t{case}\t{detail}\n")
+        for apns_id, answers, rows in (figures.missing + figures.duplicates) if figures else []:
+            handle.write(f"AUDIT\t{apns_id}\tanswered {answers}\trows {rows}\n")
 
 
 def report(tally, figures, show, elapsed):
