@@ -31,6 +31,8 @@ def arguments():
     parser.add_argument("--show", type=int, default=40, help="violations to print in full (default 40)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (configuration, logs, HAR)")
     parser.add_argument("--verbose", action="store_true", help="print each violation as it happens")
+    parser.add_argument("--strict", action="store_true",
+                        help="count the known limits of libmicrohttpd (scripts/lib/fuzz/known.py) as violations")
     return parser.parse_args()
 
 
@@ -50,7 +52,7 @@ def main():
         relay.stop()
         return 2
     print(f"fuzz: seed {seed} (rerun with --seed {seed}); relay on 127.0.0.1:{relay.port}, work in {relay.directory}", flush=True)
-    tally = verdicts.Tally()
+    tally = verdicts.Tally(strict=args.strict)
     campaign = Campaign(relay, tally, args.verbose)
     started = time.monotonic()
     try:
@@ -92,6 +94,8 @@ def write_violations(path, tally, figures):
             handle.write(f"CRASH\t{component}\t{case}\t{detail}\n")
         for component, kind, case, detail in tally.violations:
             handle.write(f"FAIL\t{component}\t{kind}\t{case}\t{detail}\n")
+        for component, kind, case, detail in tally.known:
+            handle.write(f"KNOWN\t{component}\t{kind}\t{case}\t{detail.replace(chr(10), ' ')}\n")
         for apns_id, answers, rows in (figures.missing + figures.duplicates) if figures else []:
             handle.write(f"AUDIT\t{apns_id}\tanswered {answers}\trows {rows}\n")
 
@@ -106,6 +110,8 @@ def report(tally, figures, show, elapsed):
         print(f"FAIL   {component}: {kind}: {case}\n       {detail}")
     if len(tally.violations) > show:
         print(f"...    {len(tally.violations) - show} more violations (--show N prints more)")
+    for component, kind, case, detail in tally.known[:show]:
+        print(f"KNOWN  {component}: {kind}: {case}\n       {detail}")
     if figures:
         for apns_id, answers, rows in (figures.missing + figures.duplicates)[:show]:
             print(f"AUDIT  apns-id {apns_id}: answered {answers}×, {rows} rows")
@@ -116,7 +122,8 @@ def report(tally, figures, show, elapsed):
     audit_text = (f"answered={figures.answered} rows={figures.rows} missing={len(figures.missing)} duplicates={len(figures.duplicates)}"
                   if figures else "audit not checked (no --database-url)")
     print(f"fuzz: {total} cases, {len(tally.crashes)} crashes, {server} server errors for client errors, "
-          f"{non_json} non-JSON errors, {other} other violations, {audit_text} ({elapsed:.0f} s)")
+          f"{non_json} non-JSON errors, {other} other violations, {audit_text}; "
+          f"{len(tally.known)} known library limits ({elapsed:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -84,9 +84,11 @@ class Tally:
     """Counts per component, the violations with a reproducer each, and the
     apns-ids answered (how many distinct answers named each one)."""
 
-    def __init__(self):
+    def __init__(self, strict=False):
+        self.strict = strict  # known limits of the HTTP library count as violations too
         self.cases = Counter()
         self.violations = []  # (component, kind, case, detail)
+        self.known = []  # violations known.py explains, same shape
         self.crashes = []  # (component, case, detail)
         self.answered = Counter()
         self.statuses = {}  # component → Counter of statuses (0: no answer)
@@ -98,7 +100,13 @@ class Tally:
         self.statuses.setdefault(component, Counter())[status] += 1
 
     def violation(self, component, kind, case, detail):
-        self.violations.append((component, kind, case, detail))
+        from .known import reason
+
+        why = None if self.strict else reason(component, kind, case)
+        if why:
+            self.known.append((component, kind, case, f"{detail}\n       known: {why}"))
+        else:
+            self.violations.append((component, kind, case, detail))
 
     def crash(self, component, case, detail):
         self.crashes.append((component, case, detail))
@@ -116,6 +124,9 @@ class Tally:
             kinds = Counter(k for c, k, _, _ in self.violations if c == component)
             crashes = sum(1 for c, _, _ in self.crashes if c == component)
             text = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "no violations"
+            known = sum(1 for c, _, _, _ in self.known if c == component)
+            if known:
+                text += f" ({known} known library limits)"
             lines.append(f"  {component:<12} {self.cases[component]:>6} cases, {crashes} crashes, {text}")
             statuses = self.statuses.get(component)
             if statuses:
