@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlencode
 
+from . import wire
 from .relay import APP
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
@@ -89,8 +90,6 @@ def seeds(rng):
 
 def encode(seed, keys, port, *, raw_body=None, extra_headers=(), authorization=True, content_type="application/json"):
     """The request bytes for `seed` (raw_body replaces the JSON encoding)."""
-    from . import wire
-
     body = raw_body if raw_body is not None else (None if seed.body is None else json.dumps(seed.body).encode())
     headers = list(seed.headers) + list(extra_headers)
     if authorization:

@@ -19,7 +19,7 @@ LIMIT = ["0", "-1", "10001", "9223372036854775807", "9223372036854775808", "1.5"
 CONTROL = ["\x00", "\r", "\n", "\r\n", "\x01", "\x1b", "\x7f"]
 
 
-def header_fields(rng):
+def header_fields():
     """(seed name, path into the body) of fields the relay copies into an APNs header or path."""
     return [
         ("describe", ("token",)), ("describe", ("collapseId",)), ("describe", ("apnsId",)),
@@ -69,7 +69,7 @@ def run(campaign):
                     seed.body.update(operation="end", priority=5)
                 seed.body[field] = value
                 campaign.run("edges", f"POST {seed.path} {field}={value!r}", bodies.encode(seed, relay.keys, relay.port))
-    for name, path in header_fields(rng):
+    for name, path in header_fields():
         base = seed_named(rng, name)
         original = base.body
         for step in path:

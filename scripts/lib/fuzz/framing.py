@@ -6,6 +6,7 @@ whose body boundary is in doubt."""
 
 import json
 import random
+import threading
 
 from . import bodies, verdicts, wire
 
@@ -137,8 +138,6 @@ def slow_request(campaign):
     relay = campaign.relay
     partial = (f"POST /v1/describe HTTP/1.1\r\nHost: 127.0.0.1:{relay.port}\r\nAuthorization: Bearer {relay.keys['backend']}\r\n"
                "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"app\":").encode()
-    import threading
-
     holder = {}
     thread = threading.Thread(target=lambda: holder.setdefault("result", wire.exchange(relay.port, partial, timeout=12)))
     thread.start()

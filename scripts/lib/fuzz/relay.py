@@ -5,7 +5,6 @@ the relay died, and start it again on the same database and spool so the
 campaign goes on and the rows from before the crash are still counted."""
 
 import hashlib
-import os
 import pathlib
 import secrets
 import signal
