@@ -59,8 +59,9 @@ def main():
         for component in components:
             began = time.monotonic()
             if component == "schemathesis":
-                if not schema.available():
-                    tally.violation("schemathesis", "schemathesis missing", "import schemathesis", "scripts/test installs it")
+                problem = schema.available()
+                if problem:
+                    tally.violation("schemathesis", "schemathesis unavailable", "import schemathesis", problem)
                     continue
                 schema.run(campaign, seed, args.schemathesis_examples, args.seconds, relay.directory)
             elif component == "mutation":

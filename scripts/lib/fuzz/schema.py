@@ -17,11 +17,13 @@ CHECKS = "not_a_server_error,response_schema_conformance"
 
 
 def available():
+    """None when schemathesis 4 is importable, else what is wrong (the CLI flags used here are 4.x's)."""
     try:
-        import schemathesis  # noqa: F401
+        import schemathesis
     except ImportError:
-        return False
-    return True
+        return "schemathesis is not installed (scripts/test installs 4.32.5)"
+    version = getattr(schemathesis, "__version__", "?")
+    return None if version.startswith("4.") else f"schemathesis {version} found; 4.x is needed (scripts/lib/common.sh pins 4.32.5)"
 
 
 def run(campaign, seed, examples, seconds, workdir):
