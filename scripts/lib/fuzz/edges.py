@@ -90,6 +90,16 @@ def run(campaign):
         seed.path = seed.path[:20] + control + seed.path[20:]
         campaign.run("edges", f"POST /3/device/<token with {control}>", bodies.encode(seed, relay.keys, relay.port),
                      allowed={400, 404}, check=no_send)
+    # /3/device: control characters in the apns-* headers the relay forwards
+    # (HTTP lets some through; APNs' HTTP/2 peer resets the stream on them).
+    for header in ["apns-collapse-id", "apns-topic", "apns-push-type", "apns-id", "apns-expiration", "apns-priority",
+                   "apns-relay-app", "apns-relay-environment"]:
+        for control in ["\x01", "\x1b", "\x7f"]:
+            seed = seed_named(rng, "device")
+            value = dict(seed.headers).get(header, "abc")
+            seed.headers = [(name, v) for name, v in seed.headers if name != header] + [(header, value[:2] + control + value[2:])]
+            campaign.run("edges", f"POST /3/device {header} with {control!r}", bodies.encode(seed, relay.keys, relay.port),
+                         allowed={400, 403, 404}, check=no_send)
     campaign.health("edges")
 
 

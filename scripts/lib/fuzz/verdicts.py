@@ -49,7 +49,7 @@ def answer_problems(response, *, allowed_5xx=(), allowed=None):
     problems = []
     if response.status >= 500 and response.status not in allowed_5xx:
         problems.append((SERVER_ERROR, f"{response.status} {response.body[:200]!r}"))
-    if allowed is not None and response.status not in allowed:
+    elif allowed is not None and response.status not in allowed:  # one verdict per status
         problems.append((WRONG_STATUS, f"{response.status} not in {sorted(allowed)}: {response.body[:160]!r}"))
     if response.status >= 400:
         problems.extend(envelope_problems(response))
