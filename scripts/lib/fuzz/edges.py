@@ -90,6 +90,15 @@ def run(campaign):
         seed.path = seed.path[:20] + control + seed.path[20:]
         campaign.run("edges", f"POST /3/device/<token with {control}>", bodies.encode(seed, relay.keys, relay.port),
                      allowed={400, 404}, check=no_send)
+    # Strings that reach an audit column (snapshot id, surface id, the app a
+    # refusal names) with the characters COPY's text format must escape, and
+    # a NUL that Postgres text cannot hold. The relay may refuse or send; the
+    # audit check at the end is the oracle: every answered apns-id has its row.
+    for text in ["\x00", "a\tb", "a\nb", "a\\.b", "\\N", "a\rb", "é🙂", "\x1b"]:
+        for field in ("id", "surfaceId"):
+            seed = seed_named(rng, "send-alert")
+            seed.body["snapshot"][field] = "fuzz" + text + "x"
+            campaign.run("edges", f"POST /v1/send snapshot.{field} with {text!r}", bodies.encode(seed, relay.keys, relay.port))
     # /3/device: control characters in the apns-* headers the relay forwards
     # (HTTP lets some through; APNs' HTTP/2 peer resets the stream on them).
     for header in ["apns-collapse-id", "apns-topic", "apns-push-type", "apns-id", "apns-expiration", "apns-priority",
