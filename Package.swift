@@ -1,7 +1,7 @@
 // swift-tools-version: 6.2
 //
 // apns-relay: an observable relay between application backends and APNs.
-// Module boundaries follow ../shared/DESIGN.md; see docs/architecture.md.
+// Module boundaries and what each module may import: docs/architecture.md.
 
 import PackageDescription
 

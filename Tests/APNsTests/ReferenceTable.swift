@@ -1,7 +1,7 @@
 import Foundation
 
-/// A tab-separated reference table from the test bundle (copied from
-/// `shared/reference/`), as rows of column name → value.
+/// A tab-separated reference table from the test bundle (a copy of
+/// `docs/reference/`), as rows of column name → value.
 struct ReferenceTable {
     let columns: [String]
     let rows: [[String: String]]
@@ -18,13 +18,11 @@ struct ReferenceTable {
         }
     }
 
-    /// The same file in `../shared/reference/` when the checkout sits beside
-    /// it (as on developer machines and CI), else nil.
-    static func sharedCopy(named name: String) -> String? {
+    /// The same table in the repository's `docs/reference/`, where operators read it.
+    static func documentedText(named name: String) throws -> String {
         let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let url = repoRoot.deletingLastPathComponent().appendingPathComponent("shared/reference/\(name).tsv")
-        return try? String(contentsOf: url, encoding: .utf8)
+        return try String(contentsOf: repoRoot.appendingPathComponent("docs/reference/\(name).tsv"), encoding: .utf8)
     }
 
     static func bundledText(named name: String) throws -> String {

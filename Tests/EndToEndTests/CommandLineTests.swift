@@ -69,4 +69,40 @@ struct CommandLineTests {
         }
         #expect(output.contains("0 dropped"))
     }
+
+    @Test("demo with a database writes one audit row per send there and answers the on-call queries from them")
+    func demoWritesTheAudit() async throws {
+        guard let url = ProcessInfo.processInfo.environment["APNS_RELAY_TEST_DATABASE_URL"] else { return }
+        let database = try await ServeProcessTests.freshDatabase(url)
+        let (status, output) = try await ProcessRunner.runOffPool(
+            ["env", "APNS_RELAY_DATABASE_URL=\(database)", RelayProcess.binary, "demo", "--sends", "10"])
+        #expect(status == 0, "\(output)")
+        let summary = try #require(output.split(separator: "\n").first { $0.hasPrefix("audit: ") }, "\(output)")
+        let written = try #require(Int(summary.split(separator: " ")[1]), "\(summary)")
+        #expect(summary.contains("rows written to Postgres, 0 spooled, 0 dropped"), "\(summary)")
+        #expect(written >= 10 + 5 + 5, "the plain, Unregistered and retried sends at least: \(summary)")
+        let rows = try await ServeProcessTests.scalar(database, "SELECT count(*) FROM apns_audit WHERE relay_instance = 'demo'")
+        #expect(rows == String(written), "the table holds what the demo says it wrote")
+        let distinct = try await ServeProcessTests.scalar(database, "SELECT count(DISTINCT apns_id) FROM apns_audit")
+        #expect(distinct == String(written), "one row per apns-id")
+        for expected in ["$ apns-relay audit show ", "alert      success  200", "{MS015}", "$ apns-relay audit traps --since 1h",
+                         "demo-app  MS020", "$ apns-relay audit dead-tokens --app demo-app", "Unregistered"] {
+            #expect(output.contains(expected), "missing \(expected) in:\n\(output)")
+        }
+        let deadTokens = try await ServeProcessTests.scalar(database, "SELECT count(*) FROM apns_dead_tokens WHERE app = 'demo-app'")
+        #expect(Int(deadTokens) ?? 0 >= 5, "every Unregistered token is its own dead token: \(deadTokens)")
+    }
+
+    @Test("demo --spool-only leaves the database alone and spools every row")
+    func demoSpoolOnly() async throws {
+        guard let url = ProcessInfo.processInfo.environment["APNS_RELAY_TEST_DATABASE_URL"] else { return }
+        let database = try await ServeProcessTests.freshDatabase(url)
+        let (status, output) = try await ProcessRunner.runOffPool(
+            ["env", "APNS_RELAY_DATABASE_URL=\(database)", RelayProcess.binary, "demo", "--sends", "5", "--spool-only"])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("audit: 0 rows written to Postgres"), "\(output)")
+        #expect(output.contains("spool only:") && !output.contains("on-call queries"), "\(output)")
+        let tables = try await ServeProcessTests.scalar(database, "SELECT count(*) FROM pg_tables WHERE tablename = 'apns_audit'")
+        #expect(tables == "0", "not even migrated")
+    }
 }

@@ -3,7 +3,8 @@ import RelayJSON
 import Surfaces
 import Testing
 
-/// The reference fixtures bundled with the tests (copied from shared/reference).
+/// The LiveSurfaceSnapshot v5 contract's fixtures and schema, bundled with the tests
+/// (`Fixtures/schema.json` is the same file as docs/schemas/live-surface-snapshot.schema.json).
 enum SnapshotFixtures {
     static var directory: URL { Bundle.module.url(forResource: "Fixtures", withExtension: nil)! }
 

@@ -12,9 +12,10 @@ DEBIAN_PACKAGES=(
     postgresql postgresql-client prometheus nghttp2-client nghttp2-server openssl curl python3 python3-pip
 )
 
-# Python packages the tests use as independent implementations.
-PYTHON_PACKAGES=(cryptography jsonschema rfc3339-validator PyYAML kubernetes-validate)
-PYTHON_MODULES=(cryptography jsonschema rfc3339_validator yaml kubernetes_validate)
+# Python packages the tests use as independent implementations (schemathesis:
+# the fuzz campaign's OpenAPI component, pinned to a version known to install here).
+PYTHON_PACKAGES=(cryptography jsonschema rfc3339-validator PyYAML kubernetes-validate "schemathesis==4.32.5")
+PYTHON_MODULES=(cryptography jsonschema rfc3339_validator yaml kubernetes_validate schemathesis)
 
 install_test_dependencies() {
     local missing=()

@@ -1,7 +1,7 @@
 /// One APNs error reason: what it means, whether it is worth retrying,
 /// whether the token should be dropped, and which trap it maps to.
 ///
-/// The catalog (``APNsReason/catalog``) mirrors `shared/reference/apns-reasons.tsv`
+/// The catalog (``APNsReason/catalog``) mirrors `docs/reference/apns-reasons.tsv`
 /// row for row; a test keeps the two identical.
 public struct APNsReason: Sendable, Hashable {
     /// The reason string APNs puts in the response body, e.g. `BadDeviceToken`.

@@ -1,5 +1,5 @@
 /// A trap: a known failure mode worth its own alert, with what it means and
-/// what the operator should do. Mirrors `shared/reference/traps.tsv`.
+/// what the operator should do. Mirrors `docs/reference/traps.tsv`.
 public struct Trap: Sendable, Hashable {
     public enum Severity: String, Sendable, Hashable, Comparable {
         case info, warning, error

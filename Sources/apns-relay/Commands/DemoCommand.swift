@@ -15,18 +15,20 @@ struct DemoCommand: AsyncParsableCommand {
             Starts a mock APNs (TLS HTTP/2) and the relay on loopback with a generated key, sends successes, \
             Unregistered tokens, TooManyRequests (retried), a payload over 4 KB, an invalid snapshot, a Live \
             Activity start/update/end, a batch and a broadcast with channel create/list/delete through the \
-            ingress, then prints a summary, the /metrics URL and the audit rows. The audit goes to \
-            APNS_RELAY_DATABASE_URL when set (migrated first), otherwise to a spool directory it names. \
-            No Apple account is needed.
+            ingress, then prints a summary, the /metrics URL, the audit rows and the answers of three on-call \
+            queries (one apns-id, trap hits, dead tokens). The audit goes to APNS_RELAY_DATABASE_URL when set \
+            (migrated first; scripts/demo starts a throwaway Postgres when it is not), otherwise, or with \
+            --spool-only, to a spool directory it names. No Apple account is needed.
             """)
 
     @Flag(help: "Keep the relay and the mock running after the workload (Ctrl-C stops them).") var serve = false
     @Option(help: "Ingress port (0 picks a free one).") var ingressPort: UInt16 = 0
     @Option(help: "Metrics port (0 picks a free one).") var metricsPort: UInt16 = 0
     @Option(help: "Plain alert sends in the workload.") var sends = 200
+    @Flag(help: "Write the audit to the spool directory only, even when APNS_RELAY_DATABASE_URL is set.") var spoolOnly = false
 
     func run() async throws {
-        let databaseURL = ProcessInfo.processInfo.environment["APNS_RELAY_DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+        let databaseURL = spoolOnly ? nil : ProcessInfo.processInfo.environment["APNS_RELAY_DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
         let logger = makeLogger(level: "warning")
         let started = Date()
         let environment = try await DemoEnvironment.start(
@@ -65,8 +67,12 @@ struct DemoCommand: AsyncParsableCommand {
         print("\naudit: \(statistics.written) rows written to Postgres, \(statistics.spooled) spooled, \(statistics.dropped) dropped")
         if let databaseURL {
             try await Self.printAuditRows(databaseURL: databaseURL, since: started)
+            try await Self.printOnCallAnswers(databaseURL: databaseURL, outcomes: outcomes)
         } else {
             print("spool: \(environment.server.configuration.audit.spoolDirectory) (a relay with a database replays it at start-up)")
+            if !spoolOnly {
+                print("no APNS_RELAY_DATABASE_URL: scripts/demo starts a throwaway Postgres and writes the audit there")
+            }
         }
     }
 

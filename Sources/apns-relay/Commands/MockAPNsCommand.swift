@@ -47,9 +47,10 @@ struct MockAPNsCommand: AsyncParsableCommand {
         let directory = certificateDirectory ?? (NSTemporaryDirectory() + "apns-relay-mock-" + UUID().uuidString)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let server = try MockAPNsServer(engine: MockAPNsEngine(configuration: configuration), port: port, host: host, directory: directory)
-        print("mock APNs listening on https://\(host):\(server.port)")
-        print("trust this certificate: \(server.certificateFile)")
-        print("keys accepted: \(configuration.keys.map { "\($0.keyID) (team \($0.teamID))" }.joined(separator: ", "))")
+        // Unbuffered: a parent reading the pipe (scripts/fuzz) waits for these lines.
+        printUnbuffered("mock APNs listening on https://\(host):\(server.port)")
+        printUnbuffered("trust this certificate: \(server.certificateFile)")
+        printUnbuffered("keys accepted: \(configuration.keys.map { "\($0.keyID) (team \($0.teamID))" }.joined(separator: ", "))")
         _ = await SignalWaiter.waitForTermination()
         server.stop()
         let log = server.engine.log

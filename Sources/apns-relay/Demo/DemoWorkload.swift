@@ -49,9 +49,11 @@ final class DemoWorkload: Sendable {
          "deepLink":"demo://orders/1","category":"surface-update","threadId":"order-1"}}
         """
 
+    /// 64 hex digits: the prefix (which scripts the mock's answer), "a1b2",
+    /// then the index, so tokens with the same prefix stay distinct.
     static func token(_ prefix: String = "", _ index: Int) -> String {
-        let hex = String(format: "%060x", index)
-        return String((prefix + "a1b2" + hex).prefix(64))
+        let hex = String(format: "%0\(60 - prefix.count)x", index)
+        return prefix + "a1b2" + hex
     }
 
     /// Runs everything; returns one outcome per request.

@@ -1,0 +1,131 @@
+"""python3 -m fuzz --binary .build/debug/apns-relay --database-url URL [--seed N] [--cases N] [--seconds S]
+
+Starts a mock APNs and `apns-relay serve` (audit in a fresh database on the
+given Postgres), runs the components, drains the relay, checks the audit,
+and prints one line per component, every violation with a reproducer, and
+the summary line. Exit 0 when nothing was violated, 1 otherwise, 2 when the
+campaign could not start."""
+
+import argparse
+import os
+import shutil
+import sys
+import time
+
+from . import audit, auth, edges, framing, mutation, schema, verdicts
+from .campaign import Campaign
+from .relay import Relay
+
+COMPONENTS = ["schemathesis", "mutation", "edges", "framing", "auth"]
+
+
+def arguments():
+    parser = argparse.ArgumentParser(prog="fuzz", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", required=True, help="the apns-relay executable")
+    parser.add_argument("--database-url", help="a Postgres the fuzz database is created on (no audit check without one)")
+    parser.add_argument("--seed", type=int, help="RNG seed for the mutation fuzzer and schemathesis (default: random, printed)")
+    parser.add_argument("--cases", type=int, default=300, help="mutation cases (default 300; 0 with --seconds: until the time is spent)")
+    parser.add_argument("--seconds", type=float, default=0, help="time budget for the mutation fuzzer and for schemathesis (0: none)")
+    parser.add_argument("--schemathesis-examples", type=int, default=5, help="schemathesis examples per operation (default 5)")
+    parser.add_argument("--components", default=",".join(COMPONENTS), help="comma-separated subset of " + ",".join(COMPONENTS))
+    parser.add_argument("--show", type=int, default=40, help="violations to print in full (default 40)")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (configuration, logs, HAR)")
+    parser.add_argument("--verbose", action="store_true", help="print each violation as it happens")
+    parser.add_argument("--strict", action="store_true",
+                        help="count the known limits of libmicrohttpd (scripts/lib/fuzz/known.py) as violations")
+    return parser.parse_args()
+
+
+def main():
+    args = arguments()
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
+    components = [c.strip() for c in args.components.split(",") if c.strip()]
+    unknown = set(components) - set(COMPONENTS)
+    if unknown:
+        print(f"fuzz: unknown components {sorted(unknown)}", file=sys.stderr)
+        return 2
+    relay = Relay(args.binary, args.database_url)
+    try:
+        relay.start()
+    except Exception as error:  # noqa: BLE001 - reported, then exit 2
+        print(f"fuzz: cannot start the relay: {error}\n{relay.log_tail(20)}", file=sys.stderr)
+        relay.stop()
+        return 2
+    print(f"fuzz: seed {seed} (rerun with --seed {seed}); relay on 127.0.0.1:{relay.port}, work in {relay.directory}", flush=True)
+    tally = verdicts.Tally(strict=args.strict)
+    campaign = Campaign(relay, tally, args.verbose)
+    started = time.monotonic()
+    try:
+        for component in components:
+            began = time.monotonic()
+            if component == "schemathesis":
+                problem = schema.available()
+                if problem:
+                    tally.violation("schemathesis", "schemathesis unavailable", "import schemathesis", problem)
+                    continue
+                schema.run(campaign, seed, args.schemathesis_examples, args.seconds, relay.directory)
+            elif component == "mutation":
+                mutation.run(campaign, seed, args.cases if args.cases or not args.seconds else None, args.seconds)
+            elif component == "edges":
+                edges.run(campaign)
+            elif component == "framing":
+                framing.run(campaign)
+            elif component == "auth":
+                auth.run(campaign)
+            print(f"fuzz: {component} done in {time.monotonic() - began:.1f} s ({tally.cases[component]} cases)", flush=True)
+    finally:
+        exit_status = relay.stop()
+    if exit_status not in (0, None):
+        tally.violation("relay", "unclean exit after SIGTERM", "drain", f"exit status {exit_status}; log: {relay.log_tail(3)}")
+
+    figures = audit.check(relay.database_url, relay.instance, tally.answered) if relay.database_url else None
+    report(tally, figures, args.show, time.monotonic() - started)
+    write_violations(relay.directory / "violations.txt", tally, figures)
+    failed = bool(tally.violations or tally.crashes or (figures and (figures.missing or figures.duplicates)))
+    if args.keep or failed:
+        print(f"fuzz: work directory kept: {relay.directory} (every violation in violations.txt)")
+    else:
+        shutil.rmtree(relay.directory, ignore_errors=True)
+    return 1 if failed else 0
+
+
+def write_violations(path, tally, figures):
+    with open(path, "w", encoding="utf-8") as handle:
+        for component, case, detail in tally.crashes:
+            handle.write(f"CRASH\t{component}\t{case}\t{detail}\n")
+        for component, kind, case, detail in tally.violations:
+            handle.write(f"FAIL\t{component}\t{kind}\t{case}\t{detail}\n")
+        for component, kind, case, detail in tally.known:
+            handle.write(f"KNOWN\t{component}\t{kind}\t{case}\t{detail.replace(chr(10), ' ')}\n")
+        for apns_id, answers, rows in (figures.missing + figures.duplicates) if figures else []:
+            handle.write(f"AUDIT\t{apns_id}\tanswered {answers}\trows {rows}\n")
+
+
+def report(tally, figures, show, elapsed):
+    print("fuzz: per component:")
+    for line in tally.by_component():
+        print(line)
+    for component, case, detail in tally.crashes:
+        print(f"CRASH  {component}: {case}\n       {detail}")
+    for component, kind, case, detail in tally.violations[:show]:
+        print(f"FAIL   {component}: {kind}: {case}\n       {detail}")
+    if len(tally.violations) > show:
+        print(f"...    {len(tally.violations) - show} more violations (--show N prints more)")
+    for component, kind, case, detail in tally.known[:show]:
+        print(f"KNOWN  {component}: {kind}: {case}\n       {detail}")
+    if figures:
+        for apns_id, answers, rows in (figures.missing + figures.duplicates)[:show]:
+            print(f"AUDIT  apns-id {apns_id}: answered {answers}×, {rows} rows")
+    total = sum(tally.cases.values())
+    server = tally.count(verdicts.SERVER_ERROR)
+    non_json = tally.count(verdicts.NON_JSON) + tally.count(verdicts.BAD_ENVELOPE)
+    other = len(tally.violations) - server - non_json
+    audit_text = (f"answered={figures.answered} rows={figures.rows} missing={len(figures.missing)} duplicates={len(figures.duplicates)}"
+                  if figures else "audit not checked (no --database-url)")
+    print(f"fuzz: {total} cases, {len(tally.crashes)} crashes, {server} server errors for client errors, "
+          f"{non_json} non-JSON errors, {other} other violations, {audit_text}; "
+          f"{len(tally.known)} known library limits ({elapsed:.0f} s)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

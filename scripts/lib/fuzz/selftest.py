@@ -1,0 +1,85 @@
+"""The campaign's own checks, checked without a relay: a verdict that can
+never fire, or a parser that misreads an answer, would let every run pass.
+
+    PYTHONPATH=scripts/lib python3 -m fuzz.selftest     (scripts/test runs it before the campaign)
+"""
+
+import random
+import socket
+import sys
+import threading
+
+from . import bodies, known, mutate, verdicts, wire
+
+
+def response(status, body, content_type="application/json", headers=()):
+    return wire.Response(status, "", [("content-type", content_type)] + list(headers), body)
+
+
+def served(raw):
+    """A one-shot loopback server that answers `raw` to whatever it reads."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def serve():
+        connection, _ = listener.accept()
+        connection.recv(65536)
+        connection.sendall(raw)
+        connection.close()
+        listener.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener.getsockname()[1]
+
+
+def checks():
+    envelope = b'{"error":{"type":"InvalidRequest","message":"token: must be hex","field":"token"}}'
+    yield "a JSON error in the envelope passes", verdicts.answer_problems(response(400, envelope)) == []
+    yield "an HTML error is non-JSON", [k for k, _ in verdicts.answer_problems(response(400, b"<html>x</html>", "text/html"))] == [verdicts.NON_JSON]
+    yield "HTML under a JSON content type is non-JSON", [k for k, _ in verdicts.answer_problems(response(413, b"<html>"))] == [verdicts.NON_JSON]
+    yield "JSON without the envelope fails", [k for k, _ in verdicts.answer_problems(response(400, b'{"reason":"x"}'))] == [verdicts.BAD_ENVELOPE]
+    yield "a 500 fails", verdicts.SERVER_ERROR in [k for k, _ in verdicts.answer_problems(response(500, envelope))]
+    yield "an allowed 501 passes", verdicts.answer_problems(response(501, envelope), allowed_5xx={501}, allowed={400, 501}) == []
+    yield "a status outside the allowed set fails", [k for k, _ in verdicts.answer_problems(response(200, b"{}"), allowed={400})] == [verdicts.WRONG_STATUS]
+
+    batch = b'{"results":[{"apnsId":"A-1"},{"ok":false,"error":{"type":"APNsRejected","message":"m","apnsId":"B-2"}}]}'
+    yield "apns-ids of a batch, header and error", verdicts.answered_ids(response(200, batch, headers=[("apns-id", "C-3")])) == {"a-1", "b-2", "c-3"}
+    describe = b'{"method":"POST","headers":{"apns-id":"d-4"}}'
+    yield "a describe echo is no answered apns-id", verdicts.answered_ids(response(200, describe)) == set()
+
+    port = served(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n2\r\n1}\r\n0\r\n\r\n")
+    result = wire.exchange(port, b"GET / HTTP/1.1\r\n\r\n", timeout=5)
+    yield "1xx skipped, chunked body joined", result.first is not None and result.first.status == 400 and result.first.body == b'{"a":1}'
+    port = served(b"")
+    yield "a close without an answer is seen", wire.exchange(port, b"GET / HTTP/1.1\r\n\r\n", timeout=5).closed
+
+    def run(seed):
+        rng = random.Random(seed)
+        return [mutate.mutate(rng, rng.choice(bodies.seeds(rng)))[4] for _ in range(200)]
+
+    yield "the same seed gives the same cases", run(42) == run(42) and run(42) != run(43)
+    nested = mutate.encode({"a": "@@deep-array-3000@@"})
+    yield "deep nesting is encoded", nested.count(b"[") == 3000 and nested.startswith(b'{"a": [[')
+    yield "known limits are narrow", (known.reason("framing", verdicts.NON_JSON, "bad chunk size") is not None
+                                      and known.reason("framing", verdicts.SERVER_ERROR, "bad chunk size") is None
+                                      and known.reason("framing", verdicts.NON_JSON, "conflicting Content-Length") is None
+                                      and known.reason("mutation", verdicts.NON_JSON, "bad chunk size") is None)
+    tally = verdicts.Tally(strict=True)
+    tally.violation("framing", verdicts.NON_JSON, "bad chunk size", "x")
+    yield "--strict counts known limits", len(tally.violations) == 1 and not tally.known
+
+
+def main():
+    failed = 0
+    for name, passed in checks():
+        if not passed:
+            failed += 1
+            print(f"FAIL  fuzz selftest: {name}")
+    print(f"fuzz selftest: {'ok' if not failed else f'{failed} failed'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
