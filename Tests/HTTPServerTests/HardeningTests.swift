@@ -118,10 +118,14 @@ struct HardeningTests {
 
     @Test("the default envelope escapes what it quotes")
     func envelopeEscapes() throws {
-        let response = HTTPServer.jsonErrorEnvelope(400, "InvalidRequest", "name 'a\"b\\c\u{1}\n' bad")
+        let response = HTTPServer.jsonErrorEnvelope(400, "InvalidRequest", "name 'a\"b\\c\u{1}\n' bad", nil)
         let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: [String: String]]
         #expect(object?["error"]?["message"] == "name 'a\"b\\c\u{1}\n' bad")
         #expect(object?["error"]?["type"] == "InvalidRequest")
+        #expect(object?["error"]?["field"] == nil)
+        let named = HTTPServer.jsonErrorEnvelope(400, "InvalidRequest", "bad header", "x-\"a\"")
+        let namedObject = try JSONSerialization.jsonObject(with: Data(named.body)) as? [String: [String: String]]
+        #expect(namedObject?["error"]?["field"] == "x-\"a\"")
     }
 }
 
