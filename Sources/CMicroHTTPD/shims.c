@@ -1,4 +1,5 @@
 #include "CMicroHTTPD.h"
+#include <string.h>
 
 struct MHD_Daemon *apns_relay_mhd_start_daemon(unsigned int flags,
                                                uint16_t port,
@@ -41,6 +42,17 @@ int apns_relay_mhd_connection_fd(struct MHD_Connection *connection) {
     return info == NULL ? -1 : (int)info->connect_fd;
 }
 
+/* Leaves percent-escapes in the path and query as they came: libmicrohttpd's
+ * own unescaping decodes %00 into a NUL that cuts the path short (a request
+ * for "/v1/channels/%00" reached the router as "/v1/channels/") and lets
+ * malformed escapes through. The Swift side (RequestTarget) decodes, and
+ * refuses what does not decode to text without control characters. */
+static size_t apns_relay_mhd_keep_escapes(void *cls, struct MHD_Connection *connection, char *text) {
+    (void)cls;
+    (void)connection;
+    return strlen(text);
+}
+
 struct MHD_Daemon *apns_relay_mhd_start_daemon_hooks(unsigned int flags,
                                                      uint16_t port,
                                                      const struct sockaddr *bind_address,
@@ -55,6 +67,7 @@ struct MHD_Daemon *apns_relay_mhd_start_daemon_hooks(unsigned int flags,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, hooks_context,
                             MHD_OPTION_NOTIFY_CONNECTION, connection_notify, hooks_context,
                             MHD_OPTION_URI_LOG_CALLBACK, uri_log, hooks_context,
+                            MHD_OPTION_UNESCAPE_CALLBACK, apns_relay_mhd_keep_escapes, NULL,
                             MHD_OPTION_SOCK_ADDR, bind_address,
                             MHD_OPTION_ARRAY, options,
                             MHD_OPTION_END);

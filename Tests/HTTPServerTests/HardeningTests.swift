@@ -67,6 +67,46 @@ struct HardeningTests {
         await server.stop()
     }
 
+    struct TargetProbe: Sendable, CustomTestStringConvertible {
+        var target: String
+        var status: Int
+        /// The body of a 200, or the `field` of a 400.
+        var expected: String
+        var testDescription: String { target }
+    }
+
+    static let targetProbes: [TargetProbe] = [
+        // libmicrohttpd's own unescaping decoded %00 to a NUL that cut the
+        // path short: "/v1/channels/%00" reached the router as "/v1/channels/".
+        TargetProbe(target: "/hello/%00", status: 400, expected: "path"),
+        TargetProbe(target: "/hello/a%0d%0ab", status: 400, expected: "path"),
+        TargetProbe(target: "/hello/%zz", status: 400, expected: "path"),
+        TargetProbe(target: "/hello/%4", status: 400, expected: "path"),
+        TargetProbe(target: "/hello/%ff", status: 400, expected: "path"),
+        TargetProbe(target: "/hello/x?greeting=%01", status: 400, expected: "greeting"),
+        TargetProbe(target: "/hello/x?gr%00eeting=hi", status: 400, expected: "query"),
+        TargetProbe(target: "/hello/caf%C3%A9?greeting=hi%20there", status: 200, expected: "hello café hi there"),
+        // RFC 9112 §3.2.2: a server must accept the absolute form.
+        TargetProbe(target: "http://relay.example:8080/hello/abs?greeting=yo", status: 200, expected: "hello abs yo"),
+        TargetProbe(target: "HTTPS://relay.example/hello/abs", status: 200, expected: "hello abs "),
+        TargetProbe(target: "http://relay.example", status: 404, expected: ""),
+    ]
+
+    @Test("request targets: escapes decoded once by the relay, bad ones and encoded controls refused, absolute form accepted", arguments: targetProbes)
+    func requestTarget(_ probe: TargetProbe) async throws {
+        let server = try Self.server()
+        let answer = try await RawHTTP.exchange(port: server.port, "GET \(probe.target) HTTP/1.1\r\nHost: x\r\n\r\n", timeout: 5)
+        #expect(answer.status == probe.status, "\(answer.body)")
+        if probe.status == 200 {
+            #expect(answer.body == probe.expected)
+        } else if probe.status == 400 {
+            let object = try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: [String: String]]
+            #expect(object?["error"]?["type"] == "InvalidRequest")
+            #expect(object?["error"]?["field"] == probe.expected, "\(answer.body)")
+        }
+        await server.stop()
+    }
+
     @Test("well-framed requests still pass: chunked, Content-Length, HTTP/1.0 without Host")
     func wellFramed() async throws {
         let server = try Self.server()
@@ -182,6 +222,7 @@ struct ParsingTests {
             let path = Self.noise(&generator, length: Int.random(in: 0...30, using: &generator))
             _ = router.handler(for: HTTPRequest(method: "GET", path: path))
             _ = router.handler(for: HTTPRequest(method: "DELETE", path: "/v1/channels/" + path))
+            _ = RequestTarget.decoded(path).map { router.handler(for: HTTPRequest(method: "GET", path: RequestTarget.originPath($0))) }
         }
     }
 

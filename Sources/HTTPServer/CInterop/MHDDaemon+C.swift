@@ -169,10 +169,23 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
         // First call for this request: headers are complete, the body is not.
         let exchange = PendingExchange()
         exchange.method = method.map { String(cString: $0) } ?? ""
-        exchange.path = url.map { String(cString: $0) } ?? ""
         exchange.headers = collectValues(connection, kind: headerKind).map { ($0.name.lowercased(), $0.value) }
-        for argument in collectValues(connection, kind: queryArgumentKind) { exchange.query[argument.name] = argument.value }
+        var undecodable: String?
+        let rawPath = RequestTarget.originPath(url.map { String(cString: $0) } ?? "")
+        if let path = RequestTarget.decoded(rawPath) { exchange.path = path } else { undecodable = "path" }
+        for argument in collectValues(connection, kind: queryArgumentKind) {
+            guard let name = RequestTarget.decoded(argument.name), let value = RequestTarget.decoded(argument.value) else {
+                undecodable = undecodable ?? (RequestTarget.decoded(argument.name) ?? "query")
+                continue
+            }
+            exchange.query[name] = value
+        }
         slot.pointee = Unmanaged.passRetained(exchange).toOpaque()
+        if let undecodable {
+            exchange.refused = true
+            let message = "the request target has a malformed percent-escape, bytes that are not UTF-8, or an encoded control character"
+            return queue(core.refusal(400, "InvalidRequest", message, field: undecodable), for: exchange, on: connection, core: core)
+        }
         // Refused before any body byte is read: libmicrohttpd sends the
         // answer and closes the connection without reading the body.
         if let refused = RequestFraming.check(
