@@ -35,3 +35,8 @@ struct MHD_Daemon *apns_relay_mhd_start_daemon_full(unsigned int flags,
                             MHD_OPTION_ARRAY, options,
                             MHD_OPTION_END);
 }
+
+int apns_relay_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}

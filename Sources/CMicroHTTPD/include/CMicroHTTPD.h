@@ -37,4 +37,10 @@ struct MHD_Daemon *apns_relay_mhd_start_daemon_full(unsigned int flags,
                                                     void *completed_context,
                                                     const struct MHD_OptionItem *options);
 
+/*
+ * The socket of a connection (MHD_get_connection_info is C-variadic), so a
+ * suspended connection can be checked for a client that hung up; -1 when unknown.
+ */
+int apns_relay_mhd_connection_fd(struct MHD_Connection *connection);
+
 #endif

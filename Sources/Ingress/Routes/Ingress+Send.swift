@@ -50,8 +50,17 @@ extension Ingress {
         }
     }
 
-    /// Sends one operation through the relay, mapping a failure to its answer.
+    /// Sends one operation through the relay, mapping a failure to its
+    /// answer; refused with 503 Overloaded when the relay already holds
+    /// ``Configuration/maximumSendsInFlight`` sends.
     func perform(_ app: String, _ environment: Environment, _ operation: RelayOperation, _ call: Call) async throws(IngressError) -> SendResult {
+        guard sendBudget.admit(1) else { throw overloaded(sends: 1) }
+        defer { sendBudget.release(1) }
+        return try await performAdmitted(app, environment, operation, call)
+    }
+
+    /// ``perform(_:_:_:_:)`` for a send already counted in the budget.
+    func performAdmitted(_ app: String, _ environment: Environment, _ operation: RelayOperation, _ call: Call) async throws(IngressError) -> SendResult {
         do {
             return try await service.send(app: app, environment: environment, operation, context: call.context)
         } catch {
@@ -71,5 +80,15 @@ extension Ingress {
         ]
         if let unique = result.apnsUniqueID { members.append(("apnsUniqueId", .string(unique))) }
         return JSONObject(members)
+    }
+
+    /// 503 Overloaded for `sends` that do not fit in the relay's send budget.
+    func overloaded(sends: Int) -> IngressError {
+        let what = sends == 1 ? "this send does" : "this batch's \(sends) sends do"
+        var error = IngressError(
+            status: 503, type: "Overloaded",
+            message: "\(what) not fit: the relay already holds \(sendBudget.inUse) of at most \(sendBudget.limit) sends in flight (ingress.max_sends_in_flight)")
+        error.retryAfter = 1
+        return error
     }
 }
