@@ -123,15 +123,17 @@ struct BatchOverloadTests {
         try await withRelay(mockDelay: .fixed(milliseconds: delay), configure: { configuration in
             configuration.ingress.maximumBodyBytes = 1 << 20
             configuration.ingress.maximumSendsInFlight = 100_000
+            configuration.apns.connectionsPerOrigin = 1
         }) { relay in
-            // 40 clients × 64 sends at a time would be 2560 streams: more than the
-            // two connections' 2 × 1000, so without a relay-wide bound single
-            // sends queue behind them.
+            // 60 clients × 64 sends at a time would be 3840 streams: four times
+            // what the one connection carries (900), so without a relay-wide
+            // bound a single send waits rounds of APNs latency in its queue.
             var clients: [LeavingClient] = []
-            for client in 0..<40 {
+            for client in 0..<60 {
                 clients.append(try LeavingClient(url: relay.base + "/v1/send/batch", body: Self.batch(1000, prefix: String(client % 10))))
             }
-            #expect(await eventually(60) { relay.apnsRequests >= 500 })
+            // Every batch admitted and running, and APNs well into its work.
+            #expect(await eventually(60) { relay.server.ingress.requestsInFlight == 60 && relay.apnsRequests >= 1500 })
             for client in clients { client.leave() }
             #expect(relay.server.ingress.batchSendsRunning <= 512)
 
