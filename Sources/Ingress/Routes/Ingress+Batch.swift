@@ -46,6 +46,9 @@ extension Ingress {
     /// since nothing was attempted); sends still running at the deadline are cancelled.
     @Sendable func batch(_ call: Call) async throws(IngressError) -> HTTPResponse {
         let started = ContinuousClock.now
+        // Reading a large batch costs CPU and memory before its size is known:
+        // with the budget already spent, refuse before parsing anything.
+        guard sendBudget.inUse < sendBudget.limit else { throw overloaded(sends: nil) }
         var plan = try planBatch(call)
         let sends = plan.count(where: \.isSend)
         // The guard charged one request; the rest of the batch's sends count too.

@@ -82,9 +82,13 @@ extension Ingress {
         return JSONObject(members)
     }
 
-    /// 503 Overloaded for `sends` that do not fit in the relay's send budget.
-    func overloaded(sends: Int) -> IngressError {
-        let what = sends == 1 ? "this send does" : "this batch's \(sends) sends do"
+    /// 503 Overloaded for `sends` (nil: a batch not yet read) that do not fit in the relay's send budget.
+    func overloaded(sends: Int?) -> IngressError {
+        let what = switch sends {
+        case 1: "this send does"
+        case let sends?: "this batch's \(sends) sends do"
+        case nil: "no batch does"
+        }
         var error = IngressError(
             status: 503, type: "Overloaded",
             message: "\(what) not fit: the relay already holds \(sendBudget.inUse) of at most \(sendBudget.limit) sends in flight (ingress.max_sends_in_flight)")
