@@ -54,6 +54,8 @@ public final class Ingress: Sendable {
     let limiter = RateLimiter()
     let inFlight = Atomic<Int>(0)
     let draining = Atomic<Bool>(false)
+    /// While draining, batches start sends until then (see ``beginDraining(batchesStartFor:)``).
+    let batchStartsUntil = Mutex<ContinuousClock.Instant?>(nil)
     let sendBudget: SendBudget
     let batchLanes: BatchLanes
 
@@ -75,8 +77,14 @@ public final class Ingress: Sendable {
     }
 
     /// Stops taking new work: every later request gets 503 Draining, while
-    /// the ones already running finish.
-    public func beginDraining() { draining.store(true, ordering: .releasing) }
+    /// the ones already running finish. Running batches go on starting their
+    /// sends for `batchesStartFor` seconds, then answer the rest `NotSent`
+    /// (reason `Draining`), so every send of theirs ends with a result before
+    /// the drain has to cut anything off.
+    public func beginDraining(batchesStartFor seconds: Double = 0) {
+        batchStartsUntil.withLock { $0 = ContinuousClock.now + .milliseconds(Int(max(0, seconds) * 1000)) }
+        draining.store(true, ordering: .releasing)
+    }
 
     public var isDraining: Bool { draining.load(ordering: .acquiring) }
 

@@ -158,12 +158,12 @@ public final class RelayServer: Sendable {
     /// connections, write or spool every audit row, stop the listeners.
     public func drain() async {
         logger.notice("draining: intake stopped", metadata: ["in_flight": "\(ingress.requestsInFlight)"])
-        ingress.beginDraining()
-        // Batches start nothing more once draining; what is running gets most
-        // of the drain timeout, then the APNs connections close so every
-        // running send ends with a result its request can still report (per
-        // item, for a batch) before the server's blanket 503 for stragglers.
+        // Batches go on starting sends for the first half of the drain timeout
+        // and answer the rest NotSent; at the end the APNs connections close
+        // so every running send ends with a result its request can still
+        // report (per item, for a batch) before the server's blanket 503.
         let drainTimeout = configuration.drainTimeoutSeconds
+        ingress.beginDraining(batchesStartFor: drainTimeout / 2)
         let transport = transport
         let cutOff = Task {
             try? await Task.sleep(for: .milliseconds(Int((drainTimeout - min(2, drainTimeout / 5)) * 1000)))

@@ -152,9 +152,12 @@ struct BatchOverloadTests {
         let instance = "e2e-drain-\(UUID().uuidString.prefix(8))"
         let relay = try await TestRelay.start(databaseURL: url, instance: instance, mockDelay: .fixed(milliseconds: 1000)) { configuration in
             configuration.ingress.maximumBatchSendsRunning = 4
+            // Batches start sends for 4 s into the drain; the connections close at 6.4 s.
+            configuration.drainTimeoutSeconds = 8
         }
         do {
-            let batch = Task { try await relay.curl("POST", "/v1/send/batch", body: Self.batch(20)) }
+            // Ten rounds of four one-second sends: far more than fit in the drain.
+            let batch = Task { try await relay.curl("POST", "/v1/send/batch", body: Self.batch(40)) }
             #expect(await eventually { relay.apnsRequests >= 4 })
             let draining = Task { await relay.server.drain() }
             let answer = try await batch.value
@@ -162,12 +165,12 @@ struct BatchOverloadTests {
 
             #expect(answer.status == 200, "\(answer)")
             let results = Self.results(answer)
-            #expect(results.count == 20)
+            #expect(results.count == 40)
             let finished = results.filter { $0["ok"] == .bool(true) }
             let notSent = results.filter { Self.errorType($0) == "NotSent" }
             #expect(finished.count >= 4)
             #expect(!notSent.isEmpty)
-            #expect(finished.count + notSent.count == 20, "\(answer)")
+            #expect(finished.count + notSent.count == 40, "\(answer)")
             #expect(notSent.allSatisfy { $0["error"]?["reason"]?.stringValue == "Draining" })
             #expect(answer.json?["summary"]?["notSent"]?.integerValue == Int64(notSent.count))
 

@@ -41,7 +41,7 @@ extension Ingress {
     /// or refused whole (503 Overloaded, nothing sent). It then runs at most
     /// ``Configuration/batchConcurrency`` sends at a time, within the relay-wide
     /// ``Configuration/maximumBatchSendsRunning``, and stops starting sends when
-    /// the client hangs up, the relay drains, or ``Configuration/batchDeadlineSeconds``
+    /// the client hangs up, the relay's drain says so, or ``Configuration/batchDeadlineSeconds``
     /// pass: sends never started are answered `NotSent` (and have no audit row,
     /// since nothing was attempted); sends still running at the deadline are cancelled.
     @Sendable func batch(_ call: Call) async throws(IngressError) -> HTTPResponse {
@@ -79,12 +79,14 @@ extension Ingress {
             body.append(contentsOf: entry)
         }
         body.append(contentsOf: #"],"summary":"#.utf8)
-        JSONValue.object(JSONObject([
+        var summary: [(String, JSONValue)] = [
             ("total", .integer(Int64(run.entries.count))),
             ("succeeded", .integer(Int64(run.succeeded))),
             ("failed", .integer(Int64(run.entries.count - run.succeeded))),
-            ("notSent", .integer(Int64(run.notSent))),
-        ])).encode(into: &body)
+        ]
+        // Only when it happened: a batch that ran to the end answers as it always did.
+        if run.notSent > 0 { summary.append(("notSent", .integer(Int64(run.notSent)))) }
+        JSONValue.object(JSONObject(summary)).encode(into: &body)
         body.append(UInt8(ascii: "}"))
         return .json(200, body)
     }
@@ -154,7 +156,7 @@ extension Ingress {
 
             /// Why the batch should start nothing more, if it should.
             func stopReason() -> BatchStop? {
-                if isDraining { return .draining }
+                if isDraining, batchStartsUntil.withLock({ $0.map { ContinuousClock.now >= $0 } ?? true }) { return .draining }
                 if ContinuousClock.now >= deadline { return .deadline }
                 if call.request.isClientGone { return .clientGone }
                 return nil
