@@ -45,33 +45,37 @@ struct BatchOverloadTests {
     static func results(_ answer: TestRelay.Answer) -> [JSONValue] { answer.json?["results"]?.arrayValue ?? [] }
     static func errorType(_ result: JSONValue) -> String? { result["error"]?["type"]?.stringValue }
 
-    @Test("the relay-wide send budget refuses a batch that does not fit whole (503 Overloaded), and one larger than the budget with 413")
+    @Test("the relay-wide send budget refuses a batch that does not fit whole (503 Overloaded) but keeps room for single sends; a batch larger than the batches' share is 413")
     func sendBudget() async throws {
         try await withRelay(mockDelay: .fixed(milliseconds: 3000), configure: { configuration in
-            configuration.ingress.maximumSendsInFlight = 10
+            // Batches may hold 18 of the 20; the last two are for single sends.
+            configuration.ingress.maximumSendsInFlight = 20
             configuration.ingress.maximumBodyBytes = 1 << 20
         }) { relay in
-            let tooLarge = try await relay.curl("POST", "/v1/send/batch", body: Self.batch(11))
+            let tooLarge = try await relay.curl("POST", "/v1/send/batch", body: Self.batch(19))
             #expect(tooLarge.status == 413, "\(tooLarge)")
             #expect(tooLarge.error?["field"]?.stringValue == "items")
 
-            // Eight sends held by a slow APNs; the drain at the end cuts them off.
-            let held = Task { try await relay.curl("POST", "/v1/send/batch", body: Self.batch(8)) }
-            #expect(await eventually { relay.server.ingress.sendsAdmitted == 8 })
+            // Sixteen sends held by a slow APNs.
+            let held = Task { try await relay.curl("POST", "/v1/send/batch", body: Self.batch(16)) }
+            #expect(await eventually { relay.server.ingress.sendsAdmitted == 16 })
 
             let refused = try await relay.curl("POST", "/v1/send/batch", body: Self.batch(3, prefix: "b"))
             #expect(refused.status == 503, "\(refused)")
             #expect(refused.error?["type"]?.stringValue == "Overloaded")
             #expect(refused.error?["message"]?.stringValue?.contains("max_sends_in_flight") == true)
             #expect(refused.headers["retry-after"] == "1")
-            #expect(relay.server.ingress.sendsAdmitted == 8)
+            #expect(relay.server.ingress.sendsAdmitted == 16)
             #expect(!relay.mock.engine.log.entries.contains { $0.request.path.hasPrefix("/3/device/b") }, "nothing of the refused batch reached APNs")
 
-            // Two more fit: a batch of two is admitted.
-            let fits = try await relay.curl("POST", "/v1/send/batch", body: Self.batch(2, prefix: "c"))
-            #expect(fits.status == 200, "\(fits)")
-            #expect(fits.json?["summary"]?["succeeded"]?.integerValue == 2)
-            #expect(try await held.value.json?["summary"]?["succeeded"]?.integerValue == 8)
+            // Two more fit in the batches' share; a single send beside them still gets through.
+            async let fits = relay.curl("POST", "/v1/send/batch", body: Self.batch(2, prefix: "c"))
+            #expect(await eventually { relay.server.ingress.sendsAdmitted == 18 })
+            let single = try await relay.curl("POST", "/v1/send", body: TestRelay.send(token: TestRelay.token(1, prefix: "d")))
+            #expect(single.status == 200, "\(single)")
+            #expect(try await fits.json?["summary"]?["succeeded"]?.integerValue == 2)
+            #expect(try await held.value.json?["summary"]?["succeeded"]?.integerValue == 16)
+            #expect(relay.server.ingress.sendsAdmitted == 0)
         }
     }
 

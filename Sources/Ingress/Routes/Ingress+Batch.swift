@@ -48,7 +48,7 @@ extension Ingress {
         let started = ContinuousClock.now
         // Reading a large batch costs CPU and memory before its size is known:
         // with the budget already spent, refuse before parsing anything.
-        guard sendBudget.inUse < sendBudget.limit else { throw overloaded(sends: nil) }
+        guard sendBudget.inUse < sendBudget.batchLimit else { throw overloaded(sends: nil) }
         var plan = try planBatch(call)
         let sends = plan.count(where: \.isSend)
         // The guard charged one request; the rest of the batch's sends count too.
@@ -60,7 +60,7 @@ extension Ingress {
                 throw error
             }
         }
-        guard sendBudget.admit(sends) else { throw overloaded(sends: sends) }
+        guard sendBudget.admit(sends, batch: true) else { throw overloaded(sends: sends) }
 
         let run = await runBatch(&plan, sends: sends, call: call, deadline: started + .milliseconds(Int(configuration.batchDeadlineSeconds * 1000)))
         if let stop = run.stop, run.notSent > 0 {
@@ -116,7 +116,7 @@ extension Ingress {
                 plan.append(.refused(item: index, error: error))
             }
             // A batch larger than the whole send budget could never be admitted: 413, not 503.
-            let maximumSends = min(configuration.maximumBatchSends, configuration.maximumSendsInFlight)
+            let maximumSends = min(configuration.maximumBatchSends, sendBudget.batchLimit)
             if plan.count > maximumSends {
                 var error = IngressError.invalid("items", "fans out to more than \(maximumSends) sends")
                 error.status = 413
@@ -192,8 +192,32 @@ extension Ingress {
                 }
             }
 
+            /// Answers every send not started yet and gives their budget back at once.
+            func answerUnstarted(_ stop: BatchStop) {
+                while next < plan.count {
+                    switch plan[next] {
+                    case .refused(let item, let error):
+                        run.entries[next] = Self.batchEntry(item: item, tokenIndex: nil, result: .failure(error)).encoded()
+                    case .send(let item, let tokenIndex, _, _, _):
+                        var error = IngressError(status: 503, type: "NotSent", message: stop.message)
+                        error.reason = stop.rawValue
+                        run.entries[next] = Self.batchEntry(item: item, tokenIndex: tokenIndex, result: .failure(error)).encoded()
+                        run.notSent += 1
+                        unfinished -= 1
+                        sendBudget.release(1)
+                    case .started:
+                        break
+                    }
+                    plan[next] = .started
+                    next += 1
+                }
+            }
+
             while true {
-                if run.stop == nil, let reason = stopReason() { run.stop = reason }
+                if run.stop == nil, let reason = stopReason() {
+                    run.stop = reason
+                    answerUnstarted(reason)
+                }
                 if run.stop == nil {
                     while running < configuration.batchConcurrency, skipRefused(), batchLanes.tryAcquire() { startNext() }
                     if running == 0, skipRefused() {
@@ -219,30 +243,14 @@ extension Ingress {
                     // Past the deadline the caller stops waiting: what is still
                     // running is cancelled (each answers Cancelled with its apnsId
                     // and keeps its audit row).
-                    run.stop = run.stop ?? .deadline
+                    if run.stop == nil {
+                        run.stop = .deadline
+                        answerUnstarted(.deadline)
+                    }
                     group.cancelAll()
                 }
             }
             group.cancelAll()
-
-            // Whatever was never started is answered, not dropped.
-            if let stop = run.stop {
-                while next < plan.count {
-                    switch plan[next] {
-                    case .refused(let item, let error):
-                        run.entries[next] = Self.batchEntry(item: item, tokenIndex: nil, result: .failure(error)).encoded()
-                    case .send(let item, let tokenIndex, _, _, _):
-                        var error = IngressError(status: 503, type: "NotSent", message: stop.message)
-                        error.reason = stop.rawValue
-                        run.entries[next] = Self.batchEntry(item: item, tokenIndex: tokenIndex, result: .failure(error)).encoded()
-                        run.notSent += 1
-                    case .started:
-                        break
-                    }
-                    plan[next] = .started
-                    next += 1
-                }
-            }
         }
         return run
     }

@@ -91,7 +91,7 @@ extension Ingress {
         }
         var error = IngressError(
             status: 503, type: "Overloaded",
-            message: "\(what) not fit: the relay already holds \(sendBudget.inUse) of at most \(sendBudget.limit) sends in flight (ingress.max_sends_in_flight)")
+            message: "\(what) not fit: the relay already holds \(sendBudget.inUse) sends in flight, batches at most \(sendBudget.batchLimit) of ingress.max_sends_in_flight \(sendBudget.limit)")
         error.retryAfter = 1
         return error
     }
