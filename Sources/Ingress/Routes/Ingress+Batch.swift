@@ -5,16 +5,49 @@ import Relay
 import RelayJSON
 
 extension Ingress {
-    /// One planned send of a batch, or the reason its item was refused.
-    enum PlannedSend: Sendable {
-        case send(item: Int, tokenIndex: Int?, app: String, environment: Environment, operation: RelayOperation)
-        case refused(item: Int, error: IngressError)
-        /// Already handed to its task (the operation is not kept twice).
-        case started
+    /// What a batch will do, kept small: one entry per item (its send, shared
+    /// by a fan-out's tokens, or why it was refused) and per send only the
+    /// item, the token's index and the token. A 10000-token fan-out so holds
+    /// one operation, not 10000 copies of the snapshot and options.
+    struct BatchPlan: Sendable {
+        enum Item: Sendable {
+            case send(app: String, environment: Environment, template: RelayOperation, fanOut: Bool)
+            case refused(IngressError)
+        }
 
-        var isSend: Bool {
-            if case .send = self { return true }
-            return false
+        struct Send: Sendable {
+            var item: Int32
+            var tokenIndex: Int32
+            /// nil: the template's own (an operation without a device token).
+            var token: String?
+        }
+
+        /// One position of the plan, ready to send or to answer.
+        enum Resolved {
+            case send(item: Int, tokenIndex: Int?, app: String, environment: Environment, operation: RelayOperation)
+            case refused(item: Int, error: IngressError)
+        }
+
+        var items: [Item] = []
+        var sends: [Send] = []
+
+        var count: Int { sends.count }
+
+        /// Positions that are sends (not refused items).
+        var sendCount: Int {
+            sends.count { if case .send = items[Int($0.item)] { true } else { false } }
+        }
+
+        func resolve(_ position: Int) -> Resolved {
+            let entry = sends[position]
+            let item = Int(entry.item)
+            switch items[item] {
+            case .refused(let error):
+                return .refused(item: item, error: error)
+            case .send(let app, let environment, let template, let fanOut):
+                let operation = entry.token.map { template.replacingDeviceToken($0) } ?? template
+                return .send(item: item, tokenIndex: fanOut ? Int(entry.tokenIndex) : nil, app: app, environment: environment, operation: operation)
+            }
         }
     }
 
@@ -49,8 +82,8 @@ extension Ingress {
         // Reading a large batch costs CPU and memory before its size is known:
         // with the budget already spent, refuse before parsing anything.
         guard sendBudget.inUse < sendBudget.batchLimit else { throw overloaded(sends: nil) }
-        var plan = try planBatch(call)
-        let sends = plan.count(where: \.isSend)
+        let plan = try planBatch(call)
+        let sends = plan.sendCount
         // The guard charged one request; the rest of the batch's sends count too.
         if let rate = call.key.ratePerSecond, plan.count > 1 {
             let burst = call.key.burst ?? rate
@@ -62,7 +95,7 @@ extension Ingress {
         }
         guard sendBudget.admit(sends, batch: true) else { throw overloaded(sends: sends) }
 
-        let run = await runBatch(&plan, sends: sends, call: call, deadline: started + .milliseconds(Int(configuration.batchDeadlineSeconds * 1000)))
+        let run = await runBatch(plan, sends: sends, call: call, deadline: started + .milliseconds(Int(configuration.batchDeadlineSeconds * 1000)))
         if let stop = run.stop, run.notSent > 0 {
             logger.notice("batch stopped before every send started", metadata: [
                 "caller": "\(call.key.name)", "why": "\(stop.rawValue)", "sends": "\(sends)", "not_sent": "\(run.notSent)",
@@ -93,7 +126,7 @@ extension Ingress {
 
     /// Decodes the envelope and every item. The request's JSON tree lives only
     /// in here: what a running batch keeps is the plan.
-    private func planBatch(_ call: Call) throws(IngressError) -> [PlannedSend] {
+    private func planBatch(_ call: Call) throws(IngressError) -> BatchPlan {
         var reader = try FieldReader(try body(call.request), path: "")
         guard let items = try reader.array("items") else { throw .invalid("items", "is required: an array of sends") }
         try reader.rejectUnknown(allowed: "items")
@@ -104,19 +137,21 @@ extension Ingress {
             error.type = "PayloadTooLarge"
             throw error
         }
-        var plan: [PlannedSend] = []
+        // A batch larger than the batches' whole share of the budget could never be admitted: 413, not 503.
+        let maximumSends = min(configuration.maximumBatchSends, sendBudget.batchLimit)
+        var plan = BatchPlan()
         for (index, item) in items.enumerated() {
             do {
                 let request = try decodeSend(item, call, path: "items[\(index)]", allowFanOut: true)
                 let fanOut = request.operations.count > 1 || (item["tokens"] != nil)
+                plan.items.append(.send(app: request.app, environment: request.environment, template: request.operations[0], fanOut: fanOut))
                 for (tokenIndex, operation) in request.operations.enumerated() {
-                    plan.append(.send(item: index, tokenIndex: fanOut ? tokenIndex : nil, app: request.app, environment: request.environment, operation: operation))
+                    plan.sends.append(.init(item: Int32(index), tokenIndex: Int32(tokenIndex), token: operation.deviceToken))
                 }
             } catch {
-                plan.append(.refused(item: index, error: error))
+                plan.items.append(.refused(error))
+                plan.sends.append(.init(item: Int32(index), tokenIndex: 0, token: nil))
             }
-            // A batch larger than the whole send budget could never be admitted: 413, not 503.
-            let maximumSends = min(configuration.maximumBatchSends, sendBudget.batchLimit)
             if plan.count > maximumSends {
                 var error = IngressError.invalid("items", "fans out to more than \(maximumSends) sends")
                 error.status = 413
@@ -141,7 +176,7 @@ extension Ingress {
     }
 
     /// Runs the admitted sends of `plan`; gives back every budget unit and lane it took.
-    private func runBatch(_ plan: inout [PlannedSend], sends: Int, call: Call, deadline: ContinuousClock.Instant) async -> BatchRun {
+    private func runBatch(_ plan: BatchPlan, sends: Int, call: Call, deadline: ContinuousClock.Instant) async -> BatchRun {
         var run = BatchRun(entries: [[UInt8]](repeating: [], count: plan.count))
         var unfinished = sends
         defer { sendBudget.release(unfinished) }
@@ -164,7 +199,7 @@ extension Ingress {
             /// Answers refused items up to the next send; false at the end of the plan.
             func skipRefused() -> Bool {
                 while next < plan.count {
-                    guard case .refused(let item, let error) = plan[next] else { return true }
+                    guard case .refused(let item, let error) = plan.resolve(next) else { return true }
                     run.entries[next] = Self.batchEntry(item: item, tokenIndex: nil, result: .failure(error)).encoded()
                     next += 1
                 }
@@ -175,8 +210,7 @@ extension Ingress {
                 let position = next
                 next += 1
                 running += 1
-                guard case .send(let item, let tokenIndex, let app, let environment, let operation) = plan[position] else { return }
-                plan[position] = .started
+                guard case .send(let item, let tokenIndex, let app, let environment, let operation) = plan.resolve(position) else { return }
                 group.addTask { [self] in
                     let entry: JSONValue
                     let ok: Bool
@@ -195,7 +229,7 @@ extension Ingress {
             /// Answers every send not started yet and gives their budget back at once.
             func answerUnstarted(_ stop: BatchStop) {
                 while next < plan.count {
-                    switch plan[next] {
+                    switch plan.resolve(next) {
                     case .refused(let item, let error):
                         run.entries[next] = Self.batchEntry(item: item, tokenIndex: nil, result: .failure(error)).encoded()
                     case .send(let item, let tokenIndex, _, _, _):
@@ -205,10 +239,7 @@ extension Ingress {
                         run.notSent += 1
                         unfinished -= 1
                         sendBudget.release(1)
-                    case .started:
-                        break
                     }
-                    plan[next] = .started
                     next += 1
                 }
             }
@@ -267,5 +298,33 @@ extension Ingress {
             members.append(("error", error.object))
         }
         return .object(JSONObject(members))
+    }
+}
+
+extension RelayOperation {
+    /// The device token the operation sends to; nil for broadcasts and channel management.
+    var deviceToken: String? {
+        switch self {
+        case .alert(let token, _, _), .notification(let token, _, _), .background(let token, _, _), .start(let token, _, _, _, _, _),
+            .update(let token, _, _, _), .end(let token, _, _, _), .raw(let token, _, _):
+            token
+        case .broadcast, .createChannel, .listChannels, .deleteChannel:
+            nil
+        }
+    }
+
+    /// The same operation to another device token (a batch fan-out's sends differ only in it).
+    func replacingDeviceToken(_ token: String) -> RelayOperation {
+        switch self {
+        case .alert(_, let snapshot, let options): .alert(token: token, snapshot: snapshot, options: options)
+        case .notification(_, let snapshot, let options): .notification(token: token, snapshot: snapshot, options: options)
+        case .background(_, let customData, let options): .background(token: token, customData: customData, options: options)
+        case .start(_, let snapshot, let attributes, let attributesType, let live, let options):
+            .start(token: token, snapshot: snapshot, attributes: attributes, attributesType: attributesType, live: live, options: options)
+        case .update(_, let snapshot, let live, let options): .update(token: token, snapshot: snapshot, live: live, options: options)
+        case .end(_, let snapshot, let live, let options): .end(token: token, snapshot: snapshot, live: live, options: options)
+        case .raw(_, let payload, let headers): .raw(token: token, payload: payload, headers: headers)
+        case .broadcast, .createChannel, .listChannels, .deleteChannel: self
+        }
     }
 }
