@@ -82,6 +82,12 @@ extension Ingress {
         // Reading a large batch costs CPU and memory before its size is known:
         // with the budget already spent, refuse before parsing anything.
         guard sendBudget.inUse < sendBudget.batchLimit else { throw overloaded(sends: nil) }
+        // A batch that waited for a thread while its client gave up is not read at all.
+        guard !call.request.isClientGone else {
+            var error = IngressError(status: 503, type: "NotSent", message: BatchStop.clientGone.message)
+            error.reason = BatchStop.clientGone.rawValue
+            throw error
+        }
         let plan = try planBatch(call)
         let sends = plan.sendCount
         // The guard charged one request; the rest of the batch's sends count too.
