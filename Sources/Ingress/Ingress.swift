@@ -58,6 +58,8 @@ public final class Ingress: Sendable {
     let batchStartsUntil = Mutex<ContinuousClock.Instant?>(nil)
     let sendBudget: SendBudget
     let batchLanes: BatchLanes
+    /// Batch sends answered NotSent since start-up, by reason.
+    let notSent = Mutex<[String: Int]>([:])
 
     public init(
         configuration: Configuration = Configuration(), service: RelayService, keyring: APIKeyring,
@@ -96,6 +98,9 @@ public final class Ingress: Sendable {
 
     /// Batch sends running now.
     public var batchSendsRunning: Int { batchLanes.inUse }
+
+    /// Batch sends never started (answered `NotSent`) since start-up, by reason.
+    public var batchSendsNotSent: [String: Int] { notSent.withLock { $0 } }
 
     /// Adds every route to `router`.
     public func install(on router: inout Router) {

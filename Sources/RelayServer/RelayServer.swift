@@ -120,6 +120,9 @@ public final class RelayServer: Sendable {
             inflightStreams: { transport.inFlight }, audit: { Self.auditSnapshot(audit.statistics) },
             connections: { transport.connectionStates })
         sources.ingressInFlight = { ingress.requestsInFlight }
+        sources.ingressSendsAdmitted = { ingress.sendsAdmitted }
+        sources.ingressBatchSendsRunning = { ingress.batchSendsRunning }
+        sources.ingressNotSent = { ingress.batchSendsNotSent }
         MetricsEndpoint(
             metrics: metrics,
             sources: sources,

@@ -118,6 +118,9 @@ struct BatchOverloadTests {
             #expect(answer.json?["summary"]?["failed"]?.integerValue == Int64(40 - ok))
             #expect(relay.apnsRequests == ok + cancelled, "sends answered NotSent never reached APNs")
             #expect(relay.server.ingress.sendsAdmitted == 0)
+            let scrape = try await relay.curl("GET", "/metrics", key: nil, base: relay.metricsBase)
+            #expect(scrape.body.contains(#"apns_relay_batch_sends_not_sent_total{reason="BatchDeadline"} \#(notSent.count)"#), "\(scrape.body.split(separator: "\n").filter { $0.contains("not_sent") })")
+            #expect(scrape.body.contains("apns_relay_ingress_sends_admitted 0"))
         }
     }
 

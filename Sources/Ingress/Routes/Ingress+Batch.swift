@@ -103,6 +103,7 @@ extension Ingress {
 
         let run = await runBatch(plan, sends: sends, call: call, deadline: started + .milliseconds(Int(configuration.batchDeadlineSeconds * 1000)))
         if let stop = run.stop, run.notSent > 0 {
+            notSent.withLock { $0[stop.rawValue, default: 0] += run.notSent }
             logger.notice("batch stopped before every send started", metadata: [
                 "caller": "\(call.key.name)", "why": "\(stop.rawValue)", "sends": "\(sends)", "not_sent": "\(run.notSent)",
             ])
