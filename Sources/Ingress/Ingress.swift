@@ -27,7 +27,7 @@ public final class Ingress: Sendable {
         /// Sends admitted and not yet finished across every request (a batch
         /// counts all of its sends from admission); beyond it: 503 Overloaded
         /// with Retry-After, and a batch that does not fit is refused whole.
-        public var maximumSendsInFlight = 20_000
+        public var maximumSendsInFlight = 100_000
         /// Sends of all batches running at once (each batch at most
         /// ``batchConcurrency``); kept below the APNs connections' stream
         /// limit so single sends never queue behind batches.

@@ -22,7 +22,7 @@ public struct ServerConfiguration: Sendable {
         public var maximumBatchItems = 1000
         public var maximumConcurrentRequests = 1024
         /// Sends admitted and unfinished across the relay (a batch counts whole).
-        public var maximumSendsInFlight = 20_000
+        public var maximumSendsInFlight = 100_000
         /// Sends of all batches running at once.
         public var maximumBatchSendsRunning = 512
         /// Seconds a batch may run before its unstarted sends are answered NotSent.
