@@ -10,6 +10,15 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// Path parameters filled in by the router (`/v1/channels/{id}` → `id`).
     public var pathParameters: [String: String] = [:]
+    /// Set by the server: reports whether the client is gone.
+    var clientProbe: (@Sendable () -> Bool)?
+
+    /// Whether the client has hung up (closed or reset its connection), or the
+    /// server has already answered this request for the handler (a drain past
+    /// its timeout). Nobody reads what the handler returns after that, so long
+    /// handlers check it before starting more work. Checked when read, without
+    /// blocking; false for requests not built by ``HTTPServer``.
+    public var isClientGone: Bool { clientProbe?() ?? false }
 
     public init(method: String, path: String, query: [String: String] = [:], headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.method = method

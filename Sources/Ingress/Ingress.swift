@@ -24,6 +24,18 @@ public final class Ingress: Sendable {
         public var maximumConcurrentRequests = 1024
         /// Sends of one batch in flight at once.
         public var batchConcurrency = 64
+        /// Sends admitted and not yet finished across every request (a batch
+        /// counts all of its sends from admission); beyond it: 503 Overloaded
+        /// with Retry-After, and a batch that does not fit is refused whole.
+        public var maximumSendsInFlight = 100_000
+        /// Sends of all batches running at once (each batch at most
+        /// ``batchConcurrency``); kept below the APNs connections' stream
+        /// limit so single sends never queue behind batches.
+        public var maximumBatchSendsRunning = 512
+        /// Seconds a batch may run: items not started by then are answered
+        /// `NotSent`, items still running are cancelled. Below the client
+        /// timeout docs/api.md recommends (35 s).
+        public var batchDeadlineSeconds = 30.0
 
         public init() {}
     }
@@ -42,6 +54,12 @@ public final class Ingress: Sendable {
     let limiter = RateLimiter()
     let inFlight = Atomic<Int>(0)
     let draining = Atomic<Bool>(false)
+    /// While draining, batches start sends until then (see ``beginDraining(batchesStartFor:)``).
+    let batchStartsUntil = Mutex<ContinuousClock.Instant?>(nil)
+    let sendBudget: SendBudget
+    let batchLanes: BatchLanes
+    /// Batch sends answered NotSent since start-up, by reason.
+    let notSent = Mutex<[String: Int]>([:])
 
     public init(
         configuration: Configuration = Configuration(), service: RelayService, keyring: APIKeyring,
@@ -56,16 +74,33 @@ public final class Ingress: Sendable {
         self.logger = logger
         self.readiness = readiness
         self.observer = observer
+        sendBudget = SendBudget(limit: configuration.maximumSendsInFlight)
+        batchLanes = BatchLanes(capacity: configuration.maximumBatchSendsRunning)
     }
 
     /// Stops taking new work: every later request gets 503 Draining, while
-    /// the ones already running finish.
-    public func beginDraining() { draining.store(true, ordering: .releasing) }
+    /// the ones already running finish. Running batches go on starting their
+    /// sends for `batchesStartFor` seconds, then answer the rest `NotSent`
+    /// (reason `Draining`), so every send of theirs ends with a result before
+    /// the drain has to cut anything off.
+    public func beginDraining(batchesStartFor seconds: Double = 0) {
+        batchStartsUntil.withLock { $0 = ContinuousClock.now + .milliseconds(Int(max(0, seconds) * 1000)) }
+        draining.store(true, ordering: .releasing)
+    }
 
     public var isDraining: Bool { draining.load(ordering: .acquiring) }
 
     /// Requests being handled now.
     public var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
+
+    /// Sends admitted and not yet finished (a batch's unstarted sends included).
+    public var sendsAdmitted: Int { sendBudget.inUse }
+
+    /// Batch sends running now.
+    public var batchSendsRunning: Int { batchLanes.inUse }
+
+    /// Batch sends never started (answered `NotSent`) since start-up, by reason.
+    public var batchSendsNotSent: [String: Int] { notSent.withLock { $0 } }
 
     /// Adds every route to `router`.
     public func install(on router: inout Router) {

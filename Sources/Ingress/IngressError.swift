@@ -98,7 +98,7 @@ extension IngressError {
         case .deadlineExceeded:
             self.init(status: 504, type: "Timeout", message: "no final answer from APNs before the send deadline")
         case .cancelled:
-            self.init(status: 503, type: "Cancelled", message: "the send was cancelled (the relay is shutting down or the client went away)")
+            self.init(status: 503, type: "Cancelled", message: "the send was cancelled (the relay is shutting down, the client went away, or its batch reached ingress.batch_deadline_seconds)")
             retryAfter = 1
         case .credentials(let message):
             self.init(status: 500, type: "Credentials", message: "the relay could not sign for this app: \(message)")

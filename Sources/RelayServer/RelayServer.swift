@@ -86,6 +86,9 @@ public final class RelayServer: Sendable {
         var ingressConfiguration = Ingress.Configuration()
         ingressConfiguration.maximumBatchItems = configuration.ingress.maximumBatchItems
         ingressConfiguration.maximumConcurrentRequests = configuration.ingress.maximumConcurrentRequests
+        ingressConfiguration.maximumSendsInFlight = configuration.ingress.maximumSendsInFlight
+        ingressConfiguration.maximumBatchSendsRunning = configuration.ingress.maximumBatchSendsRunning
+        ingressConfiguration.batchDeadlineSeconds = configuration.ingress.batchDeadlineSeconds
         let audit = audit
         let spoolDirectory = configuration.audit.spoolDirectory
         let readiness: @Sendable () -> String? = {
@@ -122,6 +125,9 @@ public final class RelayServer: Sendable {
             inflightStreams: { transport.inFlight }, audit: { Self.auditSnapshot(audit.statistics) },
             connections: { transport.connectionStates })
         sources.ingressInFlight = { ingress.requestsInFlight }
+        sources.ingressSendsAdmitted = { ingress.sendsAdmitted }
+        sources.ingressBatchSendsRunning = { ingress.batchSendsRunning }
+        sources.ingressNotSent = { ingress.batchSendsNotSent }
         MetricsEndpoint(
             metrics: metrics,
             sources: sources,
@@ -160,8 +166,20 @@ public final class RelayServer: Sendable {
     /// connections, write or spool every audit row, stop the listeners.
     public func drain() async {
         logger.notice("draining: intake stopped", metadata: ["in_flight": "\(ingress.requestsInFlight)"])
-        ingress.beginDraining()
-        await ingressServer.stop(drainTimeout: configuration.drainTimeoutSeconds)
+        // Batches go on starting sends for the first half of the drain timeout
+        // and answer the rest NotSent; at the end the APNs connections close
+        // so every running send ends with a result its request can still
+        // report (per item, for a batch) before the server's blanket 503.
+        let drainTimeout = configuration.drainTimeoutSeconds
+        ingress.beginDraining(batchesStartFor: drainTimeout / 2)
+        let transport = transport
+        let cutOff = Task {
+            try? await Task.sleep(for: .milliseconds(Int((drainTimeout - min(2, drainTimeout / 5)) * 1000)))
+            if !Task.isCancelled { await transport.close(drainTimeout: 0) }
+        }
+        await ingressServer.stop(drainTimeout: drainTimeout)
+        cutOff.cancel()
+        await cutOff.value
         await transport.close(drainTimeout: 5)
         // Sends cut off by the close finish with a failure and publish their
         // event; the audit stays open until each one has (bounded, in case a

@@ -33,7 +33,7 @@ final class TestRelay: Sendable {
 
     static func start(
         rules: [MockRule] = [], databaseURL: String? = nil, instance: String = "e2e-\(UUID().uuidString.prefix(8))",
-        configure: (inout ServerConfiguration) -> Void = { _ in }
+        mockDelay: MockDelay = .none, configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestRelay {
         let directory = NSTemporaryDirectory() + "apns-relay-e2e-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -45,6 +45,7 @@ final class TestRelay: Sendable {
         mockConfiguration.keys = [.init(keyID: "E2EKEY1234", teamID: "E2ETEAM123", publicKeyPEM: publicKeyPEM)]
         mockConfiguration.bundleIDs = ["com.example.a", "com.example.b"]
         mockConfiguration.rules = rules
+        mockConfiguration.responseDelay = mockDelay
         let mock = try MockAPNsServer(engine: MockAPNsEngine(configuration: mockConfiguration), directory: directory)
 
         var configuration = ServerConfiguration(instance: instance)
@@ -162,10 +163,10 @@ func eventually(_ timeout: Double = 20, _ condition: () async throws -> Bool) as
 
 /// Runs `body` against a fresh relay and stops it afterwards, whatever happens.
 func withRelay(
-    rules: [MockRule] = [], databaseURL: String? = nil, configure: (inout ServerConfiguration) -> Void = { _ in },
+    rules: [MockRule] = [], databaseURL: String? = nil, mockDelay: MockDelay = .none, configure: (inout ServerConfiguration) -> Void = { _ in },
     _ body: (TestRelay) async throws -> Void
 ) async throws {
-    let relay = try await TestRelay.start(rules: rules, databaseURL: databaseURL, configure: configure)
+    let relay = try await TestRelay.start(rules: rules, databaseURL: databaseURL, mockDelay: mockDelay, configure: configure)
     do {
         try await body(relay)
     } catch {

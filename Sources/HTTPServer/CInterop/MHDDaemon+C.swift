@@ -54,6 +54,24 @@ final class PendingExchange: @unchecked Sendable {
     /// stop; whoever sets it answers, the other leaves the connection alone.
     private let resumed = Mutex(false)
     var connection: SuspendedConnection?
+    /// The connection's socket, for ``clientHasGone()``.
+    var socket: Int32 = -1
+
+    /// Whether the client hung up while the handler runs, or the connection
+    /// was already answered. A suspended connection is not polled by
+    /// libmicrohttpd, so its socket is asked directly (no wait): POLLRDHUP
+    /// means the client closed its side, POLLHUP/POLLERR that it is reset.
+    /// Under the `resumed` lock, so the socket is still the connection's own.
+    func clientHasGone() -> Bool {
+        resumed.withLock { done in
+            if done { return true }
+            guard socket >= 0 else { return false }
+            // POLLRDHUP (0x2000, Linux) is not exported by Swift's Glibc module.
+            let hangUp = Int16(0x2000) | Int16(POLLHUP) | Int16(POLLERR)
+            var entry = pollfd(fd: socket, events: Int16(0x2000), revents: 0)
+            return poll(&entry, 1, 0) > 0 && entry.revents & hangUp != 0
+        }
+    }
 
     /// Stores `answer` and resumes the connection, unless that already happened.
     func resume(with answer: HTTPResponse) {
@@ -238,6 +256,8 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
     let (handler, parameters) = core.router.handler(for: request)
     request.pathParameters = parameters
     exchange.body = []
+    exchange.socket = apns_relay_mhd_connection_fd(connection)
+    request.clientProbe = { [exchange] in exchange.clientHasGone() }
 
     core.inFlight.add(1, ordering: .relaxed)
     MHD_suspend_connection(connection)

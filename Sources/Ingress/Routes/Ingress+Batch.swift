@@ -1,47 +1,95 @@
 import APNs
 import HTTPServer
+import Logging
 import Relay
 import RelayJSON
 
 extension Ingress {
-    /// `POST /v1/send/batch`: up to ``Configuration/maximumBatchItems`` items,
-    /// each a send (or a fan-out over `tokens`), answered with one result per
-    /// send in order. A bad item fails alone; a bad envelope fails the batch.
-    @Sendable func batch(_ call: Call) async throws(IngressError) -> HTTPResponse {
-        var reader = try FieldReader(try body(call.request), path: "")
-        guard let items = try reader.array("items") else { throw .invalid("items", "is required: an array of sends") }
-        try reader.rejectUnknown(allowed: "items")
-        guard !items.isEmpty else { throw .invalid("items", "must hold at least one send") }
-        guard items.count <= configuration.maximumBatchItems else {
-            var error = IngressError.invalid("items", "holds \(items.count) sends; at most \(configuration.maximumBatchItems) per batch")
-            error.status = 413
-            error.type = "PayloadTooLarge"
-            throw error
+    /// What a batch will do, kept small: one entry per item (its send, shared
+    /// by a fan-out's tokens, or why it was refused) and per send only the
+    /// item, the token's index and the token. A 10000-token fan-out so holds
+    /// one operation, not 10000 copies of the snapshot and options.
+    struct BatchPlan: Sendable {
+        enum Item: Sendable {
+            case send(app: String, environment: Environment, template: RelayOperation, fanOut: Bool)
+            case refused(IngressError)
         }
 
-        /// One planned send, or the reason its item was refused.
-        enum Planned {
+        struct Send: Sendable {
+            var item: Int32
+            var tokenIndex: Int32
+            /// nil: the template's own (an operation without a device token).
+            var token: String?
+        }
+
+        /// One position of the plan, ready to send or to answer.
+        enum Resolved {
             case send(item: Int, tokenIndex: Int?, app: String, environment: Environment, operation: RelayOperation)
             case refused(item: Int, error: IngressError)
         }
-        var plan: [Planned] = []
-        for (index, item) in items.enumerated() {
-            do {
-                let request = try decodeSend(item, call, path: "items[\(index)]", allowFanOut: true)
-                let fanOut = request.operations.count > 1 || (item["tokens"] != nil)
-                for (tokenIndex, operation) in request.operations.enumerated() {
-                    plan.append(.send(item: index, tokenIndex: fanOut ? tokenIndex : nil, app: request.app, environment: request.environment, operation: operation))
-                }
-            } catch {
-                plan.append(.refused(item: index, error: error))
-            }
-            if plan.count > configuration.maximumBatchSends {
-                var error = IngressError.invalid("items", "fans out to more than \(configuration.maximumBatchSends) sends")
-                error.status = 413
-                error.type = "PayloadTooLarge"
-                throw error
+
+        var items: [Item] = []
+        var sends: [Send] = []
+
+        var count: Int { sends.count }
+
+        /// Positions that are sends (not refused items).
+        var sendCount: Int {
+            sends.count { if case .send = items[Int($0.item)] { true } else { false } }
+        }
+
+        func resolve(_ position: Int) -> Resolved {
+            let entry = sends[position]
+            let item = Int(entry.item)
+            switch items[item] {
+            case .refused(let error):
+                return .refused(item: item, error: error)
+            case .send(let app, let environment, let template, let fanOut):
+                let operation = entry.token.map { template.replacingDeviceToken($0) } ?? template
+                return .send(item: item, tokenIndex: fanOut ? Int(entry.tokenIndex) : nil, app: app, environment: environment, operation: operation)
             }
         }
+    }
+
+    /// Why a batch stopped starting its items before the end.
+    enum BatchStop: String, Sendable {
+        case draining = "Draining"
+        case clientGone = "ClientGone"
+        case deadline = "BatchDeadline"
+
+        var message: String {
+            switch self {
+            case .draining: "not sent: the relay began shutting down before this send started; retry it on another instance"
+            case .clientGone: "not sent: the client closed the connection before this send started"
+            case .deadline: "not sent: the batch deadline (ingress.batch_deadline_seconds) passed before this send started; retry it in a smaller batch"
+            }
+        }
+    }
+
+    /// `POST /v1/send/batch`: up to ``Configuration/maximumBatchItems`` items,
+    /// each a send (or a fan-out over `tokens`), answered with one result per
+    /// send in order. A bad item fails alone; a bad envelope fails the batch.
+    ///
+    /// The batch is admitted whole against ``Configuration/maximumSendsInFlight``
+    /// or refused whole (503 Overloaded, nothing sent). It then runs at most
+    /// ``Configuration/batchConcurrency`` sends at a time, within the relay-wide
+    /// ``Configuration/maximumBatchSendsRunning``, and stops starting sends when
+    /// the client hangs up, the relay's drain says so, or ``Configuration/batchDeadlineSeconds``
+    /// pass: sends never started are answered `NotSent` (and have no audit row,
+    /// since nothing was attempted); sends still running at the deadline are cancelled.
+    @Sendable func batch(_ call: Call) async throws(IngressError) -> HTTPResponse {
+        let started = ContinuousClock.now
+        // Reading a large batch costs CPU and memory before its size is known:
+        // with the budget already spent, refuse before parsing anything.
+        guard sendBudget.inUse < sendBudget.batchLimit else { throw overloaded(sends: nil) }
+        // A batch that waited for a thread while its client gave up is not read at all.
+        guard !call.request.isClientGone else {
+            var error = IngressError(status: 503, type: "NotSent", message: BatchStop.clientGone.message)
+            error.reason = BatchStop.clientGone.rawValue
+            throw error
+        }
+        let plan = try planBatch(call)
+        let sends = plan.sendCount
         // The guard charged one request; the rest of the batch's sends count too.
         if let rate = call.key.ratePerSecond, plan.count > 1 {
             let burst = call.key.burst ?? rate
@@ -54,45 +102,198 @@ extension Ingress {
                 throw error
             }
         }
+        guard sendBudget.admit(sends, batch: true) else { throw overloaded(sends: sends) }
 
-        var results = [JSONValue](repeating: .null, count: plan.count)
-        await withTaskGroup(of: (Int, JSONValue).self) { group in
-            var next = 0
-            func startNext() {
-                guard next < plan.count else { return }
-                let position = next
-                next += 1
-                let planned = plan[position]
-                group.addTask { [self] in
-                    switch planned {
-                    case .refused(let item, let error):
-                        return (position, Self.batchEntry(item: item, tokenIndex: nil, result: .failure(error)))
-                    case .send(let item, let tokenIndex, let app, let environment, let operation):
-                        do throws(IngressError) {
-                            let result = try await perform(app, environment, operation, call)
-                            return (position, Self.batchEntry(item: item, tokenIndex: tokenIndex, result: .success(result)))
-                        } catch {
-                            return (position, Self.batchEntry(item: item, tokenIndex: tokenIndex, result: .failure(error)))
-                        }
-                    }
+        let run = await runBatch(plan, sends: sends, call: call, deadline: started + .milliseconds(Int(configuration.batchDeadlineSeconds * 1000)))
+        if let stop = run.stop, run.notSent > 0 {
+            notSent.withLock { $0[stop.rawValue, default: 0] += run.notSent }
+            logger.notice("batch stopped before every send started", metadata: [
+                "caller": "\(call.key.name)", "why": "\(stop.rawValue)", "sends": "\(sends)", "not_sent": "\(run.notSent)",
+            ])
+        }
+
+        // Each result was encoded as it came in: the batch keeps ~200 bytes per
+        // send instead of a JSON tree per result.
+        var body: [UInt8] = []
+        body.reserveCapacity(run.entries.reduce(64) { $0 + $1.count + 1 })
+        body.append(contentsOf: #"{"results":["#.utf8)
+        for (index, entry) in run.entries.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body.append(contentsOf: entry)
+        }
+        body.append(contentsOf: #"],"summary":"#.utf8)
+        var summary: [(String, JSONValue)] = [
+            ("total", .integer(Int64(run.entries.count))),
+            ("succeeded", .integer(Int64(run.succeeded))),
+            ("failed", .integer(Int64(run.entries.count - run.succeeded))),
+        ]
+        // Only when it happened: a batch that ran to the end answers as it always did.
+        if run.notSent > 0 { summary.append(("notSent", .integer(Int64(run.notSent)))) }
+        JSONValue.object(JSONObject(summary)).encode(into: &body)
+        body.append(UInt8(ascii: "}"))
+        return .json(200, body)
+    }
+
+    /// Decodes the envelope and every item. The request's JSON tree lives only
+    /// in here: what a running batch keeps is the plan.
+    private func planBatch(_ call: Call) throws(IngressError) -> BatchPlan {
+        var reader = try FieldReader(try body(call.request), path: "")
+        guard let items = try reader.array("items") else { throw .invalid("items", "is required: an array of sends") }
+        try reader.rejectUnknown(allowed: "items")
+        guard !items.isEmpty else { throw .invalid("items", "must hold at least one send") }
+        guard items.count <= configuration.maximumBatchItems else {
+            var error = IngressError.invalid("items", "holds \(items.count) sends; at most \(configuration.maximumBatchItems) per batch")
+            error.status = 413
+            error.type = "PayloadTooLarge"
+            throw error
+        }
+        // A batch larger than the batches' whole share of the budget could never be admitted: 413, not 503.
+        let maximumSends = min(configuration.maximumBatchSends, sendBudget.batchLimit)
+        var plan = BatchPlan()
+        for (index, item) in items.enumerated() {
+            do {
+                let request = try decodeSend(item, call, path: "items[\(index)]", allowFanOut: true)
+                let fanOut = request.operations.count > 1 || (item["tokens"] != nil)
+                plan.items.append(.send(app: request.app, environment: request.environment, template: request.operations[0], fanOut: fanOut))
+                for (tokenIndex, operation) in request.operations.enumerated() {
+                    plan.sends.append(.init(item: Int32(index), tokenIndex: Int32(tokenIndex), token: operation.deviceToken))
                 }
+            } catch {
+                plan.items.append(.refused(error))
+                plan.sends.append(.init(item: Int32(index), tokenIndex: 0, token: nil))
             }
-            for _ in 0..<min(configuration.batchConcurrency, plan.count) { startNext() }
-            while let (position, entry) = await group.next() {
-                results[position] = entry
-                startNext()
+            if plan.count > maximumSends {
+                var error = IngressError.invalid("items", "fans out to more than \(maximumSends) sends")
+                error.status = 413
+                error.type = "PayloadTooLarge"
+                throw error
             }
         }
-        let succeeded = results.filter { $0["ok"] == .bool(true) }.count
-        let body = JSONValue.object(JSONObject([
-            ("results", .array(results)),
-            ("summary", .object(JSONObject([
-                ("total", .integer(Int64(results.count))),
-                ("succeeded", .integer(Int64(succeeded))),
-                ("failed", .integer(Int64(results.count - succeeded))),
-            ]))),
-        ]))
-        return .json(200, body.encoded())
+        return plan
+    }
+
+    struct BatchRun {
+        /// Each result's encoded JSON, in request order.
+        var entries: [[UInt8]]
+        var succeeded = 0
+        var notSent = 0
+        var stop: BatchStop?
+    }
+
+    private enum BatchEvent: Sendable {
+        case finished(position: Int, entry: [UInt8], ok: Bool)
+        case deadline
+    }
+
+    /// Runs the admitted sends of `plan`; gives back every budget unit and lane it took.
+    private func runBatch(_ plan: BatchPlan, sends: Int, call: Call, deadline: ContinuousClock.Instant) async -> BatchRun {
+        var run = BatchRun(entries: [[UInt8]](repeating: [], count: plan.count))
+        var unfinished = sends
+        defer { sendBudget.release(unfinished) }
+
+        await withTaskGroup(of: BatchEvent.self) { group in
+            group.addTask {
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                return .deadline
+            }
+            var next = 0
+            var running = 0
+
+            /// Why the batch should start nothing more, if it should.
+            func stopReason() -> BatchStop? {
+                if isDraining, batchStartsUntil.withLock({ $0.map { ContinuousClock.now >= $0 } ?? true }) { return .draining }
+                if ContinuousClock.now >= deadline { return .deadline }
+                if call.request.isClientGone { return .clientGone }
+                return nil
+            }
+            /// Answers refused items up to the next send; false at the end of the plan.
+            func skipRefused() -> Bool {
+                while next < plan.count {
+                    guard case .refused(let item, let error) = plan.resolve(next) else { return true }
+                    run.entries[next] = Self.batchEntry(item: item, tokenIndex: nil, result: .failure(error)).encoded()
+                    next += 1
+                }
+                return false
+            }
+            /// Starts the next send on a lane already taken.
+            func startNext() {
+                let position = next
+                next += 1
+                running += 1
+                guard case .send(let item, let tokenIndex, let app, let environment, let operation) = plan.resolve(position) else { return }
+                group.addTask { [self] in
+                    let entry: JSONValue
+                    let ok: Bool
+                    do throws(IngressError) {
+                        let result = try await performAdmitted(app, environment, operation, call)
+                        entry = Self.batchEntry(item: item, tokenIndex: tokenIndex, result: .success(result))
+                        ok = true
+                    } catch {
+                        entry = Self.batchEntry(item: item, tokenIndex: tokenIndex, result: .failure(error))
+                        ok = false
+                    }
+                    return .finished(position: position, entry: entry.encoded(), ok: ok)
+                }
+            }
+
+            /// Answers every send not started yet and gives their budget back at once.
+            func answerUnstarted(_ stop: BatchStop) {
+                while next < plan.count {
+                    switch plan.resolve(next) {
+                    case .refused(let item, let error):
+                        run.entries[next] = Self.batchEntry(item: item, tokenIndex: nil, result: .failure(error)).encoded()
+                    case .send(let item, let tokenIndex, _, _, _):
+                        var error = IngressError(status: 503, type: "NotSent", message: stop.message)
+                        error.reason = stop.rawValue
+                        run.entries[next] = Self.batchEntry(item: item, tokenIndex: tokenIndex, result: .failure(error)).encoded()
+                        run.notSent += 1
+                        unfinished -= 1
+                        sendBudget.release(1)
+                    }
+                    next += 1
+                }
+            }
+
+            while true {
+                if run.stop == nil, let reason = stopReason() {
+                    run.stop = reason
+                    answerUnstarted(reason)
+                }
+                if run.stop == nil {
+                    while running < configuration.batchConcurrency, skipRefused(), batchLanes.tryAcquire() { startNext() }
+                    if running == 0, skipRefused() {
+                        // No lane free and nothing of ours running: wait in line,
+                        // re-checking now and then whether to stop instead.
+                        if await batchLanes.acquire(patience: .milliseconds(100)) {
+                            if stopReason() == nil { startNext() } else { batchLanes.release(1) }
+                        }
+                        continue
+                    }
+                }
+                if running == 0 { break }
+                guard let event = await group.next() else { break }
+                switch event {
+                case .finished(let position, let entry, let ok):
+                    run.entries[position] = entry
+                    if ok { run.succeeded += 1 }
+                    running -= 1
+                    unfinished -= 1
+                    sendBudget.release(1)
+                    batchLanes.release(1)
+                case .deadline:
+                    // Past the deadline the caller stops waiting: what is still
+                    // running is cancelled (each answers Cancelled with its apnsId
+                    // and keeps its audit row).
+                    if run.stop == nil {
+                        run.stop = .deadline
+                        answerUnstarted(.deadline)
+                    }
+                    group.cancelAll()
+                }
+            }
+            group.cancelAll()
+        }
+        return run
     }
 
     /// 429 `BatchExceedsBurst`, without Retry-After: the batch must be split, not retried.
@@ -117,5 +318,33 @@ extension Ingress {
             members.append(("error", error.object))
         }
         return .object(JSONObject(members))
+    }
+}
+
+extension RelayOperation {
+    /// The device token the operation sends to; nil for broadcasts and channel management.
+    var deviceToken: String? {
+        switch self {
+        case .alert(let token, _, _), .notification(let token, _, _), .background(let token, _, _), .start(let token, _, _, _, _, _),
+            .update(let token, _, _, _), .end(let token, _, _, _), .raw(let token, _, _):
+            token
+        case .broadcast, .createChannel, .listChannels, .deleteChannel:
+            nil
+        }
+    }
+
+    /// The same operation to another device token (a batch fan-out's sends differ only in it).
+    func replacingDeviceToken(_ token: String) -> RelayOperation {
+        switch self {
+        case .alert(_, let snapshot, let options): .alert(token: token, snapshot: snapshot, options: options)
+        case .notification(_, let snapshot, let options): .notification(token: token, snapshot: snapshot, options: options)
+        case .background(_, let customData, let options): .background(token: token, customData: customData, options: options)
+        case .start(_, let snapshot, let attributes, let attributesType, let live, let options):
+            .start(token: token, snapshot: snapshot, attributes: attributes, attributesType: attributesType, live: live, options: options)
+        case .update(_, let snapshot, let live, let options): .update(token: token, snapshot: snapshot, live: live, options: options)
+        case .end(_, let snapshot, let live, let options): .end(token: token, snapshot: snapshot, live: live, options: options)
+        case .raw(_, let payload, let headers): .raw(token: token, payload: payload, headers: headers)
+        case .broadcast, .createChannel, .listChannels, .deleteChannel: self
+        }
     }
 }

@@ -56,11 +56,31 @@ extension Ingress {
         }
     }
 
-    /// Sends one operation through the relay, mapping a failure to its answer.
+    /// Sends one operation through the relay, mapping a failure to its
+    /// answer; refused with 503 Overloaded when the relay already holds
+    /// ``Configuration/maximumSendsInFlight`` sends.
     func perform(_ app: String, _ environment: Environment, _ operation: RelayOperation, _ call: Call) async throws(IngressError) -> SendResult {
+        guard sendBudget.admit(1) else { throw overloaded(sends: 1) }
+        defer { sendBudget.release(1) }
+        return try await performAdmitted(app, environment, operation, call)
+    }
+
+    /// ``perform(_:_:_:_:)`` for a send already counted in the budget.
+    func performAdmitted(_ app: String, _ environment: Environment, _ operation: RelayOperation, _ call: Call) async throws(IngressError) -> SendResult {
         do {
             return try await service.send(app: app, environment: environment, operation, context: call.context)
         } catch {
+            // The drain closes the APNs connections near its end: a send cut
+            // off there is the shutdown's doing, not APNs', and may have arrived.
+            if isDraining, case .transport(let transport) = error.cause, transport.kind == .closed || transport.kind == .connection {
+                var answer = IngressError(
+                    status: 503, type: "Draining",
+                    message: "the relay shut down before APNs answered this send; it may have been delivered (its apnsId finds it in the audit log)")
+                answer.retryAfter = 1
+                answer.apnsID = error.apnsID
+                answer.attempts = error.attempts
+                throw answer
+            }
             throw IngressError(error)
         }
     }
@@ -77,5 +97,19 @@ extension Ingress {
         ]
         if let unique = result.apnsUniqueID { members.append(("apnsUniqueId", .string(unique))) }
         return JSONObject(members)
+    }
+
+    /// 503 Overloaded for `sends` (nil: a batch not yet read) that do not fit in the relay's send budget.
+    func overloaded(sends: Int?) -> IngressError {
+        let what = switch sends {
+        case 1: "this send does"
+        case let sends?: "this batch's \(sends) sends do"
+        case nil: "no batch does"
+        }
+        var error = IngressError(
+            status: 503, type: "Overloaded",
+            message: "\(what) not fit: the relay already holds \(sendBudget.inUse) sends in flight, batches at most \(sendBudget.batchLimit) of ingress.max_sends_in_flight \(sendBudget.limit)")
+        error.retryAfter = 1
+        return error
     }
 }

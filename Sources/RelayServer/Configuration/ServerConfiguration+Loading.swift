@@ -46,6 +46,9 @@ extension ServerConfiguration {
             if let value = try ingress.integer("max_body_bytes", in: 1024...(64 << 20)) { configuration.ingress.maximumBodyBytes = value }
             if let value = try ingress.integer("max_batch_items", in: 1...10_000) { configuration.ingress.maximumBatchItems = value }
             if let value = try ingress.integer("max_concurrent_requests", in: 1...100_000) { configuration.ingress.maximumConcurrentRequests = value }
+            if let value = try ingress.integer("max_sends_in_flight", in: 1...10_000_000) { configuration.ingress.maximumSendsInFlight = value }
+            if let value = try ingress.integer("max_batch_sends_running", in: 1...100_000) { configuration.ingress.maximumBatchSendsRunning = value }
+            if let value = try ingress.number("batch_deadline_seconds", in: 1...3600) { configuration.ingress.batchDeadlineSeconds = value }
             if let value = try ingress.integer("connection_timeout_seconds", in: 1...3600) { configuration.ingress.connectionTimeoutSeconds = value }
             if let value = try ingress.integer("request_timeout_seconds", in: 1...300) { configuration.ingress.requestTimeoutSeconds = value }
             if let value = try ingress.integer("max_connections_per_client", in: 0...100_000) { configuration.ingress.maximumConnectionsPerClient = value }

@@ -21,6 +21,12 @@ public struct ServerConfiguration: Sendable {
         public var maximumBodyBytes = 1 << 20
         public var maximumBatchItems = 1000
         public var maximumConcurrentRequests = 1024
+        /// Sends admitted and unfinished across the relay (a batch counts whole).
+        public var maximumSendsInFlight = 100_000
+        /// Sends of all batches running at once.
+        public var maximumBatchSendsRunning = 512
+        /// Seconds a batch may run before its unstarted sends are answered NotSent.
+        public var batchDeadlineSeconds = 30.0
         public var connectionTimeoutSeconds = 30
         /// Seconds a client has to send one whole request (slowloris bound).
         public var requestTimeoutSeconds = 15

@@ -101,6 +101,16 @@ public final class RelayMetrics: RelayObserver, Sendable {
             }
         }
         if let ingress = sources.ingressInFlight() { gauge("apns_relay_ingress_inflight_requests").set(to: Double(ingress)) }
+        if let admitted = sources.ingressSendsAdmitted() { gauge("apns_relay_ingress_sends_admitted").set(to: Double(admitted)) }
+        if let running = sources.ingressBatchSendsRunning() { gauge("apns_relay_ingress_batch_sends_running").set(to: Double(running)) }
+        for (reason, total) in sources.ingressNotSent() {
+            let counter = counter("apns_relay_batch_sends_not_sent_total", [("reason", reason)])
+            notSentTotals.withLock { seen in
+                let delta = total - seen[reason, default: 0]
+                if delta > 0 { counter.increment(by: Int64(delta)) }
+                seen[reason] = max(seen[reason, default: 0], total)
+            }
+        }
         if let audit = sources.audit() {
             gauge("apns_relay_audit_queue_depth").set(to: Double(audit.queueDepth))
             gauge("apns_relay_audit_spool_bytes").set(to: Double(audit.spoolBytes))
@@ -118,6 +128,7 @@ public final class RelayMetrics: RelayObserver, Sendable {
     }
 
     private let auditTotals = Mutex<[String: Int]>([:])
+    private let notSentTotals = Mutex<[String: Int]>([:])
     private let knownOrigins = Mutex<Set<String>>([])
 }
 
@@ -131,6 +142,12 @@ public struct MetricSources: Sendable {
     public var connections: @Sendable () -> [(origin: String, state: String, count: Int)]
     /// Ingress requests in progress, when an ingress runs.
     public var ingressInFlight: @Sendable () -> Int? = { nil }
+    /// Sends the ingress admitted and has not finished.
+    public var ingressSendsAdmitted: @Sendable () -> Int? = { nil }
+    /// Batch sends running now.
+    public var ingressBatchSendsRunning: @Sendable () -> Int? = { nil }
+    /// Batch sends never started since start-up, by reason.
+    public var ingressNotSent: @Sendable () -> [String: Int] = { [:] }
 
     public init(
         clockSkewSeconds: @escaping @Sendable () -> Int64? = { nil }, retryDisabled: @escaping @Sendable () -> Bool = { false },

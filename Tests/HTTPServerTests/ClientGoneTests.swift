@@ -1,0 +1,57 @@
+import Foundation
+import HTTPServer
+import Synchronization
+import Testing
+
+/// `HTTPRequest.isClientGone` while a handler runs on a suspended connection.
+@Suite("HTTP server: clients that hang up")
+struct ClientGoneTests {
+    final class Observed: Sendable {
+        let connectedAtStart = Mutex<Bool?>(nil)
+        let noticedGone = Mutex(false)
+        let release = Mutex(false)
+    }
+
+    @Test("isClientGone is false while the client waits and turns true once it closes the connection")
+    func hangUpIsNoticed() async throws {
+        let observed = Observed()
+        var router = Router()
+        router.add("POST", "/wait") { request in
+            observed.connectedAtStart.withLock { $0 = !request.isClientGone }
+            // Waits for the client to leave (or the test to give up).
+            while !request.isClientGone, !observed.release.withLock({ $0 }) {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            observed.noticedGone.withLock { $0 = request.isClientGone }
+            return .text(200, "nobody reads this\n")
+        }
+        let server = try HTTPServer(router: router)
+        defer { observed.release.withLock { $0 = true } }
+
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        curl.arguments = ["curl", "-s", "-o", "/dev/null", "--max-time", "120", "-X", "POST", "--data-binary", "{}", "http://127.0.0.1:\(server.port)/wait"]
+        curl.standardOutput = FileHandle.nullDevice
+        curl.standardError = FileHandle.nullDevice
+        try curl.run()
+
+        #expect(await waitFor { observed.connectedAtStart.withLock { $0 } != nil })
+        // Still there: a waiting client is not mistaken for a gone one.
+        #expect(observed.connectedAtStart.withLock { $0 } == true)
+        #expect(!observed.noticedGone.withLock { $0 })
+
+        kill(curl.processIdentifier, SIGKILL)
+        #expect(await waitFor { observed.noticedGone.withLock { $0 } }, "the handler saw the hang-up")
+        #expect(await waitFor { server.inFlight == 0 })
+        await server.stop(drainTimeout: 1)
+    }
+
+    /// Polls `condition` every 10 ms, up to 30 s of this task's own running time.
+    private func waitFor(_ condition: () -> Bool) async -> Bool {
+        for _ in 0..<3000 {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition()
+    }
+}
