@@ -34,7 +34,12 @@ struct PrivateCluster {
         else { return nil }
         let directory = "/tmp/apns-relay-pgrestart-" + UUID().uuidString.prefix(8).lowercased()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let (_, portText) = try await ProcessRunner.runOffPool(["python3", "-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"])
+        // The port must stay free while the server is stopped, so it is taken
+        // below the kernel's ephemeral range (32768-60999 on Linux): a port
+        // from bind(0) is one any outgoing connection, such as the relay's own
+        // reconnects, may use as its source port meanwhile (a restart failed so).
+        let picker = "import random, socket\nfor _ in range(1000):\n    p = random.randrange(20000, 32000)\n    s = socket.socket()\n    try:\n        s.bind(('127.0.0.1', p)); print(p); break\n    except OSError:\n        pass\n    finally:\n        s.close()"
+        let (_, portText) = try await ProcessRunner.runOffPool(["python3", "-c", picker])
         let cluster = PrivateCluster(directory: directory, port: Int(portText.trimmingCharacters(in: .whitespacesAndNewlines))!, bin: bin)
         if cluster.asRoot { _ = try await ProcessRunner.runOffPool(["chown", "-R", "postgres", directory]) }
         try await cluster.run("\(bin)/initdb -D \(directory)/data -A trust -U \(cluster.asRoot ? "postgres" : NSUserName()) --no-sync")
