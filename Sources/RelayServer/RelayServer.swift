@@ -88,13 +88,22 @@ public final class RelayServer: Sendable {
         let audit = audit
         let spoolDirectory = configuration.audit.spoolDirectory
         let readiness: @Sendable () -> String? = {
-            if audit.statistics.connected || FileManager.default.isWritableFile(atPath: spoolDirectory) { return nil }
-            return "the audit log can be written neither to Postgres nor to the spool (\(spoolDirectory))"
+            let statistics = audit.statistics
+            guard statistics.connected || FileManager.default.isWritableFile(atPath: spoolDirectory) else {
+                return "the audit log can be written neither to Postgres nor to the spool (\(spoolDirectory))"
+            }
+            // Rows are safe in the spool, but an audit that has not reached its
+            // database for this long needs a person (and traffic elsewhere).
+            let behind = statistics.behindSeconds()
+            if behind > Self.auditBehindReadinessSeconds {
+                return "the audit has not reached Postgres for \(Int(behind)) s (rows wait in the spool; see apns-relay audit quarantine and the writer's log)"
+            }
+            return nil
         }
         ingress = Ingress(
             configuration: ingressConfiguration, service: service,
             keyring: APIKeyring(keys: configuration.apiKeys),
-            deadTokens: configuration.audit.databaseURL.map { AuditDeadTokenSource(conninfo: $0) },
+            deadTokens: configuration.audit.databaseURL.map { AuditDeadTokenSource(conninfo: $0, logger: logger) },
             tracer: tracer, logger: logger, readiness: readiness,
             observer: { route, status, seconds in metrics.ingressRequest(route: route, status: status, seconds: seconds) })
 
@@ -158,30 +167,41 @@ public final class RelayServer: Sendable {
         ingress.beginDraining()
         await ingressServer.stop(drainTimeout: configuration.drainTimeoutSeconds)
         await transport.close(drainTimeout: 5)
-        // Sends cut off by the close finish with a failure and publish their
-        // event; the audit stays open until each one has (bounded, in case a
-        // send is stuck somewhere no close reaches).
+        // Sends cut off by the close finish with a failure and journal their
+        // row; the writer stays open until each one has. A send that is still
+        // stuck past its own deadline loses nothing either: its intent is in
+        // the journal and the next start records it (outcome `unknown`), or
+        // its completion is journaled whenever it ends.
         let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(10)
+        let deadline = clock.now + .seconds(configuration.apns.sendDeadlineSeconds + 5)
         while service.sendsInFlight > 0, clock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
         if service.sendsInFlight > 0 {
-            logger.error("sends still running when the audit closed; their rows are counted as dropped", metadata: ["sends": "\(service.sendsInFlight)"])
+            logger.error("sends still running when the audit writer stopped; their rows stay in the journal for the next start", metadata: ["sends": "\(service.sendsInFlight)"])
         }
         await audit.shutdown()
         let statistics = audit.statistics
         logger.notice("drained", metadata: [
-            "audit_written": "\(statistics.written)", "audit_spooled": "\(statistics.spooled)", "audit_dropped": "\(statistics.dropped)",
+            "audit_written": "\(statistics.written)", "audit_spooled": "\(statistics.spooled)",
+            "audit_quarantined": "\(statistics.quarantined)", "audit_dropped": "\(statistics.dropped)",
         ])
         await metricsServer.stop(drainTimeout: 1)
     }
 
     static func auditSnapshot(_ statistics: AuditStatistics) -> AuditSnapshot {
-        AuditSnapshot(
+        var snapshot = AuditSnapshot(
             queueDepth: statistics.queueDepth, spoolBytes: statistics.spoolBytes, connected: statistics.connected,
             written: statistics.written, spooled: statistics.spooled, replayed: statistics.replayed, dropped: statistics.dropped)
+        snapshot.quarantined = statistics.quarantined
+        snapshot.behindSeconds = statistics.behindSeconds()
+        return snapshot
     }
+
+    /// `/readyz` fails once audit rows have waited this long for a configured
+    /// Postgres (spooled, or no connection): the alert
+    /// APNsRelayAuditBehind pages at the same point.
+    public static let auditBehindReadinessSeconds = 120.0
 
     /// Labels of `apns_relay_build_info`: the relay's version and each C
     /// library's version as loaded at run time.
@@ -199,7 +219,7 @@ public final class RelayServer: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             DispatchQueue.global().async {
                 do {
-                    let report = try Migrator().apply(conninfo: conninfo)
+                    let report = try Migrator().apply(conninfo: conninfo, logger: logger)
                     logger.info("audit schema migrated", metadata: ["applied": "\(report.applied.joined(separator: ","))", "already": "\(report.alreadyApplied.count)"])
                 } catch {
                     logger.error("audit migrations could not be applied at start-up; rows are spooled until Postgres is back and migrated", metadata: ["error": "\(error)"])

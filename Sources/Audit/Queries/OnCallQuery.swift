@@ -1,3 +1,5 @@
+public import Logging
+
 /// One of the on-call queries in `sql/queries`: the SQL as psql runs it, with
 /// `:'name'` variables, and a form libpq can bind.
 public struct OnCallQuery: Sendable, Hashable {
@@ -42,8 +44,13 @@ public struct OnCallQuery: Sendable, Hashable {
 /// Runs on-call queries against the audit database.
 public struct AuditQueryRunner: Sendable {
     public let conninfo: String
+    /// Where server notices go (nil discards them).
+    public let logger: Logger?
 
-    public init(conninfo: String) { self.conninfo = conninfo }
+    public init(conninfo: String, logger: Logger? = nil) {
+        self.conninfo = conninfo
+        self.logger = logger
+    }
 
     /// Runs `query` with `values` for its variables.
     public func run(_ query: OnCallQuery, _ values: [String: String]) throws -> PostgresRows {
@@ -52,12 +59,12 @@ public struct AuditQueryRunner: Sendable {
             guard let value = values[name] else { throw PostgresError(message: "query \(query.name) needs a value for \(name)", sqlState: nil) }
             return value
         }
-        return try PostgresConnection(conninfo: conninfo).execute(sql.trimmingTrailingSemicolon(), parameters)
+        return try PostgresConnection(conninfo: conninfo, logger: logger).execute(sql.trimmingTrailingSemicolon(), parameters)
     }
 
     /// Runs any statement with `$1…` parameters (the demo's summaries, tests).
     public func execute(_ sql: String, _ parameters: [String?] = []) throws -> PostgresRows {
-        try PostgresConnection(conninfo: conninfo).execute(sql, parameters)
+        try PostgresConnection(conninfo: conninfo, logger: logger).execute(sql, parameters)
     }
 }
 

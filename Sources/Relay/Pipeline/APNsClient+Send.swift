@@ -76,8 +76,12 @@ struct SendRun {
     }
 
     mutating func execute() async throws(SendFailure) -> SendResult {
+        // The intent is durable before anything leaves: if the relay dies
+        // after APNs answered and before the result is recorded, the send
+        // still gets a row (outcome `unknown`) instead of none.
+        await client.observers.recordIntent(descriptor, startedAt: startedAt)
         while true {
-            if Task.isCancelled { throw finish(failure: .cancelled, status: nil, reason: nil) }
+            if Task.isCancelled { throw await finish(failure: .cancelled, status: nil, reason: nil) }
             attempt += 1
             let attemptSpan = client.tracer.startSpan("apns.attempt", context: span.context, ofKind: .client)
             attemptSpan.attributes["apns.attempt"] = attempt
@@ -89,7 +93,7 @@ struct SendRun {
             } catch {
                 attemptSpan.setStatus(SpanStatus(code: .error, message: "credentials"))
                 attemptSpan.end()
-                throw finish(failure: .credentials("\(error)"), status: nil, reason: nil)
+                throw await finish(failure: .credentials("\(error)"), status: nil, reason: nil)
             }
 
             let remaining = client.configuration.sendDeadline - elapsedSeconds
@@ -115,7 +119,7 @@ struct SendRun {
                 if (200..<300).contains(response.status) {
                     attemptSpan.end()
                     report(attemptStatus: response.status, reason: nil, errorType: nil, trap: nil, duration: duration, final: true, backoff: nil)
-                    return succeed(response)
+                    return await succeed(response)
                 }
                 let error = APNsError.fromResponse(status: response.status, body: response.body, apnsID: request.apnsID)
                 attemptLog[attemptLog.count - 1].reason = error.code.rawValue
@@ -137,7 +141,7 @@ struct SendRun {
                 report(attemptStatus: response.status, reason: error.code.rawValue, errorType: error.code.rawValue,
                        trap: error.trapID, duration: duration, final: delay == nil, backoff: delay)
                 guard let wait = delay else {
-                    throw finish(failure: .apns(error), status: response.status, reason: error.code.rawValue, error: error)
+                    throw await finish(failure: .apns(error), status: response.status, reason: error.code.rawValue, error: error)
                 }
                 retriesUsed += 1
                 try await backoff(wait, lastFailure: .apns(error), status: response.status, reason: error.code.rawValue)
@@ -149,7 +153,7 @@ struct SendRun {
                 attemptSpan.end()
                 if error.kind == .cancelled {
                     report(attemptStatus: nil, reason: nil, errorType: "transport_cancelled", trap: nil, duration: duration, final: true, backoff: nil)
-                    throw finish(failure: .cancelled, status: nil, reason: nil)
+                    throw await finish(failure: .cancelled, status: nil, reason: nil)
                 }
                 var delay: Double? = nil
                 var spendsBudget = true
@@ -163,7 +167,7 @@ struct SendRun {
                 if let wait = delay, elapsedSeconds + wait >= client.configuration.sendDeadline { delay = nil }
                 report(attemptStatus: nil, reason: nil, errorType: "transport_\(error.kind.rawValue)", trap: nil,
                        duration: duration, final: delay == nil, backoff: delay)
-                guard let wait = delay else { throw finish(failure: .transport(error), status: nil, reason: nil) }
+                guard let wait = delay else { throw await finish(failure: .transport(error), status: nil, reason: nil) }
                 if spendsBudget { retriesUsed += 1 } else { unprocessedResends += 1 }
                 try await backoff(wait, lastFailure: .transport(error), status: nil, reason: nil)
             }
@@ -176,7 +180,7 @@ struct SendRun {
         do {
             try await client.sleep(seconds)
         } catch {
-            throw finish(failure: .cancelled, status: status, reason: reason)
+            throw await finish(failure: .cancelled, status: status, reason: reason)
         }
     }
 }
