@@ -87,6 +87,7 @@ public final class RelayServer: Sendable {
         ingressConfiguration.maximumConcurrentRequests = configuration.ingress.maximumConcurrentRequests
         let audit = audit
         let spoolDirectory = configuration.audit.spoolDirectory
+        let behindLimit = configuration.audit.readinessBehindSeconds
         let readiness: @Sendable () -> String? = {
             let statistics = audit.statistics
             guard statistics.connected || FileManager.default.isWritableFile(atPath: spoolDirectory) else {
@@ -95,7 +96,7 @@ public final class RelayServer: Sendable {
             // Rows are safe in the spool, but an audit that has not reached its
             // database for this long needs a person (and traffic elsewhere).
             let behind = statistics.behindSeconds()
-            if behind > Self.auditBehindReadinessSeconds {
+            if behind > behindLimit {
                 return "the audit has not reached Postgres for \(Int(behind)) s (rows wait in the spool; see apns-relay audit quarantine and the writer's log)"
             }
             return nil
@@ -198,10 +199,6 @@ public final class RelayServer: Sendable {
         return snapshot
     }
 
-    /// `/readyz` fails once audit rows have waited this long for a configured
-    /// Postgres (spooled, or no connection): the alert
-    /// APNsRelayAuditBehind pages at the same point.
-    public static let auditBehindReadinessSeconds = 120.0
 
     /// Labels of `apns_relay_build_info`: the relay's version and each C
     /// library's version as loaded at run time.

@@ -157,4 +157,25 @@ struct AuditDurabilityProcessTests {
         }
         #expect(notices >= 1, "the second run's 'already exists, skipping' notice arrives as a JSON line")
     }
+
+    @Test("while a configured Postgres is unreachable, /readyz fails past the limit and apns_relay_audit_behind_seconds grows")
+    func readinessWhenBehind() async throws {
+        try await withRelay(databaseURL: "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1", configure: {
+            $0.audit.readinessBehindSeconds = 0.3
+            $0.audit.migrateOnStart = false
+        }) { relay in
+            let sent = try await relay.curl("POST", "/v1/send", body: TestRelay.send())
+            #expect(sent.status == 200, "rows spool; sends go on: \(sent)")
+            var last: TestRelay.Answer?
+            let notReady = await eventually {
+                last = try? await relay.curl("GET", "/readyz", key: nil, base: relay.metricsBase)
+                return last?.status == 503
+            }
+            #expect(notReady, "\(String(describing: last))")
+            #expect(last?.body.contains("has not reached Postgres") == true, "\(String(describing: last))")
+            let scrape = try await relay.curl("GET", "/metrics", key: nil, base: relay.metricsBase)
+            let line = scrape.body.split(separator: "\n").first { $0.hasPrefix("apns_relay_audit_behind_seconds ") }
+            #expect(line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { $0 > 0 } == true, "\(String(describing: line))")
+        }
+    }
 }
