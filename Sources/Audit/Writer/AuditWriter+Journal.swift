@@ -34,21 +34,33 @@ extension AuditWriter {
             journalBusy = true
             condition.unlock()
 
+            // Each entry as the journal key and the row(s) it becomes.
+            var encoded: [(intent: Bool, key: String, audit: [UInt8], dead: [UInt8]?)?] = []
+            encoded.reserveCapacity(entries.count)
             var bytes: [UInt8] = []
             bytes.reserveCapacity(entries.count * 600)
             for (entry, _) in entries {
                 switch entry {
-                case .intent(let key, let line):
+                case .intent(let send, let startedAt):
+                    let key = AuditRecord.journalKey(apnsID: send.apnsID.value, startedAt: startedAt)
+                    let line = AuditRecord(intent: send, startedAt: startedAt, relayInstance: configuration.relayInstance).copyLine()
                     AuditSpool.encode(AuditSpool.Record(kind: .intent, line: Self.keyed(key, line)), into: &bytes)
-                case .completion(let key, let audit, let dead):
+                    encoded.append((true, key, line, nil))
+                case .completion(let event):
+                    let key = AuditRecord.journalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt)
+                    let audit = AuditRecord(event: event, relayInstance: configuration.relayInstance).copyLine()
+                    let dead = DeadTokenRecord(event: event)?.copyLine()
                     AuditSpool.encode(AuditSpool.Record(kind: .completion, line: Self.keyed(key, audit)), into: &bytes)
                     if let dead { AuditSpool.encode(AuditSpool.Record(kind: .deadToken, line: dead), into: &bytes) }
-                case .barrier: break
+                    encoded.append((false, key, audit, dead))
+                case .barrier:
+                    encoded.append(nil)
                 }
             }
             var segment: Int?
             do {
-                segment = try journal.append(encoded: bytes)
+                // A group of barriers only has nothing to write (and must not start a segment).
+                if !bytes.isEmpty { segment = try journal.append(encoded: bytes) }
             } catch {
                 // The disk refused: the rows still go to the writer (Postgres
                 // or the spool); only a crash before then would lose them.
@@ -58,23 +70,21 @@ extension AuditWriter {
             condition.lock()
             counters.journalCommits += 1
             if let segment { journalCurrentSegment = segment }
-            for (entry, _) in entries {
-                switch entry {
-                case .intent(let key, _):
+            for case let entry? in encoded {
+                if entry.intent {
                     if let segment {
-                        openIntents[key] = segment
+                        openIntents[entry.key] = segment
                         journalOutstanding[segment, default: 0] += 1
                     }
-                case .completion(let key, let audit, let dead):
-                    queue.append(Row(kind: .audit, line: audit, journalSegment: segment))
-                    if let dead { queue.append(Row(kind: .deadToken, line: dead, journalSegment: segment)) }
-                    if let segment { journalOutstanding[segment, default: 0] += dead == nil ? 1 : 2 }
-                    // The intent is answered; its segment may go once this
-                    // completion's own segment does (deletion is oldest first).
-                    if let intentSegment = openIntents.removeValue(forKey: key) {
-                        journalOutstanding[intentSegment, default: 0] -= 1
-                    }
-                case .barrier: break
+                    continue
+                }
+                queue.append(Row(kind: .audit, line: entry.audit, journalSegment: segment))
+                if let dead = entry.dead { queue.append(Row(kind: .deadToken, line: dead, journalSegment: segment)) }
+                if let segment { journalOutstanding[segment, default: 0] += entry.dead == nil ? 1 : 2 }
+                // The intent is answered; its segment may go once this
+                // completion's own segment does (deletion is oldest first).
+                if let intentSegment = openIntents.removeValue(forKey: entry.key) {
+                    journalOutstanding[intentSegment, default: 0] -= 1
                 }
             }
             journalBusy = false
@@ -84,7 +94,7 @@ extension AuditWriter {
             for case (_, let continuation?) in entries { continuation.resume() }
             // Under steady load the idle branch above never runs: trim now
             // and then, and whenever a new segment was started.
-            if commits % 256 == 0 || segment != lastTrimmedSegment {
+            if commits % 256 == 0 || (segment != nil && segment != lastTrimmedSegment) {
                 lastTrimmedSegment = segment
                 trimJournal()
             }

@@ -71,9 +71,11 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     }
 
     /// What the journal thread is asked to make durable.
+    /// Encoded on the journal thread, not on the sending task: the
+    /// cooperative pool has two threads and they are the scarce resource.
     enum JournalEntry {
-        case intent(key: String, line: [UInt8])
-        case completion(key: String, audit: [UInt8], deadToken: [UInt8]?)
+        case intent(SendDescriptor, startedAt: UInt64)
+        case completion(SendEvent)
         /// Nothing to write: resumes its waiter once everything before it is durable.
         case barrier
     }
@@ -129,7 +131,6 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         counters.recoveredUnknown = recovered.unknown
         counters.recoveredCompleted = recovered.completed
         counters.spoolBytes = spool.totalBytes()
-        counters.quarantined = 0
         counters.databaseConfigured = !configuration.spoolOnly
         if counters.spoolBytes > 0, !configuration.spoolOnly { counters.behindSince = Date() }
         let thread = Thread { [self] in run() }
@@ -145,23 +146,20 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// Journals the send's row (and its dead-token upsert) without waiting:
     /// for paths that cannot suspend. Never blocks on I/O.
     public func sendFinished(_ event: SendEvent) {
-        enqueueJournal(completion(for: event), continuation: nil)
+        enqueueJournal(.completion(event), continuation: nil)
     }
 
     /// Journals the send's row and returns once it is on disk.
     public func sendFinishedDurably(_ event: SendEvent) async {
-        let entry = completion(for: event)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            enqueueJournal(entry, continuation: continuation)
+            enqueueJournal(.completion(event), continuation: continuation)
         }
     }
 
     /// Journals the send's intent and returns once it is on disk.
     public func sendStarting(_ send: SendDescriptor, startedAt: UInt64) async {
-        let record = AuditRecord(intent: send, startedAt: startedAt, relayInstance: configuration.relayInstance)
-        let entry = JournalEntry.intent(key: AuditRecord.journalKey(apnsID: send.apnsID.value, startedAt: startedAt), line: record.copyLine())
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            enqueueJournal(entry, continuation: continuation)
+            enqueueJournal(.intent(send, startedAt: startedAt), continuation: continuation)
         }
     }
 
@@ -170,13 +168,6 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             enqueueJournal(.barrier, continuation: continuation)
         }
-    }
-
-    private func completion(for event: SendEvent) -> JournalEntry {
-        let record = AuditRecord(event: event, relayInstance: configuration.relayInstance)
-        return .completion(
-            key: AuditRecord.journalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt),
-            audit: record.copyLine(), deadToken: DeadTokenRecord(event: event)?.copyLine())
     }
 
     private func enqueueJournal(_ entry: JournalEntry, continuation: CheckedContinuation<Void, Never>?) {
