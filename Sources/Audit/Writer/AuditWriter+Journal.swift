@@ -2,7 +2,7 @@ import Foundation
 import Logging
 
 extension AuditWriter {
-    /// Starts the journal thread unless it runs. Called with `condition` held.
+    /// Starts the journal thread unless it runs. Called with `journalCondition` held.
     func startJournalThreadIfNeeded() {
         guard !journalThreadRunning else { return }
         journalThreadRunning = true
@@ -17,14 +17,14 @@ extension AuditWriter {
     /// entry starts it again.
     func runJournal() {
         while true {
-            condition.lock()
-            while journalPending.isEmpty, !(stopping && finished) {
-                if !condition.wait(until: Date().addingTimeInterval(1)) { break }
+            journalCondition.lock()
+            while journalPending.isEmpty, !writerExited {
+                if !journalCondition.wait(until: Date().addingTimeInterval(1)) { break }
             }
             if journalPending.isEmpty {
-                let exiting = stopping && finished
+                let exiting = writerExited
                 if exiting { journalThreadRunning = false }
-                condition.unlock()
+                journalCondition.unlock()
                 trimJournal()
                 if exiting { return }
                 continue
@@ -32,7 +32,7 @@ extension AuditWriter {
             let entries = journalPending
             journalPending = []
             journalBusy = true
-            condition.unlock()
+            journalCondition.unlock()
 
             // Each entry as the journal key and the row(s) it becomes.
             var encoded: [(intent: Bool, key: String, audit: [UInt8], dead: [UInt8]?)?] = []
@@ -87,10 +87,14 @@ extension AuditWriter {
                     journalOutstanding[intentSegment, default: 0] -= 1
                 }
             }
-            journalBusy = false
             if queue.count - queueHead >= configuration.batchSize || stopping { condition.broadcast() }
             let commits = counters.journalCommits
             condition.unlock()
+            // Only now: the writer exits once the journal is idle and its
+            // queue empty, so the rows must be queued before this flips.
+            journalCondition.lock()
+            journalBusy = false
+            journalCondition.unlock()
             for case (_, let continuation?) in entries { continuation.resume() }
             // Under steady load the idle branch above never runs: trim now
             // and then, and whenever a new segment was started.
@@ -119,9 +123,10 @@ extension AuditWriter {
             guard let number = journal.number(of: url) else { continue }
             condition.lock()
             let outstanding = journalOutstanding[number, default: 0]
-            let busy = journalBusy || !journalPending.isEmpty
             condition.unlock()
-            guard outstanding <= 0, !(busy && number == journal.currentNumber) else { return }
+            // Only the journal thread appends, and it is here: deleting even
+            // the current segment is safe (the next append starts a new one).
+            guard outstanding <= 0 else { return }
             do {
                 try journal.remove(url)
                 condition.lock()

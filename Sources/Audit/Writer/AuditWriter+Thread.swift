@@ -9,9 +9,15 @@ extension AuditWriter {
     func run() {
         while true {
             condition.lock()
-            if queue.count - queueHead == 0, !stopping {
+            if queue.count - queueHead == 0, !stopping || !journalIsIdle() {
+                // Stopping, the writer still waits while the journal hands over its last group.
                 _ = condition.wait(until: Date().addingTimeInterval(configuration.flushInterval))
             }
+            condition.unlock()
+            // Read after any wait and before the queue: once the journal is
+            // idle, every row it took is already queued.
+            let journalIdle = journalIsIdle()
+            condition.lock()
             let depth = queue.count - queueHead
             let catchingUp = depth > configuration.highWaterMark
             let take = catchingUp ? depth : min(depth, configuration.batchSize)
@@ -21,7 +27,7 @@ extension AuditWriter {
                 queue.removeFirst(queueHead)
                 queueHead = 0
             }
-            let exiting = stopping && queue.count - queueHead == 0 && journalPending.isEmpty && !journalBusy
+            let exiting = stopping && journalIdle && queue.count - queueHead == 0
             condition.unlock()
 
             if !unsettled.isEmpty {
@@ -64,9 +70,19 @@ extension AuditWriter {
         counters.connected = false
         let waiting = exitContinuations
         exitContinuations = []
-        condition.broadcast()
         condition.unlock()
+        journalCondition.lock()
+        writerExited = true
+        journalCondition.broadcast()
+        journalCondition.unlock()
         waiting.forEach { $0.resume() }
+    }
+
+    /// Nothing pending for the journal and nothing being written by it.
+    private func journalIsIdle() -> Bool {
+        journalCondition.lock()
+        defer { journalCondition.unlock() }
+        return journalPending.isEmpty && !journalBusy
     }
 
     private func connectIfDue() {

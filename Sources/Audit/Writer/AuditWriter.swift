@@ -92,10 +92,16 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     var counters = AuditStatistics()
     var exitContinuations: [CheckedContinuation<Void, Never>] = []
 
-    // Journal thread's input and the ledger of what each segment still holds.
+    // Journal thread's input, guarded by `journalCondition` (its own, so a
+    // send handing over an entry wakes the journal thread and not the writer).
+    let journalCondition = NSCondition()
     var journalPending: [(JournalEntry, CheckedContinuation<Void, Never>?)] = []
     var journalBusy = false
     var journalThreadRunning = false
+    /// Set by the writer thread as it exits: the journal thread may stop when idle.
+    var writerExited = false
+
+    // The ledger of what each journal segment still holds, guarded by `condition`.
     /// Rows (and open intents) each journal segment holds that are not yet
     /// in Postgres or the spool.
     var journalOutstanding: [Int: Int] = [:]
@@ -136,9 +142,9 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         let thread = Thread { [self] in run() }
         thread.name = "apns-relay-audit"
         thread.start()
-        condition.lock()
+        journalCondition.lock()
         startJournalThreadIfNeeded()
-        condition.unlock()
+        journalCondition.unlock()
     }
 
     public func attemptFinished(_ event: AttemptEvent) {}
@@ -171,19 +177,22 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     }
 
     private func enqueueJournal(_ entry: JournalEntry, continuation: CheckedContinuation<Void, Never>?) {
-        condition.lock()
+        journalCondition.lock()
         journalPending.append((entry, continuation))
         startJournalThreadIfNeeded()
-        condition.broadcast()
-        condition.unlock()
+        journalCondition.signal()
+        journalCondition.unlock()
     }
 
     /// Counters and gauges for metrics and `/readyz`.
     public var statistics: AuditStatistics {
+        journalCondition.lock()
+        let journalDepth = journalPending.count
+        journalCondition.unlock()
         condition.lock()
         defer { condition.unlock() }
         var snapshot = counters
-        snapshot.queueDepth = queue.count - queueHead + journalPending.count
+        snapshot.queueDepth = queue.count - queueHead + journalDepth
         return snapshot
     }
 
