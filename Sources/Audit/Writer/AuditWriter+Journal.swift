@@ -23,11 +23,21 @@ extension AuditWriter {
             }
             if journalPending.isEmpty {
                 let exiting = writerExited
-                if exiting { journalThreadRunning = false }
                 journalCondition.unlock()
                 trimJournal()
-                if exiting { return }
-                continue
+                guard exiting else { continue }
+                journalCondition.lock()
+                // A late entry arrived during the trim: handle it first.
+                guard journalPending.isEmpty else {
+                    journalCondition.unlock()
+                    continue
+                }
+                journalThreadRunning = false
+                let waiting = journalExitContinuations
+                journalExitContinuations = []
+                journalCondition.unlock()
+                waiting.forEach { $0.resume() }
+                return
             }
             let entries = journalPending
             journalPending = []

@@ -100,6 +100,8 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     var journalThreadRunning = false
     /// Set by the writer thread as it exits: the journal thread may stop when idle.
     var writerExited = false
+    /// `shutdown()` callers waiting for the journal thread's last trim.
+    var journalExitContinuations: [CheckedContinuation<Void, Never>] = []
 
     // The ledger of what each journal segment still holds, guarded by `condition`.
     /// Rows (and open intents) each journal segment holds that are not yet
@@ -197,7 +199,7 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     }
 
     /// Stops the writer once everything journaled is written or spooled, and
-    /// returns when it has exited. Sends that finish later are still
+    /// returns when it and the journal thread have exited. Sends that finish later are still
     /// journaled (durably) and reach Postgres from the next start.
     public func shutdown() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -211,6 +213,19 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
             exitContinuations.append(continuation)
             condition.broadcast()
             condition.unlock()
+        }
+        // Then the journal thread's last trim, so a writer opened next on the
+        // same directory never races this one's deletions.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            journalCondition.lock()
+            guard journalThreadRunning else {
+                journalCondition.unlock()
+                continuation.resume()
+                return
+            }
+            journalExitContinuations.append(continuation)
+            journalCondition.signal()
+            journalCondition.unlock()
         }
     }
 }
