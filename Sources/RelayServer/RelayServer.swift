@@ -93,11 +93,13 @@ public final class RelayServer: Sendable {
             guard statistics.connected || FileManager.default.isWritableFile(atPath: spoolDirectory) else {
                 return "the audit log can be written neither to Postgres nor to the spool (\(spoolDirectory))"
             }
-            // Rows are safe in the spool, but an audit that has not reached its
-            // database for this long needs a person (and traffic elsewhere).
-            let behind = statistics.behindSeconds()
-            if behind > behindLimit {
-                return "the audit has not reached Postgres for \(Int(behind)) s (rows wait in the spool; see apns-relay audit quarantine and the writer's log)"
+            // Rows are safe on disk either way. When Postgres answers and this
+            // relay's rows still do not land, the fault is local: take it out
+            // of rotation. A Postgres outage does not fail readiness (every
+            // relay would leave rotation and sends would stop); the alert
+            // APNsRelayAuditBehind pages for both.
+            if statistics.stuckWhileReachable(limit: behindLimit) {
+                return "the audit has not reached Postgres for \(Int(statistics.behindSeconds())) s although Postgres answers (rows wait in the spool; see the writer's log)"
             }
             return nil
         }

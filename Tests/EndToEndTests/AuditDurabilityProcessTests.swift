@@ -158,9 +158,11 @@ struct AuditDurabilityProcessTests {
         #expect(notices >= 1, "the second run's 'already exists, skipping' notice arrives as a JSON line")
     }
 
-    @Test("while a configured Postgres is unreachable, /readyz fails past the limit and apns_relay_audit_behind_seconds grows")
+    @Test("Postgres answers but rows do not land (no schema): /readyz fails past the limit and apns_relay_audit_behind_seconds grows; an outage alone keeps it ready")
     func readinessWhenBehind() async throws {
-        try await withRelay(databaseURL: "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1", configure: {
+        guard let url = ServeProcessTests.databaseURL else { return }
+        let unmigrated = try await ServeProcessTests.freshDatabase(url)
+        try await withRelay(databaseURL: unmigrated, configure: {
             $0.audit.readinessBehindSeconds = 0.3
             $0.audit.migrateOnStart = false
         }) { relay in
@@ -176,6 +178,16 @@ struct AuditDurabilityProcessTests {
             let scrape = try await relay.curl("GET", "/metrics", key: nil, base: relay.metricsBase)
             let line = scrape.body.split(separator: "\n").first { $0.hasPrefix("apns_relay_audit_behind_seconds ") }
             #expect(line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { $0 > 0 } == true, "\(String(describing: line))")
+        }
+        // Nothing listens: an outage every relay shares. Behind, alerting, but ready.
+        try await withRelay(databaseURL: "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1", configure: {
+            $0.audit.readinessBehindSeconds = 0.3
+            $0.audit.migrateOnStart = false
+        }) { relay in
+            _ = try await relay.curl("POST", "/v1/send", body: TestRelay.send())
+            #expect(await eventually { relay.server.audit.statistics.behindSeconds() > 0.6 })
+            let ready = try await relay.curl("GET", "/readyz", key: nil, base: relay.metricsBase)
+            #expect(ready.status == 200, "\(ready)")
         }
     }
 }

@@ -97,6 +97,9 @@ extension AuditWriter {
             reconnectDelay = configuration.reconnectMinimumDelay
             lastMaintenance = .distantPast
             setConnected(true)
+            condition.lock()
+            counters.lastConnectedAt = Date()
+            condition.unlock()
             logger.info("audit writer connected to Postgres")
         } catch {
             nextConnectAttempt = Date().addingTimeInterval(reconnectDelay * Double.random(in: 0.8...1.2))

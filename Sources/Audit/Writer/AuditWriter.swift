@@ -255,6 +255,9 @@ public struct AuditStatistics: Sendable, Hashable {
     /// Since when rows have been waiting for Postgres (spooled, or no
     /// connection) while a database is configured; nil when caught up.
     public var behindSince: Date?
+    /// When the writer last opened a Postgres connection: with `behindSince`,
+    /// tells "Postgres answers but rows do not land" from an outage.
+    public var lastConnectedAt: Date?
     /// Seconds the last batch write took.
     public var lastWriteSeconds = 0.0
     public var writeBatches = 0
@@ -262,6 +265,15 @@ public struct AuditStatistics: Sendable, Hashable {
     public var journalCommits = 0
 
     public init() {}
+
+    /// True when rows have been behind for over `limit` seconds although
+    /// Postgres accepted a connection meanwhile: the fault is this relay's
+    /// (rows refused, schema missing, replay failing), not an outage every
+    /// relay shares.
+    public func stuckWhileReachable(limit: Double, now: Date = Date()) -> Bool {
+        guard let behindSince, let lastConnectedAt, behindSeconds(now: now) > limit else { return false }
+        return lastConnectedAt >= behindSince
+    }
 
     /// Seconds the audit has not been reaching Postgres while one is configured (0 when caught up).
     public func behindSeconds(now: Date = Date()) -> Double {

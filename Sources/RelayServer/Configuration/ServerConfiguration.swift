@@ -49,8 +49,9 @@ public struct ServerConfiguration: Sendable {
         public var batchSize = 500
         public var flushIntervalMilliseconds = 50
         /// `/readyz` fails once audit rows have waited this long for the
-        /// configured Postgres (the alert APNsRelayAuditBehind uses the same
-        /// 120 s). Not a YAML setting: tests shorten it.
+        /// configured Postgres while it accepts connections (the alert
+        /// APNsRelayAuditBehind uses the same 120 s). Not a YAML setting:
+        /// tests shorten it.
         public var readinessBehindSeconds = 120.0
     }
 
