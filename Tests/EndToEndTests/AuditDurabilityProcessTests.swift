@@ -190,4 +190,26 @@ struct AuditDurabilityProcessTests {
             #expect(ready.status == 200, "\(ready)")
         }
     }
+
+    @Test("audit quarantine lists what Postgres refused (apns-id, SQLSTATE, error), never a dead-token row's token")
+    func quarantineCommand() async throws {
+        let spool = NSTemporaryDirectory() + "apns-relay-quarantine-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: spool + "/quarantine", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: spool) }
+        let token = TestRelay.token(9)
+        let deadLine = Data("app-a\tdevelopment\t\(token)\tabc123\tUnregistered\t\\N\t2026-11-22T00:00:00Z\t2026-11-22T00:00:00Z\n".utf8)
+        let entries = [
+            #"{"quarantined_at":"2026-11-22T07:30:00Z","kind":"audit","sqlstate":"22003","error":"integer out of range","apns_id":"6e1f0a4c-0000-4000-8000-000000000001","app":"app-a","line_base64":"eA=="}"#,
+            #"{"quarantined_at":"2026-11-22T07:31:00Z","kind":"dead_token","sqlstate":"23502","error":"null value","app":"app-a","line_base64":"\#(deadLine.base64EncodedString())"}"#,
+        ]
+        try (entries.joined(separator: "\n") + "\n").write(toFile: spool + "/quarantine/quarantine.jsonl", atomically: true, encoding: .utf8)
+        let table = try await ProcessRunner.runOffPool([RelayProcess.binary, "audit", "quarantine", "--spool-directory", spool])
+        #expect(table.status == 0, "\(table.output)")
+        #expect(table.output.contains("6e1f0a4c-0000-4000-8000-000000000001") && table.output.contains("22003"), "\(table.output)")
+        #expect(table.output.contains("(2 rows)"), "\(table.output)")
+        #expect(!table.output.contains(token), "a dead-token row's token must never be printed")
+        let json = try await ProcessRunner.runOffPool([RelayProcess.binary, "audit", "quarantine", "--spool-directory", spool, "--format", "json"])
+        #expect(json.status == 0 && json.output.contains(#""sqlstate":"23502""#), "\(json.output)")
+        #expect(!json.output.contains(token))
+    }
 }
