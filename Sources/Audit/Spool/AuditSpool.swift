@@ -62,6 +62,11 @@ final class AuditSpool: @unchecked Sendable {
         Int(url.lastPathComponent.dropFirst(prefix.count).dropLast(suffix.count))
     }
 
+    /// New segments get numbers above `number` (files another thread may still delete).
+    func reserveNumbers(through number: Int) {
+        lastNumber = max(lastNumber, number)
+    }
+
     /// The number of the segment appends go to, if one is open.
     var currentNumber: Int? { current?.number }
 

@@ -157,8 +157,11 @@ extension AuditWriter {
     /// completion as its row, every intent without a completion as an
     /// `unknown` row, every dead-token upsert. Idempotent: recovered twice,
     /// the same rows carry the same keys and replay lands them once.
-    func recoverJournal() throws -> (completed: Int, unknown: Int) {
-        let segments = journal.segments()
+    ///
+    /// Runs on the writer thread before its first batch; reads only the
+    /// given (leftover) segments and deletes them by path, never touching
+    /// the journal's current segment, which the journal thread owns.
+    func recoverJournal(_ segments: [URL]) throws -> (completed: Int, unknown: Int) {
         guard !segments.isEmpty else { return (0, 0) }
         var intents: [String: [UInt8]] = [:]
         var intentOrder: [String] = []
@@ -199,7 +202,7 @@ extension AuditWriter {
             try spool.append(records)
             spool.sealCurrent()
         }
-        for url in segments { try journal.remove(url) }
+        for url in segments { try FileManager.default.removeItem(at: url) }
         logger.notice(
             "recovered the audit journal of a relay that stopped without flushing it",
             metadata: ["answered_rows": "\(completed)", "unknown_rows": "\(unknown)", "segments": "\(segments.count)"])

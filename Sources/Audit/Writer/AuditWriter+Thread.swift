@@ -7,6 +7,7 @@ extension AuditWriter {
     /// write or spool the batch, repeat until shutdown has drained the queue
     /// and the journal has nothing left to hand over.
     func run() {
+        recoverLeftoverJournal()
         while true {
             condition.lock()
             if queue.count - queueHead == 0, !stopping || !journalIsIdle() {
@@ -76,6 +77,27 @@ extension AuditWriter {
         journalCondition.broadcast()
         journalCondition.unlock()
         waiting.forEach { $0.resume() }
+    }
+
+    /// Moves a previous run's journal to the spool, then releases the
+    /// segments' holds. On failure they stay (held) for the next start.
+    private func recoverLeftoverJournal() {
+        guard !leftoverJournal.isEmpty else { return }
+        do {
+            let recovered = try recoverJournal(leftoverJournal)
+            let bytes = spool.totalBytes()
+            condition.lock()
+            counters.recoveredCompleted = recovered.completed
+            counters.recoveredUnknown = recovered.unknown
+            counters.spoolBytes = bytes
+            for url in leftoverJournal {
+                if let number = journal.number(of: url) { journalOutstanding[number] = nil }
+            }
+            condition.unlock()
+        } catch {
+            logger.critical("could not recover the audit journal a previous run left; it stays for the next start", metadata: ["error": "\(error)"])
+        }
+        leftoverJournal = []
     }
 
     /// Nothing pending for the journal and nothing being written by it.

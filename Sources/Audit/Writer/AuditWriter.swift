@@ -123,6 +123,8 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     var lastMaintenance = Date.distantPast
     /// Rows a failed spool write left behind, retried first.
     var unsettled: [Row] = []
+    /// Journal segments a previous run left, for the writer thread to recover.
+    var leftoverJournal: [URL] = []
 
     /// Opens the spool, recovers what a previous run left in the journal
     /// (into the spool, so the writer replays it), and starts both threads.
@@ -135,9 +137,16 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
             suffix: ".journal")
         self.quarantine = try AuditQuarantine(directory: configuration.spoolDirectory + "/quarantine")
         self.reconnectDelay = configuration.reconnectMinimumDelay
-        let recovered = try recoverJournal()
-        counters.recoveredUnknown = recovered.unknown
-        counters.recoveredCompleted = recovered.completed
+        // What a previous run left in the journal is recovered by the writer
+        // thread (disk reads and an fsync have no place on the caller, which
+        // may be on the cooperative pool). Until then those segments are held
+        // in the ledger, and new ones are numbered after them.
+        leftoverJournal = journal.segments()
+        for url in leftoverJournal {
+            guard let number = journal.number(of: url) else { continue }
+            journalOutstanding[number] = 1
+            journal.reserveNumbers(through: number)
+        }
         counters.spoolBytes = spool.totalBytes()
         counters.databaseConfigured = !configuration.spoolOnly
         if counters.spoolBytes > 0, !configuration.spoolOnly { counters.behindSince = Date() }
