@@ -91,14 +91,26 @@ public final class RelayServer: Sendable {
         ingressConfiguration.batchDeadlineSeconds = configuration.ingress.batchDeadlineSeconds
         let audit = audit
         let spoolDirectory = configuration.audit.spoolDirectory
+        let behindLimit = configuration.audit.readinessBehindSeconds
         let readiness: @Sendable () -> String? = {
-            if audit.statistics.connected || FileManager.default.isWritableFile(atPath: spoolDirectory) { return nil }
-            return "the audit log can be written neither to Postgres nor to the spool (\(spoolDirectory))"
+            let statistics = audit.statistics
+            guard statistics.connected || FileManager.default.isWritableFile(atPath: spoolDirectory) else {
+                return "the audit log can be written neither to Postgres nor to the spool (\(spoolDirectory))"
+            }
+            // Rows are safe on disk either way. When Postgres answers and this
+            // relay's rows still do not land, the fault is local: take it out
+            // of rotation. A Postgres outage does not fail readiness (every
+            // relay would leave rotation and sends would stop); the alert
+            // APNsRelayAuditBehind pages for both.
+            if statistics.stuckWhileReachable(limit: behindLimit) {
+                return "the audit has not reached Postgres for \(Int(statistics.behindSeconds())) s although Postgres answers (rows wait in the spool; see the writer's log)"
+            }
+            return nil
         }
         ingress = Ingress(
             configuration: ingressConfiguration, service: service,
             keyring: APIKeyring(keys: configuration.apiKeys),
-            deadTokens: configuration.audit.databaseURL.map { AuditDeadTokenSource(conninfo: $0) },
+            deadTokens: configuration.audit.databaseURL.map { AuditDeadTokenSource(conninfo: $0, logger: logger) },
             tracer: tracer, logger: logger, readiness: readiness,
             observer: { route, status, seconds in metrics.ingressRequest(route: route, status: status, seconds: seconds) })
 
@@ -181,30 +193,37 @@ public final class RelayServer: Sendable {
         cutOff.cancel()
         await cutOff.value
         await transport.close(drainTimeout: 5)
-        // Sends cut off by the close finish with a failure and publish their
-        // event; the audit stays open until each one has (bounded, in case a
-        // send is stuck somewhere no close reaches).
+        // Sends cut off by the close finish with a failure and journal their
+        // row; the writer stays open until each one has. A send that is still
+        // stuck past its own deadline loses nothing either: its intent is in
+        // the journal and the next start records it (outcome `unknown`), or
+        // its completion is journaled whenever it ends.
         let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(10)
+        let deadline = clock.now + .seconds(configuration.apns.sendDeadlineSeconds + 5)
         while service.sendsInFlight > 0, clock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
         if service.sendsInFlight > 0 {
-            logger.error("sends still running when the audit closed; their rows are counted as dropped", metadata: ["sends": "\(service.sendsInFlight)"])
+            logger.error("sends still running when the audit writer stopped; their rows stay in the journal for the next start", metadata: ["sends": "\(service.sendsInFlight)"])
         }
         await audit.shutdown()
         let statistics = audit.statistics
         logger.notice("drained", metadata: [
-            "audit_written": "\(statistics.written)", "audit_spooled": "\(statistics.spooled)", "audit_dropped": "\(statistics.dropped)",
+            "audit_written": "\(statistics.written)", "audit_spooled": "\(statistics.spooled)",
+            "audit_quarantined": "\(statistics.quarantined)", "audit_dropped": "\(statistics.dropped)",
         ])
         await metricsServer.stop(drainTimeout: 1)
     }
 
     static func auditSnapshot(_ statistics: AuditStatistics) -> AuditSnapshot {
-        AuditSnapshot(
+        var snapshot = AuditSnapshot(
             queueDepth: statistics.queueDepth, spoolBytes: statistics.spoolBytes, connected: statistics.connected,
             written: statistics.written, spooled: statistics.spooled, replayed: statistics.replayed, dropped: statistics.dropped)
+        snapshot.quarantined = statistics.quarantined
+        snapshot.behindSeconds = statistics.behindSeconds()
+        return snapshot
     }
+
 
     /// Labels of `apns_relay_build_info`: the relay's version and each C
     /// library's version as loaded at run time.
@@ -222,7 +241,7 @@ public final class RelayServer: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             DispatchQueue.global().async {
                 do {
-                    let report = try Migrator().apply(conninfo: conninfo)
+                    let report = try Migrator().apply(conninfo: conninfo, logger: logger)
                     logger.info("audit schema migrated", metadata: ["applied": "\(report.applied.joined(separator: ","))", "already": "\(report.alreadyApplied.count)"])
                 } catch {
                     logger.error("audit migrations could not be applied at start-up; rows are spooled until Postgres is back and migrated", metadata: ["error": "\(error)"])

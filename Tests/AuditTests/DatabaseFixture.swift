@@ -38,6 +38,23 @@ struct TestDatabase {
         return String(url[...slash]) + database + query
     }
 
+    /// Makes `now()` answer `instant` on every later connection to this
+    /// database, so a test's verdict never depends on the wall clock.
+    ///
+    /// The shipped SQL (on-call queries, partition functions, the writer's
+    /// maintenance) calls `now()` unqualified; with `pinned_clock` ahead of
+    /// `pg_catalog` on the database's search_path (after `public`, so tables
+    /// and partitions are still created there), that call resolves to a
+    /// STABLE function returning the fixed instant, while the SQL stays
+    /// byte for byte what operators run.
+    func pinClock(at instant: String) throws {
+        let connection = try connect()
+        try connection.execute("CREATE SCHEMA IF NOT EXISTS pinned_clock")
+        try connection.execute(
+            "CREATE OR REPLACE FUNCTION pinned_clock.now() RETURNS timestamptz LANGUAGE sql STABLE AS $$ SELECT '\(instant)'::timestamptz $$")
+        try connection.execute("ALTER DATABASE \(name) SET search_path = public, pinned_clock, pg_catalog")
+    }
+
     /// Scalar query helper.
     func scalar(_ sql: String) throws -> String? {
         try connect().execute(sql).rows.first?.first ?? nil

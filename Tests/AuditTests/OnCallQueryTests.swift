@@ -31,13 +31,22 @@ struct OnCallQueryTests {
         #expect(OnCallQuery.named("dead_tokens_since")?.bindable.sql.contains("$2::timestamptz") == true)
     }
 
-    @Test("each query returns the expected rows for a known history")
-    func expectedRows() async throws {
+    /// Reference instants the clock-dependent tests run at: how a window
+    /// splits across daily partitions depends on the hour, so each verdict
+    /// must hold at every one of them (just past midnight, the hour CI once
+    /// failed at, midday, just before midnight).
+    static let referenceInstants = [
+        "2026-11-22T00:30:00Z", "2026-11-22T07:30:00Z", "2026-11-22T12:00:00Z", "2026-11-22T23:50:00Z",
+    ]
+
+    @Test("each query returns the expected rows for a known history", arguments: referenceInstants)
+    func expectedRows(at instant: String) async throws {
         let database = try TestDatabase()
         defer { database.drop() }
         _ = try Migrator().apply(conninfo: database.conninfo)
+        try database.pinClock(at: instant)
+        let now = try #require(Self.nanoseconds(instant))
         let writer = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "q"), logger: quietLogger())
-        let now = UnixTime.nowNanoseconds()
         var events = (0..<20).map { EventFactory.event($0, dead: $0 < 4) }
         for index in events.indices {
             events[index].startedAt = now - 2_000_000_000
@@ -46,7 +55,7 @@ struct OnCallQueryTests {
         }
         events.forEach(writer.sendFinished)
         await writer.shutdown()
-        _ = try database.connect().execute("SELECT apns_audit_ensure_partitions(current_date - 1, 3)")
+        #expect(writer.statistics.written == 20, "rows must land in their partition, not the spool: \(writer.statistics)")
         let runner = AuditQueryRunner(conninfo: database.conninfo)
         let sample = events[7]
 
@@ -70,13 +79,38 @@ struct OnCallQueryTests {
         #expect(dead.rows.count == 2)
     }
 
-    @Test("on a million rows every query is answered from its index (EXPLAIN through psql)")
-    func indexesOnAMillionRows() async throws {
+    /// What each query promises on a large table. Selective lookups use their
+    /// index; range aggregates read only the daily partitions their window
+    /// overlaps (within those, a sequential scan is the right plan when the
+    /// window covers most of a partition, which depends on the hour).
+    enum Promise {
+        case index(String)
+        case window(seconds: Int64)
+        case indexInWindow(String, seconds: Int64)
+    }
+
+    static let promises: [String: Promise] = [
+        "by_apns_id": .index("_apns_id_idx"),
+        "by_token_fingerprint": .indexInWindow("_token_fingerprint_recorded_at_idx", seconds: 7 * 86_400),
+        "dead_tokens_since": .index("apns_dead_tokens_recent"),
+        "trap_hits": .window(seconds: 86_400),
+        "stale_token_ratio": .window(seconds: 86_400),
+        "slowest_sends": .window(seconds: 3_600),
+        "retries_by_reason": .window(seconds: 86_400),
+    ]
+
+    @Test("on a million rows every query keeps its promise: lookups by index, windows pruned to their partitions (EXPLAIN through psql)",
+          arguments: referenceInstants)
+    func indexesOnAMillionRows(at instant: String) async throws {
         let database = try TestDatabase()
         defer { database.drop() }
         _ = try Migrator().apply(conninfo: database.conninfo)
+        try database.pinClock(at: instant)
+        let reference = Int64(try #require(Self.nanoseconds(instant)) / 1_000_000_000)
+        // Three days of rows back from the pinned now(), and daily partitions
+        // from three days before it to the day after.
         _ = try await psql(database.conninfo, """
-            SELECT apns_audit_ensure_partitions(current_date - 3, 5);
+            SELECT apns_audit_ensure_partitions((now() AT TIME ZONE 'UTC')::date - 3, 5);
             INSERT INTO apns_audit (id, recorded_at, started_at, finished_at, apns_id, app, environment, operation, token_fingerprint,
                                     outcome, status, reason, trap_ids, attempts, retried, latency_ms, attempt_log, payload_bytes, relay_instance)
             SELECT gen_random_uuid(), now() - (g % 259200) * interval '1 second', now(), now(), md5(g::text), 'app' || (g % 5), 'production',
@@ -93,23 +127,59 @@ struct OnCallQueryTests {
             ANALYZE;
             """)
         #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "1000000")
-        let expected = [
-            "by_apns_id": "_apns_id_idx", "by_token_fingerprint": "_token_fingerprint_recorded_at_idx",
-            "trap_hits": "_trap_ids_idx", "stale_token_ratio": "_recorded_at_idx", "slowest_sends": "_recorded_at_idx",
-            "retries_by_reason": "_recorded_at_idx1", "dead_tokens_since": "apns_dead_tokens_recent",
-        ]
+        #expect(try database.scalar("SELECT to_char(now() AT TIME ZONE 'UTC', 'HH24:MI')") == String(instant.dropFirst(11).prefix(5)),
+                "now() must answer the pinned instant")
         let variables = ["apns_id": "827ccb0eea8a706c4c34a16891f84e7b", "fingerprint": "abcdef123456", "app": "app1", "since": "'24 hours'"]
+        #expect(Set(OnCallQuery.all.map(\.name)) == Set(Self.promises.keys), "every query needs a stated promise")
         for query in OnCallQuery.all {
             let body = query.sql.split(separator: "\n").filter { !$0.hasPrefix("--") }.joined(separator: "\n")
             var bound = variables
             if query.name == "dead_tokens_since" { bound["since"] = "'2026-01-01 00:00Z'" }
             let plan = try await psql(database.conninfo, "EXPLAIN " + body, variables: bound)
-            let index = try #require(expected[query.name], "no expected index for \(query.name)")
-            #expect(plan.contains(index), "\(query.name) does not use \(index):\n\(plan)")
-            // Sequential scans are allowed only on the empty partitions (tomorrow's and the default one).
-            for line in plan.split(separator: "\n") where line.contains("Seq Scan") && !line.contains("Parallel") {
-                #expect(line.contains("apns_audit_default") || line.contains("rows=1 "), "\(query.name): \(line)")
+            let promise = try #require(Self.promises[query.name], "no promise for \(query.name)")
+            switch promise {
+            case .index(let index), .indexInWindow(let index, _):
+                #expect(plan.contains(index), "\(query.name) at \(instant) does not use \(index):\n\(plan)")
+                // Sequential scans only on empty partitions (the default one, future days).
+                for line in plan.split(separator: "\n") where line.contains("Seq Scan") {
+                    #expect(!line.contains("Parallel") && (line.contains("apns_audit_default") || line.contains("rows=1 ")),
+                            "\(query.name) at \(instant): \(line)")
+                }
+            case .window: break
+            }
+            switch promise {
+            case .window(let seconds), .indexInWindow(_, let seconds):
+                let scanned = Self.partitionDays(in: plan)
+                let first = (reference - seconds) / 86_400
+                let last = reference / 86_400
+                // The partitions made above: three days back to the day after.
+                let existing = Set((last - 3)...(last + 1))
+                // Every day the window overlaps, and none wholly before it
+                // (days after now() hold nothing and cannot be pruned by a lower bound).
+                #expect(scanned.isSuperset(of: Set(first...last).intersection(existing)), "\(query.name) at \(instant) misses a partition:\n\(plan)")
+                #expect(scanned.allSatisfy { $0 >= first }, "\(query.name) at \(instant) reads a partition outside its window:\n\(plan)")
+            case .index: break
             }
         }
+    }
+
+    /// `2026-11-22T07:30:00Z` as Unix nanoseconds.
+    static func nanoseconds(_ text: String) -> UInt64? {
+        ISO8601DateFormatter().date(from: text).map { UInt64($0.timeIntervalSince1970) * 1_000_000_000 }
+    }
+
+    /// The days (Unix day numbers) of the `apns_audit_pYYYYMMDD` partitions a plan reads.
+    static func partitionDays(in plan: String) -> Set<Int64> {
+        var days = Set<Int64>()
+        var rest = Substring(plan)
+        while let range = rest.range(of: "apns_audit_p") {
+            let digits = rest[range.upperBound...].prefix(8)
+            if digits.count == 8, digits.allSatisfy(\.isNumber),
+               let seconds = Self.nanoseconds("\(digits.prefix(4))-\(digits.dropFirst(4).prefix(2))-\(digits.suffix(2))T00:00:00Z") {
+                days.insert(Int64(seconds / 1_000_000_000) / 86_400)
+            }
+            rest = rest[range.upperBound...]
+        }
+        return days
     }
 }

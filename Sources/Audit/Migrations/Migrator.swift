@@ -1,3 +1,5 @@
+public import Logging
+
 /// Applies the schema migrations to a database: idempotent, each migration in
 /// its own transaction, recorded in `apns_relay_migrations`, and under an
 /// advisory lock so two relays starting together cannot race.
@@ -24,8 +26,10 @@ public struct Migrator: Sendable {
     /// - Throws: ``MigrationError`` when a migration fails (its transaction is
     ///   rolled back and later ones are not tried) or when an applied
     ///   migration's SQL no longer matches its recorded checksum.
-    public func apply(conninfo: String) throws -> Report {
-        let connection = try PostgresConnection(conninfo: conninfo)
+    /// - Parameter logger: where the server's notices go ("already exists,
+    ///   skipping" at debug); nil discards them.
+    public func apply(conninfo: String, logger: Logger? = nil) throws -> Report {
+        let connection = try PostgresConnection(conninfo: conninfo, logger: logger)
         try connection.execute("SELECT pg_advisory_lock(\(Self.lockKey))")
         defer { _ = try? connection.execute("SELECT pg_advisory_unlock(\(Self.lockKey))") }
 

@@ -1,4 +1,6 @@
 internal import CLibPQ
+import Logging
+import Foundation
 
 /// One blocking libpq connection. Used only from the audit writer's own
 /// thread and from command-line tools, never from Swift's cooperative pool.
@@ -7,10 +9,17 @@ final class PostgresConnection: @unchecked Sendable {
     // writer thread, or a CLI command); @unchecked only lets it be handed
     // to that thread.
     private let connection: OpaquePointer
+    /// Retained for libpq's notice callback; released in deinit.
+    private let noticeSink: Unmanaged<NoticeSink>
 
     /// Connects with a libpq connection string or URL; an empty string uses
     /// the PG* environment variables (PGHOST, PGSSLMODE, …), as libpq does.
-    init(conninfo: String) throws(PostgresError) {
+    ///
+    /// Server notices and warnings ("relation … already exists, skipping")
+    /// go to `logger` as structured lines, never raw to standard error
+    /// (libpq's default), which would break a JSON log stream. Without a
+    /// logger they are discarded.
+    init(conninfo: String, logger: Logger? = nil) throws(PostgresError) {
         guard let connection = PQconnectdb(conninfo) else {
             throw PostgresError(message: "out of memory creating a libpq connection", sqlState: nil)
         }
@@ -20,9 +29,30 @@ final class PostgresConnection: @unchecked Sendable {
             throw PostgresError(message: message, sqlState: nil)
         }
         self.connection = connection
+        noticeSink = Unmanaged.passRetained(NoticeSink(logger: logger))
+        PQsetNoticeReceiver(connection, { context, result in
+            guard let context, let result else { return }
+            Unmanaged<NoticeSink>.fromOpaque(context).takeUnretainedValue().receive(result)
+        }, noticeSink.toOpaque())
     }
 
-    deinit { PQfinish(connection) }
+    deinit {
+        PQfinish(connection)
+        noticeSink.release()
+    }
+
+    /// True inside a transaction block (idle, failed or active), when a
+    /// ROLLBACK has something to end.
+    var inTransaction: Bool {
+        let status = PQtransactionStatus(connection)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
+    }
+
+    /// Ends a transaction left open by a failure; nothing when none is open
+    /// (a ROLLBACK outside one only earns a warning).
+    func rollbackIfNeeded() {
+        if inTransaction { _ = try? execute("ROLLBACK") }
+    }
 
     /// False once the server went away; the writer then reconnects.
     var isHealthy: Bool { PQstatus(connection) == CONNECTION_OK }
@@ -121,6 +151,37 @@ final class PostgresConnection: @unchecked Sendable {
 
     /// The libpq version, e.g. 150008.
     static var libraryVersion: Int { Int(PQlibVersion()) }
+}
+
+/// Turns libpq notices into log lines: severity, SQLSTATE and message as
+/// fields. NOTICE and DEBUG are routine (IF NOT EXISTS skips) and log at
+/// debug; INFO and LOG at info; WARNING at warning.
+final class NoticeSink: @unchecked Sendable {
+    // Called by libpq on the thread using the connection, one at a time.
+    let logger: Logger?
+
+    init(logger: Logger?) { self.logger = logger }
+
+    func receive(_ result: OpaquePointer) {
+        guard let logger else { return }
+        func field(_ code: Int32) -> String? { PQresultErrorField(result, code).map { String(cString: $0) } }
+        let severity = field(Int32(UInt8(ascii: "V"))) ?? field(Int32(UInt8(ascii: "S"))) ?? "NOTICE"
+        let level: Logger.Level = switch severity {
+        case "WARNING": .warning
+        case "INFO", "LOG": .info
+        default: .debug
+        }
+        var metadata: Logger.Metadata = ["severity": "\(severity)"]
+        if let code = field(Int32(UInt8(ascii: "C"))) { metadata["sqlstate"] = "\(code)" }
+        if let detail = field(Int32(UInt8(ascii: "D"))) { metadata["detail"] = "\(detail)" }
+        let message = field(Int32(UInt8(ascii: "M"))) ?? Self.trimmed(PQresultErrorMessage(result))
+        logger.log(level: level, "postgres: \(message)", metadata: metadata)
+    }
+
+    private static func trimmed(_ text: UnsafePointer<CChar>?) -> String {
+        guard let text else { return "" }
+        return String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 }
 
 #if canImport(Glibc)

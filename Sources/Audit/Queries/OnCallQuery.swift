@@ -1,3 +1,5 @@
+public import Logging
+
 /// One of the on-call queries in `sql/queries`: the SQL as psql runs it, with
 /// `:'name'` variables, and a form libpq can bind.
 public struct OnCallQuery: Sendable, Hashable {
@@ -42,8 +44,13 @@ public struct OnCallQuery: Sendable, Hashable {
 /// Runs on-call queries against the audit database.
 public struct AuditQueryRunner: Sendable {
     public let conninfo: String
+    /// Where server notices go (nil discards them).
+    public let logger: Logger?
 
-    public init(conninfo: String) { self.conninfo = conninfo }
+    public init(conninfo: String, logger: Logger? = nil) {
+        self.conninfo = conninfo
+        self.logger = logger
+    }
 
     /// Runs `query` with `values` for its variables.
     public func run(_ query: OnCallQuery, _ values: [String: String]) throws -> PostgresRows {
@@ -52,7 +59,7 @@ public struct AuditQueryRunner: Sendable {
             guard let value = values[name] else { throw PostgresError(message: "query \(query.name) needs a value for \(name)", sqlState: nil) }
             return value
         }
-        let connection = try PostgresConnection(conninfo: conninfo)
+        let connection = try PostgresConnection(conninfo: conninfo, logger: logger)
         // UTC, so every timestamp comes back as "…+00" and is printed as RFC 3339 "…Z", as the API does.
         try connection.execute("SET TIME ZONE 'UTC'")
         var rows = try connection.execute(sql.trimmingTrailingSemicolon(), parameters)
@@ -75,7 +82,7 @@ public struct AuditQueryRunner: Sendable {
 
     /// Runs any statement with `$1…` parameters (the demo's summaries, tests).
     public func execute(_ sql: String, _ parameters: [String?] = []) throws -> PostgresRows {
-        try PostgresConnection(conninfo: conninfo).execute(sql, parameters)
+        try PostgresConnection(conninfo: conninfo, logger: logger).execute(sql, parameters)
     }
 }
 

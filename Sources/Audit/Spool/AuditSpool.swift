@@ -15,6 +15,11 @@ final class AuditSpool: @unchecked Sendable {
     enum Kind: UInt8 {
         case audit = 65  // "A"
         case deadToken = 68  // "D"
+        /// Journal only: a send about to make its first attempt; the line is
+        /// `key TAB` and the row it becomes if no completion follows (outcome `unknown`).
+        case intent = 73  // "I"
+        /// Journal only: a finished send; `key TAB` and its row.
+        case completion = 67  // "C"
     }
 
     struct Record: Equatable {
@@ -30,20 +35,40 @@ final class AuditSpool: @unchecked Sendable {
 
     let directory: URL
     let segmentLimit: Int
-    private var current: (url: URL, handle: FileHandle, size: Int)?
+    /// File names are `prefix` + 16 digits + `suffix`: `segment-….spool` for
+    /// the spool, `journal-….journal` for the send journal.
+    let prefix: String
+    let suffix: String
+    private var current: (url: URL, handle: FileHandle, size: Int, number: Int)?
+    private var lastNumber = 0
 
-    init(directory: String, segmentLimit: Int = 16 << 20) throws {
+    init(directory: String, segmentLimit: Int = 16 << 20, prefix: String = "segment-", suffix: String = ".spool") throws {
         self.directory = URL(fileURLWithPath: directory, isDirectory: true)
         self.segmentLimit = segmentLimit
+        self.prefix = prefix
+        self.suffix = suffix
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
     }
 
     /// Segment files, oldest first.
     func segments() -> [URL] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return names.filter { $0.hasPrefix("segment-") && $0.hasSuffix(".spool") }.sorted()
+        return names.filter { $0.hasPrefix(prefix) && $0.hasSuffix(suffix) }.sorted()
             .map { directory.appendingPathComponent($0) }
     }
+
+    /// The number in a segment's file name.
+    func number(of url: URL) -> Int? {
+        Int(url.lastPathComponent.dropFirst(prefix.count).dropLast(suffix.count))
+    }
+
+    /// New segments get numbers above `number` (files another thread may still delete).
+    func reserveNumbers(through number: Int) {
+        lastNumber = max(lastNumber, number)
+    }
+
+    /// The number of the segment appends go to, if one is open.
+    var currentNumber: Int? { current?.number }
 
     /// Bytes held across all segments.
     func totalBytes() -> Int {
@@ -52,17 +77,26 @@ final class AuditSpool: @unchecked Sendable {
         }
     }
 
-    /// Appends `records` durably (write + fsync) to the current segment.
-    func append(_ records: [Record]) throws {
-        guard !records.isEmpty else { return }
+    /// Appends `records` durably (write + fsync) to the current segment and
+    /// returns that segment's number.
+    @discardableResult
+    func append(_ records: [Record]) throws -> Int {
         var bytes: [UInt8] = []
         for record in records { Self.encode(record, into: &bytes) }
-        if current == nil || current!.size + bytes.count > segmentLimit { try rotate() }
-        guard var segment = current else { return }
+        return try append(encoded: bytes)
+    }
+
+    /// Appends already encoded records durably; returns the segment's number.
+    @discardableResult
+    func append(encoded bytes: [UInt8]) throws -> Int {
+        if current == nil || (current!.size > 0 && current!.size + bytes.count > segmentLimit) { try rotate() }
+        guard var segment = current else { throw CocoaError(.fileWriteUnknown) }
+        guard !bytes.isEmpty else { return segment.number }
         try segment.handle.write(contentsOf: Data(bytes))
         try segment.handle.synchronize()
         segment.size += bytes.count
         current = segment
+        return segment.number
     }
 
     /// Closes the current segment so replay may read and delete it.
@@ -96,13 +130,22 @@ final class AuditSpool: @unchecked Sendable {
 
     private func rotate() throws {
         sealCurrent()
-        let next = (segments().last.flatMap { Int($0.lastPathComponent.dropFirst(8).dropLast(6)) } ?? 0) + 1
-        let name = "segment-" + String(format: "%016d", next) + ".spool"
+        // Numbers only grow within a run, even after every segment was removed,
+        // so a number never names two files (the journal's ledger keys on it).
+        let next = max(lastNumber, segments().last.flatMap { number(of: $0) } ?? 0) + 1
+        lastNumber = next
+        let name = prefix + String(format: "%016d", next) + suffix
         let url = directory.appendingPathComponent(name)
         guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]),
               let handle = try? FileHandle(forWritingTo: url)
         else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
-        current = (url, handle, 0)
+        current = (url, handle, 0, next)
+        // The new name must survive a power cut too (best effort: not every
+        // file system lets a directory be opened for fsync).
+        if let directoryHandle = FileHandle(forReadingAtPath: directory.path) {
+            try? directoryHandle.synchronize()
+            try? directoryHandle.close()
+        }
     }
 
     static func encode(_ record: Record, into bytes: inout [UInt8]) {

@@ -85,6 +85,69 @@ public struct AuditRecord: Sendable, Hashable {
         self.relayInstance = relayInstance
     }
 
+    /// The row a send gets when the relay stopped (crash, SIGKILL, a drain
+    /// that could not wait) between its intent and its result: outcome
+    /// `unknown`, attempts 0, error type `relay_stopped`. APNs may or may not
+    /// have delivered it. The id is derived from the journal key, so the same
+    /// intent recovered twice is the same primary key and lands once.
+    public init(intent send: SendDescriptor, startedAt: UInt64, relayInstance: String) {
+        let key = Self.journalKey(apnsID: send.apnsID.value, startedAt: startedAt)
+        id = Self.derivedID(key)
+        recordedAtNanoseconds = startedAt
+        startedAtNanoseconds = startedAt
+        finishedAtNanoseconds = startedAt
+        apnsID = send.apnsID.value
+        apnsUniqueID = nil
+        traceID = send.traceID
+        app = send.app
+        environment = send.environment.rawValue
+        operation = send.operation.rawValue
+        pushType = send.pushType?.rawValue
+        priority = send.priority?.rawValue
+        topic = send.topic
+        tokenFingerprint = send.tokenFingerprint
+        channelID = send.channelID
+        snapshotID = send.snapshotID
+        surfaceID = send.surfaceID
+        outcome = Self.unknownOutcome
+        status = nil
+        reason = nil
+        errorType = "relay_stopped"
+        trapIDs = []
+        attempts = 0
+        retried = false
+        latencyMilliseconds = 0
+        attemptLog = "[]"
+        payloadBytes = send.payloadBytes
+        caller = send.caller
+        self.relayInstance = relayInstance
+    }
+
+    /// The outcome of a send whose result the relay never recorded.
+    public static let unknownOutcome = "unknown"
+
+    /// What ties a send's intent to its completion in the journal: one
+    /// logical send is one apns-id started at one instant.
+    static func journalKey(apnsID: String, startedAt: UInt64) -> String { "\(apnsID)/\(startedAt)" }
+
+    /// A UUID-shaped id computed from `key` (two FNV-1a 64-bit hashes).
+    static func derivedID(_ key: String) -> String {
+        func fnv(_ seed: UInt64) -> UInt64 {
+            var hash = seed
+            for byte in key.utf8 {
+                hash ^= UInt64(byte)
+                hash = hash &* 0x100_0000_01b3
+            }
+            return hash
+        }
+        let high = fnv(0xcbf2_9ce4_8422_2325)
+        let low = fnv(0x84222325_cbf29ce4 ^ 0x5bd1_e995)
+        let hex = String(format: "%016llx%016llx", high, low)
+        let characters = Array(hex)
+        func part(_ range: Range<Int>) -> String { String(characters[range]) }
+        return [part(0..<8), part(8..<12), part(12..<16), part(16..<20), part(20..<32)].joined(separator: "-")
+    }
+
     /// The row as one line of `COPY … FROM STDIN` text format.
     public func copyLine() -> [UInt8] {
         var line: [UInt8] = []
@@ -191,6 +254,11 @@ enum CopyText {
 
 /// Builds one COPY text line: fields separated by tabs, `\N` for NULL,
 /// backslash, newline, carriage return and tab escaped.
+///
+/// A NUL character cannot be stored in a Postgres `text` value at all (COPY
+/// refuses the whole batch with "invalid byte sequence for encoding UTF8:
+/// 0x00"), so it is written as U+FFFD, the Unicode replacement character:
+/// the row lands, and the replacement shows where the input was odd.
 struct CopyLineWriter {
     private var line: [UInt8]
     private var first = true
@@ -209,7 +277,7 @@ struct CopyLineWriter {
         }
         value.withUTF8 { bytes in
             // Most fields need no escaping: copy them whole.
-            if !bytes.contains(where: { $0 == 0x5C || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            if !bytes.contains(where: { $0 == 0x5C || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 == 0x00 }) {
                 line.append(contentsOf: bytes)
                 return
             }
@@ -219,6 +287,7 @@ struct CopyLineWriter {
                 case 0x0A: line.append(contentsOf: [0x5C, UInt8(ascii: "n")])
                 case 0x0D: line.append(contentsOf: [0x5C, UInt8(ascii: "r")])
                 case 0x09: line.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+                case 0x00: line.append(contentsOf: [0xEF, 0xBF, 0xBD])  // U+FFFD
                 default: line.append(byte)
                 }
             }

@@ -1,40 +1,60 @@
+import APNs
 import Foundation
 import Logging
 
 extension AuditWriter {
     /// The writer thread: take a batch, replay the spool if Postgres is back,
-    /// write or spool the batch, repeat until shutdown has drained the queue.
+    /// write or spool the batch, repeat until shutdown has drained the queue
+    /// and the journal has nothing left to hand over.
     func run() {
+        recoverLeftoverJournal()
         while true {
             condition.lock()
-            if queue.count - queueHead == 0, !stopping {
+            if queue.count - queueHead == 0, !stopping || !journalIsIdle() {
+                // Stopping, the writer still waits while the journal hands over its last group.
                 _ = condition.wait(until: Date().addingTimeInterval(configuration.flushInterval))
             }
+            condition.unlock()
+            // Read after any wait and before the queue: once the journal is
+            // idle, every row it took is already queued.
+            let journalIdle = journalIsIdle()
+            condition.lock()
             let depth = queue.count - queueHead
             let catchingUp = depth > configuration.highWaterMark
             let take = catchingUp ? depth : min(depth, configuration.batchSize)
-            let batch = Array(queue[queueHead..<(queueHead + take)])
+            var batch = Array(queue[queueHead..<(queueHead + take)])
             queueHead += take
             if queueHead > 4096, queueHead * 2 > queue.count {
                 queue.removeFirst(queueHead)
                 queueHead = 0
             }
-            let exiting = stopping && queue.count - queueHead == 0
+            let exiting = stopping && journalIdle && queue.count - queueHead == 0
             condition.unlock()
 
+            if !unsettled.isEmpty {
+                batch = unsettled + batch
+                unsettled = []
+            }
             connectIfDue()
             if connection != nil, !spool.segments().isEmpty { replaySpool() }
             if connection != nil { maintainPartitionsIfDue() }
             if !batch.isEmpty {
                 // Rows must reach Postgres in order: while older rows wait in
                 // the spool, newer ones queue behind them there.
-                if let connection, !catchingUp, spool.segments().isEmpty {
-                    write(batch, to: connection)
+                if connection != nil, !catchingUp, spool.segments().isEmpty {
+                    write(batch)
                 } else {
                     spoolBatch(batch)
                 }
             }
-            if exiting { break }
+            updateBehind()
+            if exiting, unsettled.isEmpty { break }
+            if exiting {
+                // The spool refused the last rows: they stay in the journal
+                // for the next start rather than being counted lost.
+                logger.critical("audit rows could be neither written nor spooled; they stay in the journal for the next start", metadata: ["rows": "\(unsettled.count)"])
+                break
+            }
         }
         // Rows spooled while catching up or during a blip are replayed before
         // exit if Postgres answers one more try; otherwise they wait on disk
@@ -52,7 +72,39 @@ extension AuditWriter {
         let waiting = exitContinuations
         exitContinuations = []
         condition.unlock()
+        journalCondition.lock()
+        writerExited = true
+        journalCondition.broadcast()
+        journalCondition.unlock()
         waiting.forEach { $0.resume() }
+    }
+
+    /// Moves a previous run's journal to the spool, then releases the
+    /// segments' holds. On failure they stay (held) for the next start.
+    private func recoverLeftoverJournal() {
+        guard !leftoverJournal.isEmpty else { return }
+        do {
+            let recovered = try recoverJournal(leftoverJournal)
+            let bytes = spool.totalBytes()
+            condition.lock()
+            counters.recoveredCompleted = recovered.completed
+            counters.recoveredUnknown = recovered.unknown
+            counters.spoolBytes = bytes
+            for url in leftoverJournal {
+                if let number = journal.number(of: url) { journalOutstanding[number] = nil }
+            }
+            condition.unlock()
+        } catch {
+            logger.critical("could not recover the audit journal a previous run left; it stays for the next start", metadata: ["error": "\(error)"])
+        }
+        leftoverJournal = []
+    }
+
+    /// Nothing pending for the journal and nothing being written by it.
+    private func journalIsIdle() -> Bool {
+        journalCondition.lock()
+        defer { journalCondition.unlock() }
+        return journalPending.isEmpty && !journalBusy
     }
 
     private func connectIfDue() {
@@ -61,12 +113,15 @@ extension AuditWriter {
         // with a database replays it.
         guard !configuration.spoolOnly else { return }
         do {
-            let connection = try PostgresConnection(conninfo: configuration.conninfo)
+            let connection = try PostgresConnection(conninfo: configuration.conninfo, logger: logger)
             try connection.execute("SET application_name = 'apns-relay audit writer'")
             self.connection = connection
             reconnectDelay = configuration.reconnectMinimumDelay
             lastMaintenance = .distantPast
             setConnected(true)
+            condition.lock()
+            counters.lastConnectedAt = Date()
+            condition.unlock()
             logger.info("audit writer connected to Postgres")
         } catch {
             nextConnectAttempt = Date().addingTimeInterval(reconnectDelay * Double.random(in: 0.8...1.2))
@@ -88,32 +143,114 @@ extension AuditWriter {
         condition.unlock()
     }
 
-    private func write(_ batch: [Item], to connection: PostgresConnection) {
-        let started = Date()
-        let (audit, auditCount, dead) = Self.copyData(batch)
-        do {
-            // A lone COPY is atomic by itself; a transaction is needed only
-            // when dead-token upserts ride along.
-            if !dead.isEmpty { try connection.execute("BEGIN") }
-            if auditCount > 0 {
-                try connection.copyIn("COPY apns_audit (\(AuditRecord.columns.joined(separator: ", "))) FROM STDIN", data: audit)
-            }
-            if !dead.isEmpty {
-                try upsertDeadTokens(dead, on: connection)
-                try connection.execute("COMMIT")
-            }
-            let seconds = Date().timeIntervalSince(started)
-            condition.lock()
-            counters.written += auditCount
-            counters.deadTokensUpserted += dead.count
-            counters.lastWriteSeconds = seconds
-            counters.writeBatches += 1
-            condition.unlock()
-        } catch {
-            _ = try? connection.execute("ROLLBACK")
-            dropConnection(after: error)
-            spoolBatch(batch)
+    /// Marks the audit caught up (connected, nothing spooled) or behind.
+    private func updateBehind() {
+        guard !configuration.spoolOnly else { return }
+        let caughtUp = connection != nil && spool.segments().isEmpty && unsettled.isEmpty
+        condition.lock()
+        if caughtUp {
+            counters.behindSince = nil
+        } else if counters.behindSince == nil {
+            counters.behindSince = Date()
         }
+        condition.unlock()
+    }
+
+    /// Writes `batch` with COPY; a batch Postgres refuses for its data is
+    /// bisected down to the bad rows, which are quarantined; a connection
+    /// failure spools whatever is not yet written.
+    private func write(_ batch: [Row]) {
+        let started = Date()
+        var pending: [ArraySlice<Row>] = [batch[...]]
+        while let rows = pending.first {
+            pending.removeFirst()
+            guard let connection else {
+                spoolBatch(Array(rows) + pending.flatMap { $0 })
+                return
+            }
+            do {
+                try insert(rows, replay: false, on: connection)
+                settleWritten(rows, seconds: Date().timeIntervalSince(started))
+            } catch let error as PostgresError where error.isDataError && connection.isHealthy {
+                connection.rollbackIfNeeded()
+                if rows.count == 1 {
+                    quarantineRow(rows.first!, error: error)
+                } else {
+                    let middle = rows.startIndex + rows.count / 2
+                    pending.insert(contentsOf: [rows[..<middle], rows[middle...]], at: 0)
+                }
+            } catch {
+                connection.rollbackIfNeeded()
+                dropConnection(after: error)
+                spoolBatch(Array(rows) + pending.flatMap { $0 })
+                return
+            }
+        }
+    }
+
+    /// One transaction: the audit rows by COPY (straight into the table, or,
+    /// for replay, through a temporary table so rows already there are
+    /// skipped), then the dead-token upserts.
+    private func insert(_ rows: ArraySlice<Row>, replay: Bool, on connection: PostgresConnection) throws {
+        var audit: [UInt8] = []
+        audit.reserveCapacity(rows.count * 450)
+        var dead: [[UInt8]] = []
+        for row in rows {
+            if row.kind == .deadToken { dead.append(row.line) } else { audit.append(contentsOf: row.line) }
+        }
+        let columns = AuditRecord.columns.joined(separator: ", ")
+        // A lone COPY is atomic by itself; a transaction is needed when
+        // dead-token upserts ride along or rows go through the replay table.
+        let transaction = replay || !dead.isEmpty
+        if transaction { try connection.execute("BEGIN") }
+        if !audit.isEmpty {
+            if replay {
+                try connection.execute(
+                    "CREATE TEMP TABLE IF NOT EXISTS apns_audit_replay (LIKE apns_audit INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
+                try connection.copyIn("COPY apns_audit_replay (\(columns)) FROM STDIN", data: audit)
+                try connection.execute(
+                    "INSERT INTO apns_audit (\(columns)) SELECT \(columns) FROM apns_audit_replay ON CONFLICT DO NOTHING")
+            } else {
+                try connection.copyIn("COPY apns_audit (\(columns)) FROM STDIN", data: audit)
+            }
+        }
+        if !dead.isEmpty { try upsertDeadTokens(dead, on: connection) }
+        if transaction { try connection.execute("COMMIT") }
+    }
+
+    private func settleWritten(_ rows: ArraySlice<Row>, seconds: Double) {
+        let audit = rows.count { $0.kind != .deadToken }
+        condition.lock()
+        counters.written += audit
+        counters.deadTokensUpserted += rows.count - audit
+        counters.lastWriteSeconds = seconds
+        counters.writeBatches += 1
+        settleInJournal(rows)
+        condition.unlock()
+    }
+
+    /// Keeps a row Postgres refused for its data on disk, counted and logged
+    /// (apns-id only: a dead-token row holds a token).
+    private func quarantineRow(_ row: Row, error: PostgresError) {
+        do {
+            try quarantine.append(kind: row.kind, line: row.line, error: error, at: UnixTime.nowNanoseconds())
+        } catch {
+            // Not even the quarantine file: keep the row in the spool path,
+            // whose replay will meet the same refusal and try again.
+            logger.critical("audit quarantine write failed", metadata: ["error": "\(error)"])
+            unsettled.append(row)
+            return
+        }
+        let fields = row.line.split(separator: 0x09, omittingEmptySubsequences: false)
+        logger.error("audit row refused by Postgres for its data; quarantined, the rest of its batch written", metadata: [
+            "sqlstate": "\(error.sqlState ?? "")", "error": "\(error.message)",
+            "apns_id": "\(row.kind == .audit && fields.count > 4 ? String(decoding: fields[4], as: UTF8.self) : "")",
+            "kind": "\(row.kind == .audit ? "audit" : "dead_token")",
+        ])
+        condition.lock()
+        if row.kind != .deadToken { counters.quarantined += 1 }
+        settleInJournal(CollectionOfOne(row))
+        condition.unlock()
     }
 
     private func upsertDeadTokens(_ lines: [[UInt8]], on connection: PostgresConnection) throws {
@@ -134,38 +271,36 @@ extension AuditWriter {
             """)
     }
 
-    private func spoolBatch(_ batch: [Item]) {
-        let records = batch.map { item -> AuditSpool.Record in
-            switch item {
-            case .audit(let record): AuditSpool.Record(kind: .audit, line: record.copyLine())
-            case .deadToken(let record): AuditSpool.Record(kind: .deadToken, line: record.copyLine())
-            }
-        }
+    /// Appends rows to the spool (fsync). If the disk refuses, the rows are
+    /// kept and retried with the next batch; they are in the journal, so
+    /// even a crash now loses none of them.
+    private func spoolBatch(_ batch: [Row]) {
+        guard !batch.isEmpty else { return }
+        let records = batch.map { AuditSpool.Record(kind: $0.kind == .deadToken ? .deadToken : .audit, line: $0.line) }
         do {
             try spool.append(records)
-            let audited = batch.filter { if case .audit = $0 { true } else { false } }.count
+            let audited = batch.count { $0.kind != .deadToken }
             let bytes = spool.totalBytes()
             condition.lock()
             counters.spooled += audited
             counters.spoolBytes = bytes
+            settleInJournal(batch)
             condition.unlock()
         } catch {
-            // The disk failed too: these rows are lost; say so loudly.
-            let audited = batch.filter { if case .audit = $0 { true } else { false } }.count
-            condition.lock()
-            counters.dropped += audited
-            condition.unlock()
-            logger.critical("audit spool write failed; rows dropped", metadata: ["rows": "\(audited)", "error": "\(error)"])
+            unsettled.append(contentsOf: batch)
+            logger.critical("audit spool write failed; rows kept in the journal and retried", metadata: ["rows": "\(batch.count)", "error": "\(error)"])
         }
     }
 
     /// Replays spool segments oldest first through a temporary table, so a row
     /// already in Postgres (its COPY committed but the answer was lost) is
-    /// skipped rather than duplicated.
+    /// skipped rather than duplicated. A segment Postgres refuses for its
+    /// data is bisected like a live batch: its bad rows are quarantined,
+    /// the others written, and the segment removed.
     private func replaySpool() {
         spool.sealCurrent()
         for segment in spool.segments() {
-            guard let connection else { return }
+            guard connection != nil else { return }
             do {
                 let contents = try spool.read(segment)
                 if contents.tornBytes > 0 {
@@ -176,28 +311,35 @@ extension AuditWriter {
                     counters.tornRecords += 1
                     condition.unlock()
                 }
-                let audit = contents.records.filter { $0.kind == .audit }.map(\.line)
-                let dead = contents.records.filter { $0.kind == .deadToken }.map(\.line)
-                try connection.execute("BEGIN")
-                try connection.execute(
-                    "CREATE TEMP TABLE IF NOT EXISTS apns_audit_replay (LIKE apns_audit INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
-                if !audit.isEmpty {
-                    try connection.copyIn(
-                        "COPY apns_audit_replay (\(AuditRecord.columns.joined(separator: ", "))) FROM STDIN", data: audit.flatMap { $0 })
-                    try connection.execute(
-                        "INSERT INTO apns_audit (\(AuditRecord.columns.joined(separator: ", "))) SELECT \(AuditRecord.columns.joined(separator: ", ")) FROM apns_audit_replay ON CONFLICT DO NOTHING")
+                let rows = contents.records.map { Row(kind: $0.kind == .deadToken ? .deadToken : .audit, line: $0.line, journalSegment: nil) }
+                var replayed = 0
+                var pending: [ArraySlice<Row>] = [rows[...]]
+                while let slice = pending.first {
+                    pending.removeFirst()
+                    guard let connection else { return }
+                    do {
+                        try insert(slice, replay: true, on: connection)
+                        replayed += slice.count { $0.kind != .deadToken }
+                    } catch let error as PostgresError where error.isDataError && connection.isHealthy {
+                        connection.rollbackIfNeeded()
+                        if slice.count == 1 {
+                            quarantineRow(slice.first!, error: error)
+                        } else {
+                            let middle = slice.startIndex + slice.count / 2
+                            pending.insert(contentsOf: [slice[..<middle], slice[middle...]], at: 0)
+                        }
+                    }
                 }
-                if !dead.isEmpty { try upsertDeadTokens(dead, on: connection) }
-                try connection.execute("COMMIT")
+                if !unsettled.isEmpty { return }
                 try spool.remove(segment)
                 let bytes = spool.totalBytes()
                 condition.lock()
-                counters.replayed += audit.count
+                counters.replayed += replayed
                 counters.spoolBytes = bytes
                 condition.unlock()
-                logger.info("replayed audit spool segment", metadata: ["segment": "\(segment.lastPathComponent)", "rows": "\(audit.count)"])
+                logger.info("replayed audit spool segment", metadata: ["segment": "\(segment.lastPathComponent)", "rows": "\(replayed)"])
             } catch {
-                _ = try? connection.execute("ROLLBACK")
+                if let connection { connection.rollbackIfNeeded() }
                 dropConnection(after: error)
                 return
             }
@@ -219,21 +361,14 @@ extension AuditWriter {
             logger.error("audit partition maintenance failed (run `apns-relay migrate`?)", metadata: ["error": "\(error)"])
         }
     }
+}
 
-    /// The batch as one COPY buffer of audit rows (and their count) plus dead-token lines.
-    static func copyData(_ batch: [Item]) -> (audit: [UInt8], auditCount: Int, dead: [[UInt8]]) {
-        var audit: [UInt8] = []
-        audit.reserveCapacity(batch.count * 400)
-        var count = 0
-        var dead: [[UInt8]] = []
-        for item in batch {
-            switch item {
-            case .audit(let record):
-                record.appendCopyLine(to: &audit)
-                count += 1
-            case .deadToken(let record): dead.append(record.copyLine())
-            }
-        }
-        return (audit, count, dead)
+extension PostgresError {
+    /// Postgres refused the data itself (SQLSTATE class 22, data exception,
+    /// or 23, integrity constraint violation): sending it again cannot help,
+    /// unlike a connection failure.
+    var isDataError: Bool {
+        guard let sqlState else { return false }
+        return sqlState.hasPrefix("22") || sqlState.hasPrefix("23")
     }
 }

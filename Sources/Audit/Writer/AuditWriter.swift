@@ -1,20 +1,35 @@
-import Foundation
+public import Foundation
 public import Logging
 public import Relay
 
-/// Turns every finished send into one `apns_audit` row, off the send path.
+/// Turns every finished send into exactly one `apns_audit` row, whatever
+/// crashes.
 ///
-/// `sendFinished` only appends to a bounded in-memory queue. One thread owns
-/// a blocking libpq connection and drains the queue in batches with COPY
-/// (flushing at `batchSize` rows or every `flushInterval`). When Postgres is
-/// unreachable, or the queue passes its high-water mark, batches go to the
-/// disk spool instead; they are replayed, oldest first and idempotently,
-/// as soon as Postgres answers again. Shutdown writes or spools everything
-/// still queued. Rows are only lost when the queue is full (counted as
-/// dropped, which pages).
-public final class AuditWriter: RelayObserver, @unchecked Sendable {
+/// Two threads of its own, none of Swift's cooperative pool:
+///
+/// - The **journal thread** appends each send's intent (before its first
+///   attempt) and completion (before the caller is answered) to a journal
+///   in the spool directory, many sends per `fsync` (group commit), then
+///   resumes the waiting sends and hands completed rows to the writer.
+///   A relay killed at any point leaves every answered send's row in the
+///   journal; a send that had started but not finished is recovered as a
+///   row with outcome `unknown`. Journal segments are deleted, oldest first,
+///   once every row in them is in Postgres or the spool.
+/// - The **writer thread** owns a blocking libpq connection and drains the
+///   rows in batches with COPY (flushing at `batchSize` rows or every
+///   `flushInterval`). When Postgres is unreachable, or the queue passes its
+///   high-water mark, batches go to the disk spool instead; they are
+///   replayed, oldest first and idempotently, as soon as Postgres answers
+///   again. A batch Postgres refuses for its data is split until the bad
+///   row is found; that row is quarantined (kept on disk, counted, listed by
+///   `apns-relay audit quarantine`) and every other row is written.
+///
+/// No path drops a row: what cannot be written is spooled, what cannot be
+/// spooled stays in the journal for the next start.
+public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     // Shared state is guarded by `condition`; the connection and the spool
-    // are used only by the writer thread.
+    // are used only by the writer thread, the journal only by the journal
+    // thread (and by `init` before either starts).
 
     /// Settings of the writer.
     public struct Configuration: Sendable {
@@ -22,15 +37,13 @@ public final class AuditWriter: RelayObserver, @unchecked Sendable {
         public var conninfo: String
         /// No database: rows stay in the spool for a later relay to replay.
         public var spoolOnly = false
-        /// Directory for spool segments (created if missing).
+        /// Directory for spool segments, the journal and the quarantine (created if missing).
         public var spoolDirectory: String
         /// Written to every row's `relay_instance`.
         public var relayInstance: String
         public var batchSize = 500
         /// Longest a row waits in the queue before a partial batch is flushed, seconds.
         public var flushInterval = 0.05
-        /// Rows queued at most; beyond it rows are dropped and counted.
-        public var queueCapacity = 200_000
         /// Past this depth batches go straight to the spool to catch up.
         public var highWaterMark = 50_000
         public var reconnectMinimumDelay = 0.2
@@ -39,6 +52,8 @@ public final class AuditWriter: RelayObserver, @unchecked Sendable {
         public var partitionDaysAhead = 7
         /// Drop partitions older than this many days (nil keeps everything).
         public var retentionDays: Int?
+        /// Journal segment size before a new one is started, bytes.
+        public var journalSegmentBytes = 4 << 20
 
         public init(conninfo: String, spoolDirectory: String, relayInstance: String) {
             self.conninfo = conninfo
@@ -47,67 +62,154 @@ public final class AuditWriter: RelayObserver, @unchecked Sendable {
         }
     }
 
-    enum Item {
-        case audit(AuditRecord)
-        case deadToken(DeadTokenRecord)
+    /// A row on its way to Postgres: its COPY line, and the journal segment
+    /// that holds it until it is written or spooled (nil once it is on disk elsewhere).
+    struct Row {
+        var kind: AuditSpool.Kind
+        var line: [UInt8]
+        var journalSegment: Int?
+    }
+
+    /// What the journal thread is asked to make durable.
+    /// Encoded on the journal thread, not on the sending task: the
+    /// cooperative pool has two threads and they are the scarce resource.
+    enum JournalEntry {
+        case intent(SendDescriptor, startedAt: UInt64)
+        case completion(SendEvent)
+        /// Nothing to write: resumes its waiter once everything before it is durable.
+        case barrier
     }
 
     public let configuration: Configuration
     let logger: Logger
     let condition = NSCondition()
-    var queue: [Item] = []
+
+    // Writer thread's input.
+    var queue: [Row] = []
     var queueHead = 0
     var stopping = false
     var finished = false
     var counters = AuditStatistics()
     var exitContinuations: [CheckedContinuation<Void, Never>] = []
 
+    // Journal thread's input, guarded by `journalCondition` (its own, so a
+    // send handing over an entry wakes the journal thread and not the writer).
+    let journalCondition = NSCondition()
+    var journalPending: [(JournalEntry, CheckedContinuation<Void, Never>?)] = []
+    var journalBusy = false
+    var journalThreadRunning = false
+    /// Set by the writer thread as it exits: the journal thread may stop when idle.
+    var writerExited = false
+    /// `shutdown()` callers waiting for the journal thread's last trim.
+    var journalExitContinuations: [CheckedContinuation<Void, Never>] = []
+
+    // The ledger of what each journal segment still holds, guarded by `condition`.
+    /// Rows (and open intents) each journal segment holds that are not yet
+    /// in Postgres or the spool.
+    var journalOutstanding: [Int: Int] = [:]
+    /// The segment of each intent whose completion has not been journaled.
+    var openIntents: [String: Int] = [:]
+    /// The segment the journal last appended to.
+    var journalCurrentSegment: Int?
+    /// Journal thread only: the segment current at its last trim.
+    var lastTrimmedSegment: Int?
+
     let spool: AuditSpool
+    let journal: AuditSpool
+    let quarantine: AuditQuarantine
     var connection: PostgresConnection?
     var nextConnectAttempt = Date.distantPast
     var reconnectDelay: Double
     var lastMaintenance = Date.distantPast
+    /// Rows a failed spool write left behind, retried first.
+    var unsettled: [Row] = []
+    /// Journal segments a previous run left, for the writer thread to recover.
+    var leftoverJournal: [URL] = []
 
-    /// Opens the spool (replaying anything a previous run left happens on the
-    /// writer thread) and starts the writer thread.
+    /// Opens the spool, recovers what a previous run left in the journal
+    /// (into the spool, so the writer replays it), and starts both threads.
     public init(configuration: Configuration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
         self.spool = try AuditSpool(directory: configuration.spoolDirectory)
+        self.journal = try AuditSpool(
+            directory: configuration.spoolDirectory, segmentLimit: configuration.journalSegmentBytes, prefix: "journal-",
+            suffix: ".journal")
+        self.quarantine = try AuditQuarantine(directory: configuration.spoolDirectory + "/quarantine")
         self.reconnectDelay = configuration.reconnectMinimumDelay
+        // What a previous run left in the journal is recovered by the writer
+        // thread (disk reads and an fsync have no place on the caller, which
+        // may be on the cooperative pool). Until then those segments are held
+        // in the ledger, and new ones are numbered after them.
+        leftoverJournal = journal.segments()
+        for url in leftoverJournal {
+            guard let number = journal.number(of: url) else { continue }
+            journalOutstanding[number] = 1
+            journal.reserveNumbers(through: number)
+        }
         counters.spoolBytes = spool.totalBytes()
+        counters.databaseConfigured = !configuration.spoolOnly
+        if counters.spoolBytes > 0, !configuration.spoolOnly { counters.behindSince = Date() }
         let thread = Thread { [self] in run() }
         thread.name = "apns-relay-audit"
         thread.start()
+        journalCondition.lock()
+        startJournalThreadIfNeeded()
+        journalCondition.unlock()
     }
 
     public func attemptFinished(_ event: AttemptEvent) {}
 
-    /// Queues the send's row (and its dead-token upsert). Never blocks on I/O.
+    /// Journals the send's row (and its dead-token upsert) without waiting:
+    /// for paths that cannot suspend. Never blocks on I/O.
     public func sendFinished(_ event: SendEvent) {
-        var items = [Item.audit(AuditRecord(event: event, relayInstance: configuration.relayInstance))]
-        if let dead = DeadTokenRecord(event: event) { items.append(.deadToken(dead)) }
-        condition.lock()
-        defer { condition.unlock() }
-        guard !stopping, queue.count - queueHead + items.count <= configuration.queueCapacity else {
-            counters.dropped += 1
-            return
+        enqueueJournal(.completion(event), continuation: nil)
+    }
+
+    /// Journals the send's row and returns once it is on disk.
+    public func sendFinishedDurably(_ event: SendEvent) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            enqueueJournal(.completion(event), continuation: continuation)
         }
-        queue.append(contentsOf: items)
-        if queue.count - queueHead >= configuration.batchSize { condition.signal() }
+    }
+
+    /// Journals the send's intent and returns once it is on disk.
+    public func sendStarting(_ send: SendDescriptor, startedAt: UInt64) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            enqueueJournal(.intent(send, startedAt: startedAt), continuation: continuation)
+        }
+    }
+
+    /// Returns once everything handed over so far is durable.
+    public func waitUntilDurable() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            enqueueJournal(.barrier, continuation: continuation)
+        }
+    }
+
+    private func enqueueJournal(_ entry: JournalEntry, continuation: CheckedContinuation<Void, Never>?) {
+        journalCondition.lock()
+        journalPending.append((entry, continuation))
+        startJournalThreadIfNeeded()
+        journalCondition.signal()
+        journalCondition.unlock()
     }
 
     /// Counters and gauges for metrics and `/readyz`.
     public var statistics: AuditStatistics {
+        journalCondition.lock()
+        let journalDepth = journalPending.count
+        journalCondition.unlock()
         condition.lock()
         defer { condition.unlock() }
         var snapshot = counters
-        snapshot.queueDepth = queue.count - queueHead
+        snapshot.queueDepth = queue.count - queueHead + journalDepth
         return snapshot
     }
 
-    /// Stops intake, writes or spools everything queued, and returns once the
-    /// writer thread has exited.
+    /// Stops the writer once everything journaled is written or spooled, and
+    /// returns when it and the journal thread have exited. Sends that finish later are still
+    /// journaled (durably) and reach Postgres from the next start.
     public func shutdown() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             condition.lock()
@@ -118,8 +220,21 @@ public final class AuditWriter: RelayObserver, @unchecked Sendable {
                 return
             }
             exitContinuations.append(continuation)
-            condition.signal()
+            condition.broadcast()
             condition.unlock()
+        }
+        // Then the journal thread's last trim, so a writer opened next on the
+        // same directory never races this one's deletions.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            journalCondition.lock()
+            guard journalThreadRunning else {
+                journalCondition.unlock()
+                continuation.resume()
+                return
+            }
+            journalExitContinuations.append(continuation)
+            journalCondition.signal()
+            journalCondition.unlock()
         }
     }
 }
@@ -129,16 +244,49 @@ public struct AuditStatistics: Sendable, Hashable {
     public var written = 0
     public var spooled = 0
     public var replayed = 0
+    /// Rows lost: only when the journal and the spool both failed to write
+    /// and the process then exited. Zero on a healthy disk.
     public var dropped = 0
+    /// Rows Postgres refused for their data, kept in the quarantine file.
+    public var quarantined = 0
+    /// Rows recovered from a previous run's journal: sends that finished
+    /// (answered) and sends that had started but not finished (`unknown`).
+    public var recoveredCompleted = 0
+    public var recoveredUnknown = 0
     public var deadTokensUpserted = 0
     /// Records read back from the spool that were torn and skipped.
     public var tornRecords = 0
     public var queueDepth = 0
     public var spoolBytes = 0
     public var connected = false
+    /// A database is configured (not spool-only).
+    public var databaseConfigured = false
+    /// Since when rows have been waiting for Postgres (spooled, or no
+    /// connection) while a database is configured; nil when caught up.
+    public var behindSince: Date?
+    /// When the writer last opened a Postgres connection: with `behindSince`,
+    /// tells "Postgres answers but rows do not land" from an outage.
+    public var lastConnectedAt: Date?
     /// Seconds the last batch write took.
     public var lastWriteSeconds = 0.0
     public var writeBatches = 0
+    /// Journal appends (each one fsync, for many sends).
+    public var journalCommits = 0
 
     public init() {}
+
+    /// True when rows have been behind for over `limit` seconds although
+    /// Postgres accepted a connection meanwhile: the fault is this relay's
+    /// (rows refused, schema missing, replay failing), not an outage every
+    /// relay shares.
+    public func stuckWhileReachable(limit: Double, now: Date = Date()) -> Bool {
+        guard let behindSince, let lastConnectedAt, behindSeconds(now: now) > limit else { return false }
+        return lastConnectedAt >= behindSince
+    }
+
+    /// Seconds the audit has not been reaching Postgres while one is configured (0 when caught up).
+    public func behindSeconds(now: Date = Date()) -> Double {
+        guard databaseConfigured, let behindSince else { return 0 }
+        return max(0, now.timeIntervalSince(behindSince))
+    }
 }

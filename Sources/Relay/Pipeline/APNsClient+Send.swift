@@ -79,8 +79,12 @@ struct SendRun {
     }
 
     mutating func execute() async throws(SendFailure) -> SendResult {
+        // The intent is durable before anything leaves: if the relay dies
+        // after APNs answered and before the result is recorded, the send
+        // still gets a row (outcome `unknown`) instead of none.
+        await client.observers.recordIntent(descriptor, startedAt: startedAt)
         while true {
-            if Task.isCancelled { throw finish(failure: .cancelled, status: nil, reason: nil) }
+            if Task.isCancelled { throw await finish(failure: .cancelled, status: nil, reason: nil) }
             attempt += 1
             let attemptSpan = client.tracer.startSpan("apns.attempt", context: span.context, ofKind: .client)
             attemptSpan.attributes["apns.attempt"] = attempt
@@ -92,7 +96,7 @@ struct SendRun {
             } catch {
                 attemptSpan.setStatus(SpanStatus(code: .error, message: "credentials"))
                 attemptSpan.end()
-                throw finish(failure: .credentials("\(error)"), status: nil, reason: nil)
+                throw await finish(failure: .credentials("\(error)"), status: nil, reason: nil)
             }
 
             let remaining = client.configuration.sendDeadline - elapsedSeconds
@@ -122,7 +126,7 @@ struct SendRun {
                 if (200..<300).contains(response.status) {
                     attemptSpan.end()
                     report(attemptStatus: response.status, reason: nil, errorType: nil, trap: nil, duration: duration, final: true, backoff: nil)
-                    return succeed(response)
+                    return await succeed(response)
                 }
                 let error = APNsError.fromResponse(status: response.status, body: response.body, apnsID: request.apnsID)
                 attemptLog[attemptLog.count - 1].reason = error.code.rawValue
@@ -150,7 +154,7 @@ struct SendRun {
                 guard let wait = delay else {
                     var final = error
                     final.fix = fix(afterGivingUpOn: error, cutByDeadline: cutByDeadline)
-                    throw finish(failure: .apns(final), status: response.status, reason: error.code.rawValue, error: final)
+                    throw await finish(failure: .apns(final), status: response.status, reason: error.code.rawValue, error: final)
                 }
                 retriesUsed += 1
                 try await backoff(wait, lastFailure: .apns(error), status: response.status, reason: error.code.rawValue)
@@ -162,7 +166,7 @@ struct SendRun {
                 attemptSpan.end()
                 if error.kind == .cancelled {
                     report(attemptStatus: nil, reason: nil, errorType: "transport_cancelled", trap: nil, duration: duration, final: true, backoff: nil)
-                    throw finish(failure: .cancelled, status: nil, reason: nil)
+                    throw await finish(failure: .cancelled, status: nil, reason: nil)
                 }
                 var delay: Double? = nil
                 var spendsBudget = true
@@ -183,7 +187,7 @@ struct SendRun {
                 report(attemptStatus: nil, reason: nil, errorType: "transport_\(error.kind.rawValue)", trap: nil,
                        duration: duration, final: delay == nil, backoff: delay)
                 guard let wait = delay else {
-                    throw finish(failure: outOfTime ? .deadlineExceeded : .transport(error), status: nil, reason: nil)
+                    throw await finish(failure: outOfTime ? .deadlineExceeded : .transport(error), status: nil, reason: nil)
                 }
                 if spendsBudget { retriesUsed += 1 } else { unprocessedResends += 1 }
                 try await backoff(wait, lastFailure: .transport(error), status: nil, reason: nil)
@@ -197,7 +201,7 @@ struct SendRun {
         do {
             try await client.sleep(seconds)
         } catch {
-            throw finish(failure: .cancelled, status: status, reason: reason)
+            throw await finish(failure: .cancelled, status: status, reason: reason)
         }
     }
 }

@@ -13,8 +13,8 @@ extension SendRun {
         for observer in client.observers { observer.attemptFinished(event) }
     }
 
-    /// Ends the send successfully: span, send event, result.
-    func succeed(_ response: TransportResponse) -> SendResult {
+    /// Ends the send successfully: span, send event (durable), result.
+    func succeed(_ response: TransportResponse) async -> SendResult {
         let finishedAt = UnixTime.nowNanoseconds()
         let latency = elapsedSeconds
         let uniqueID = response.header("apns-unique-id")
@@ -22,7 +22,7 @@ extension SendRun {
         span.attributes["apns.attempts"] = attempt
         span.setStatus(SpanStatus(code: .ok))
         span.end()
-        publish(SendEvent(
+        await publish(SendEvent(
             send: descriptor, outcome: .success, status: response.status, reason: nil, errorType: nil,
             attempts: attempt, trapHits: trapHits, latencySeconds: latency, startedAt: startedAt,
             finishedAt: finishedAt, apnsUniqueID: uniqueID, unregisteredAt: nil, dropsToken: false,
@@ -34,7 +34,7 @@ extension SendRun {
     }
 
     /// Ends the send with a failure: span, send event, the error to throw.
-    func finish(failure cause: SendFailure.Cause, status: Int?, reason: String?, error: APNsError? = nil) -> SendFailure {
+    func finish(failure cause: SendFailure.Cause, status: Int?, reason: String?, error: APNsError? = nil) async -> SendFailure {
         let finishedAt = UnixTime.nowNanoseconds()
         let latency = elapsedSeconds
         let failure = SendFailure(
@@ -51,7 +51,7 @@ extension SendRun {
         if let reason { span.attributes["apns.reason"] = reason }
         span.setStatus(SpanStatus(code: .error, message: failure.errorType))
         span.end()
-        publish(SendEvent(
+        await publish(SendEvent(
             send: descriptor, outcome: outcome, status: status, reason: reason, errorType: failure.errorType,
             attempts: attempt, trapHits: trapHits, latencySeconds: latency, startedAt: startedAt,
             finishedAt: finishedAt, apnsUniqueID: nil, unregisteredAt: error?.unregisteredAt,
@@ -102,7 +102,9 @@ extension SendRun {
             apnsTimestampMilliseconds: error.unregisteredAt)
     }
 
-    private func publish(_ event: SendEvent) {
-        for observer in client.observers { observer.sendFinished(event) }
+    /// Hands the event to every observer and returns once the durable ones
+    /// (the audit journal) hold it on disk: the caller is answered only then.
+    private func publish(_ event: SendEvent) async {
+        await client.observers.publishDurably(event)
     }
 }

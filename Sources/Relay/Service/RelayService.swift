@@ -78,6 +78,14 @@ public final class RelayService: Sendable {
     /// The apps the relay serves, by name.
     public var appNames: [String] { configuration.apps.map(\.name).sorted() }
 
+    /// Returns once every send event published so far is durable with the
+    /// durable observers (the audit journal). A front end that reported a
+    /// refusal with ``recordRefusal(_:app:environment:operation:context:)``
+    /// awaits this before it answers.
+    public func waitUntilRecorded() async {
+        await observers.waitUntilDurable()
+    }
+
     /// Builds the exact APNs request for an operation without sending it.
     public func describe(app: String, environment: Environment, _ operation: RelayOperation) throws(SendFailure) -> RequestDescription {
         let (request, _) = try prepare(app: app, environment: environment, operation, apnsID: nil)
@@ -91,9 +99,19 @@ public final class RelayService: Sendable {
     public func send(app: String, environment: Environment, _ operation: RelayOperation, context: SendContext = SendContext()) async throws(SendFailure) -> SendResult {
         inFlight.add(1, ordering: .acquiringAndReleasing)
         defer { inFlight.subtract(1, ordering: .acquiringAndReleasing) }
-        let (request, activityKey) = try prepare(app: app, environment: environment, operation, apnsID: nil, context: context)
+        let prepared: (APNsRequest, (String, Int64)?)
+        do {
+            prepared = try prepare(app: app, environment: environment, operation, apnsID: nil, context: context)
+        } catch {
+            // A refusal is answered too: its row is durable first.
+            await waitUntilRecorded()
+            throw error
+        }
+        let (request, activityKey) = prepared
         guard let client = clients[Self.key(app, environment)] else {
-            throw refuse(.configuration("app \(app) does not send to \(environment.rawValue)"), app: app, environment: environment, operation: operation, context: context)
+            let failure = refuse(.configuration("app \(app) does not send to \(environment.rawValue)"), app: app, environment: environment, operation: operation, context: context)
+            await waitUntilRecorded()
+            throw failure
         }
         var context = context
         if context.snapshotID == nil { context.snapshotID = operation.snapshot?.id }

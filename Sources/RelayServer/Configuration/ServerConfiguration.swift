@@ -60,6 +60,11 @@ public struct ServerConfiguration: Sendable {
         public var retentionDays: Int? = 30
         public var batchSize = 500
         public var flushIntervalMilliseconds = 50
+        /// `/readyz` fails once audit rows have waited this long for the
+        /// configured Postgres while it accepts connections (the alert
+        /// APNsRelayAuditBehind uses the same 120 s). Not a YAML setting:
+        /// tests shorten it.
+        public var readinessBehindSeconds = 120.0
     }
 
     public var instance: String

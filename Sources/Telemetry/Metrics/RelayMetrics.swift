@@ -115,7 +115,11 @@ public final class RelayMetrics: RelayObserver, Sendable {
             gauge("apns_relay_audit_queue_depth").set(to: Double(audit.queueDepth))
             gauge("apns_relay_audit_spool_bytes").set(to: Double(audit.spoolBytes))
             gauge("apns_relay_audit_connected").set(to: audit.connected ? 1 : 0)
-            for (result, total) in [("written", audit.written), ("spooled", audit.spooled), ("replayed", audit.replayed), ("dropped", audit.dropped)] {
+            gauge("apns_relay_audit_behind_seconds").set(to: audit.behindSeconds)
+            for (result, total) in [
+                ("written", audit.written), ("spooled", audit.spooled), ("replayed", audit.replayed), ("dropped", audit.dropped),
+                ("quarantined", audit.quarantined),
+            ] {
                 let counter = counter("apns_relay_audit_rows_total", [("result", result)])
                 auditTotals.withLock { seen in
                     let delta = total - seen[result, default: 0]
@@ -171,6 +175,10 @@ public struct AuditSnapshot: Sendable {
     public var spooled: Int
     public var replayed: Int
     public var dropped: Int
+    /// Rows Postgres refused for their data, kept in the quarantine file.
+    public var quarantined = 0
+    /// Seconds rows have been waiting for a configured Postgres (0 when caught up).
+    public var behindSeconds = 0.0
 
     public init(queueDepth: Int, spoolBytes: Int, connected: Bool, written: Int, spooled: Int, replayed: Int, dropped: Int) {
         self.queueDepth = queueDepth

@@ -20,7 +20,6 @@ struct AuditBenchmark {
 
         // The writer: from the first event queued to every row committed.
         var configuration = AuditWriter.Configuration(conninfo: conninfo, spoolDirectory: directory + "/spool", relayInstance: "bench")
-        configuration.queueCapacity = rows + 1
         configuration.highWaterMark = rows + 1
         configuration.batchSize = batchSize
         let writer = try AuditWriter(configuration: configuration, logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })

@@ -1,14 +1,16 @@
 import APNs
 import ArgumentParser
 import Audit
+import Foundation
 import RelayJSON
+import RelayServer
 
 /// `apns-relay audit`: the on-call questions, answered from the audit table.
 struct AuditCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit",
         abstract: "Answer \"what happened to this push?\" from the audit table.",
-        subcommands: [Show.self, Token.self, Traps.self, DeadTokens.self])
+        subcommands: [Show.self, Token.self, Traps.self, DeadTokens.self, Quarantine.self])
 
     enum Format: String, ExpressibleByArgument, CaseIterable { case table, json }
 
@@ -53,9 +55,48 @@ struct AuditCommand: ParsableCommand {
         }
     }
 
+    struct Quarantine: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Rows Postgres refused for their data, kept beside the spool (quarantine/quarantine.jsonl).",
+            discussion: """
+                Lists what the writer quarantined: when, the SQLSTATE and error, the kind (audit or dead_token), \
+                the apns-id and app. Dead-token rows hold a token, which is never printed. The file keeps each \
+                row's COPY line (base64) for an operator to fix and re-insert; see docs/runbooks.md.
+                """)
+        @Option(name: .customLong("spool-directory"), help: "The relay's audit spool directory (default: audit.spool_directory of --config, else $APNS_RELAY_SPOOL_DIRECTORY, else /var/lib/apns-relay/spool).")
+        var spoolDirectory: String?
+        @OptionGroup var config: ConfigurationOptions
+        @OptionGroup var output: Output
+
+        func run() throws {
+            let environment = ProcessInfo.processInfo.environment
+            let directory: String
+            if let spoolDirectory {
+                directory = spoolDirectory
+            } else if config.file != nil || environment[ServerConfiguration.Variable.configFile] != nil {
+                directory = try config.load().audit.spoolDirectory
+            } else {
+                directory = environment[ServerConfiguration.Variable.spoolDirectory] ?? ServerConfiguration(instance: "cli").audit.spoolDirectory
+            }
+            let entries = try AuditQuarantine(directory: directory + "/quarantine").entries()
+            let columns = ["quarantined_at", "kind", "sqlstate", "apns_id", "app", "error"]
+            let rows = entries.map { [$0.quarantinedAt, $0.kind, $0.sqlState ?? "", $0.apnsID ?? "", $0.app ?? "", $0.error] }
+            switch output.format {
+            case .json:
+                print(JSONValue.array(rows.map { row in
+                    JSONValue.object(JSONObject(zip(columns, row).map { ($0, JSONValue.string($1)) }))
+                }).encodedString())
+            case .table:
+                print("-- Rows Postgres refused for their data (\(directory)/quarantine/quarantine.jsonl)")
+                print(Table(columns: columns, rows: rows).rendered)
+                print("(\(rows.count) row\(rows.count == 1 ? "" : "s"))")
+            }
+        }
+    }
+
     static func run(_ name: String, _ values: [String: String], _ database: DatabaseOptions, _ output: Output) throws {
         let query = OnCallQuery.named(name)!
-        let rows = try AuditQueryRunner(conninfo: database.conninfo).run(query, values)
+        let rows = try AuditQueryRunner(conninfo: database.conninfo, logger: makeLogger(level: "info")).run(query, values)
         switch output.format {
         case .json:
             let objects = rows.rows.map { row in

@@ -1,0 +1,44 @@
+/// An observer whose record of a send must be durable before the caller
+/// hears the result: the audit journal implements it, the relay awaits it,
+/// and the relay still never imports the audit.
+///
+/// Implementations must not block the cooperative pool: they hand the work
+/// to a thread of their own and resume the caller when it is on disk.
+public protocol DurableSendObserver: RelayObserver {
+    /// Called once per send before its first attempt leaves. Returns once the
+    /// intent is durable, so a crash after APNs answered (and before the
+    /// result was recorded) still leaves a trace of the send.
+    func sendStarting(_ send: SendDescriptor, startedAt: UInt64) async
+    /// Called instead of ``RelayObserver/sendFinished(_:)`` where the send can
+    /// wait; returns once the event is durable. The caller answers after it.
+    func sendFinishedDurably(_ event: SendEvent) async
+    /// Returns once every event handed over so far (including through the
+    /// synchronous ``RelayObserver/sendFinished(_:)``) is durable.
+    func waitUntilDurable() async
+}
+
+extension [any RelayObserver] {
+    /// Publishes a finished send: plain observers at once, then each durable
+    /// one, returning when all of them hold it durably.
+    func publishDurably(_ event: SendEvent) async {
+        var durable: [any DurableSendObserver] = []
+        for observer in self {
+            if let observer = observer as? any DurableSendObserver { durable.append(observer) } else { observer.sendFinished(event) }
+        }
+        for observer in durable { await observer.sendFinishedDurably(event) }
+    }
+
+    /// Records a send's intent with every durable observer.
+    func recordIntent(_ send: SendDescriptor, startedAt: UInt64) async {
+        for observer in self {
+            if let observer = observer as? any DurableSendObserver { await observer.sendStarting(send, startedAt: startedAt) }
+        }
+    }
+
+    /// Waits until every durable observer holds what it was given.
+    func waitUntilDurable() async {
+        for observer in self {
+            if let observer = observer as? any DurableSendObserver { await observer.waitUntilDurable() }
+        }
+    }
+}

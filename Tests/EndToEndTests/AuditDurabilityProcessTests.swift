@@ -1,0 +1,215 @@
+import APNs
+import Foundation
+import MockAPNs
+import Synchronization
+import Testing
+import TestSupport
+
+/// The audit's promise, held by the real binary: every answered send has
+/// exactly one row, whatever kills the relay; libpq never writes raw text
+/// into the JSON log stream.
+@Suite("apns-relay audit durability, as a process")
+struct AuditDurabilityProcessTests {
+    /// A load generator nobody here wrote the client of: Python's http.client,
+    /// `threads` keep-alive connections sending one push at a time. Prints
+    /// `OK <apns-id>` for each 200 it has fully read, `ERR …` when its
+    /// connection dies (the relay was killed) and then stops.
+    static let driver = #"""
+        import http.client, json, sys, threading
+        port, key, template, threads = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+        lock = threading.Lock()
+        def say(line):
+            with lock:
+                sys.stdout.write(line + "\n"); sys.stdout.flush()
+        def worker(n):
+            conn, i = None, 0
+            while True:
+                try:
+                    if conn is None:
+                        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                    body = template.replace("TOKEN", "%064x" % (n * 1000000 + i + 1))
+                    conn.request("POST", "/v1/send", body=body.encode("utf-8"), headers={"authorization": "Bearer " + key, "content-type": "application/json"})
+                    response = conn.getresponse()
+                    data = response.read()
+                    if response.status == 200:
+                        say("OK " + json.loads(data)["apnsId"].lower())
+                    else:
+                        say("STATUS %d %s" % (response.status, data[:300].decode("utf-8", "replace")))
+                    i += 1
+                except Exception as error:
+                    say("ERR " + type(error).__name__)
+                    return
+        workers = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
+        for w in workers: w.start()
+        for w in workers: w.join()
+        """#
+
+    /// Lines a child process printed, read on a thread of their own.
+    final class Lines: Sendable {
+        let lines = Mutex<[String]>([])
+        var answered: [String] { lines.withLock { $0.filter { $0.hasPrefix("OK ") }.map { String($0.dropFirst(3)) } } }
+    }
+
+    @Test("SIGKILL under concurrent load: every answered apns-id has exactly one row after the next start; in-flight ones at most one (unknown)")
+    func sigkillUnderLoad() async throws {
+        guard let url = ServeProcessTests.databaseURL else { return }
+        let database = try await ServeProcessTests.freshDatabase(url)
+        let relay = try await TestRelay.start()
+        defer { Task { await relay.stop() } }
+        // APNs answers after 5 ms, so sends are in flight when the kill lands.
+        var mockConfiguration = relay.mock.engine.configuration
+        mockConfiguration.responseDelay = .fixed(milliseconds: 5)
+        try FileManager.default.createDirectory(atPath: relay.directory + "/slow", withIntermediateDirectories: true)
+        let mock = try MockAPNsServer(engine: MockAPNsEngine(configuration: mockConfiguration), directory: relay.directory + "/slow")
+        defer { mock.stop() }
+        let instance = "kill-load-\(UUID().uuidString.prefix(6))"
+        let config = try ServeProcessTests.writeConfiguration(
+            directory: relay.directory, mock: mock, keyPath: relay.keyPath, instance: instance, databaseURL: database,
+            spool: relay.directory + "/spool-kill-load")
+        let serve = try RelayProcess(arguments: ["serve", "--config", config])
+        let port = try await serve.port(after: "apns-relay ingress on")
+
+        let script = relay.directory + "/driver.py"
+        try Self.driver.write(toFile: script, atomically: true, encoding: .utf8)
+        let driver = Process()
+        driver.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        driver.arguments = ["python3", script, String(port), TestRelay.keys["backend"]!, TestRelay.send(token: "TOKEN"), "16"]
+        let output = Pipe()
+        driver.standardOutput = output
+        driver.standardError = FileHandle(forWritingAtPath: "/dev/stderr")
+        let lines = Lines()
+        try driver.run()
+        let reader = Thread {
+            let handle = output.fileHandleForReading
+            var pending = ""
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                pending += String(decoding: data, as: UTF8.self)
+                while let newline = pending.firstIndex(of: "\n") {
+                    let line = String(pending[..<newline])
+                    pending = String(pending[pending.index(after: newline)...])
+                    lines.lines.withLock { $0.append(line) }
+                }
+            }
+        }
+        reader.start()
+
+        #expect(await eventually(60) { lines.answered.count >= 400 || !driver.isRunning }, "the load got going: \(lines.lines.withLock { $0.suffix(5) })")
+        serve.signal(SIGKILL)
+        #expect(await serve.waitForExit() != 0)
+        #expect(await eventually(60) { !driver.isRunning }, "the driver stops once its connections die")
+        let answered = Set(lines.answered)
+        try #require(!answered.isEmpty, "\(lines.lines.withLock { $0.prefix(3) })")
+
+        // The next relay on the same spool directory recovers the journal.
+        let next = try RelayProcess(arguments: ["serve", "--config", config])
+        _ = try await next.port(after: "apns-relay ingress on")
+        let idList = answered.map { "('\($0)')" }.joined(separator: ",")
+        let landed = await eventually(120) {
+            let count = try? await ServeProcessTests.scalar(
+                database, "SELECT count(DISTINCT a.apns_id) FROM apns_audit a JOIN (VALUES \(idList)) AS v(id) ON a.apns_id = v.id")
+            return count == String(answered.count)
+        }
+        next.signal(SIGTERM)
+        #expect(await next.waitForExit() == 0)
+
+        let summary = try await ServeProcessTests.scalar(database, """
+            WITH answered(id) AS (VALUES \(idList)),
+                 per_id AS (SELECT apns_id, count(*) AS n, bool_or(outcome = 'unknown') AS unknown FROM apns_audit GROUP BY apns_id)
+            SELECT (SELECT count(*) FROM answered),
+                   (SELECT count(*) FROM apns_audit),
+                   (SELECT count(*) FROM answered WHERE id NOT IN (SELECT apns_id FROM apns_audit)),
+                   (SELECT count(*) FROM per_id WHERE n > 1),
+                   (SELECT count(*) FROM apns_audit WHERE outcome = 'unknown'),
+                   (SELECT count(*) FROM per_id JOIN answered ON per_id.apns_id = answered.id WHERE per_id.unknown)
+            """)
+        let figures = summary.split(separator: "|").map(String.init)
+        print("SIGKILL under load: answered \(figures[0]), rows \(figures[1]), missing \(figures[2]), duplicated ids \(figures[3]), unknown rows \(figures[4]), answered-but-unknown \(figures[5])")
+        #expect(landed, "rows of answered sends landed: \(summary)")
+        #expect(figures[2] == "0", "answered sends without a row: \(summary)")
+        #expect(figures[3] == "0", "apns-ids with more than one row: \(summary)")
+        #expect(figures[5] == "0", "an answered send must have its real outcome, not unknown: \(summary)")
+        // Sends in flight at the kill: at most one row each, and only those may be unknown.
+        let total = Int(figures[1]) ?? 0
+        #expect(total >= answered.count && total <= answered.count + 16 + 64, "\(summary)")
+    }
+
+    @Test("migrate twice on a real Postgres: standard error holds JSON lines only, the server's notices among them")
+    func migrateNoticesAreJSON() async throws {
+        guard let url = ServeProcessTests.databaseURL else { return }
+        let database = try await ServeProcessTests.freshDatabase(url)
+        let directory = NSTemporaryDirectory() + "apns-relay-migrate-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var notices = 0
+        for (run, level) in [(1, "debug"), (2, "debug"), (3, "info")] {
+            let errors = directory + "/migrate-\(run).err"
+            let migrate = try RelayProcess(arguments: ["migrate", "--database-url", database, "--log-level", level], standardError: errors)
+            #expect(await migrate.waitForExit() == 0)
+            let text = try String(contentsOfFile: errors, encoding: .utf8)
+            for line in text.split(separator: "\n") {
+                let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                #expect(object != nil, "run \(run): not a JSON log line: \(line)")
+                if line.contains("already exists, skipping") { notices += 1 }
+            }
+            if level == "info" { #expect(!text.contains("already exists"), "notices are debug lines") }
+        }
+        #expect(notices >= 1, "the second run's 'already exists, skipping' notice arrives as a JSON line")
+    }
+
+    @Test("Postgres answers but rows do not land (no schema): /readyz fails past the limit and apns_relay_audit_behind_seconds grows; an outage alone keeps it ready")
+    func readinessWhenBehind() async throws {
+        guard let url = ServeProcessTests.databaseURL else { return }
+        let unmigrated = try await ServeProcessTests.freshDatabase(url)
+        try await withRelay(databaseURL: unmigrated, configure: {
+            $0.audit.readinessBehindSeconds = 0.3
+            $0.audit.migrateOnStart = false
+        }) { relay in
+            let sent = try await relay.curl("POST", "/v1/send", body: TestRelay.send())
+            #expect(sent.status == 200, "rows spool; sends go on: \(sent)")
+            var last: TestRelay.Answer?
+            let notReady = await eventually {
+                last = try? await relay.curl("GET", "/readyz", key: nil, base: relay.metricsBase)
+                return last?.status == 503
+            }
+            #expect(notReady, "\(String(describing: last))")
+            #expect(last?.body.contains("has not reached Postgres") == true, "\(String(describing: last))")
+            let scrape = try await relay.curl("GET", "/metrics", key: nil, base: relay.metricsBase)
+            let line = scrape.body.split(separator: "\n").first { $0.hasPrefix("apns_relay_audit_behind_seconds ") }
+            #expect(line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { $0 > 0 } == true, "\(String(describing: line))")
+        }
+        // Nothing listens: an outage every relay shares. Behind, alerting, but ready.
+        try await withRelay(databaseURL: "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1", configure: {
+            $0.audit.readinessBehindSeconds = 0.3
+            $0.audit.migrateOnStart = false
+        }) { relay in
+            _ = try await relay.curl("POST", "/v1/send", body: TestRelay.send())
+            #expect(await eventually { relay.server.audit.statistics.behindSeconds() > 0.6 })
+            let ready = try await relay.curl("GET", "/readyz", key: nil, base: relay.metricsBase)
+            #expect(ready.status == 200, "\(ready)")
+        }
+    }
+
+    @Test("audit quarantine lists what Postgres refused (apns-id, SQLSTATE, error), never a dead-token row's token")
+    func quarantineCommand() async throws {
+        let spool = NSTemporaryDirectory() + "apns-relay-quarantine-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: spool + "/quarantine", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: spool) }
+        let token = TestRelay.token(9)
+        let deadLine = Data("app-a\tdevelopment\t\(token)\tabc123\tUnregistered\t\\N\t2026-11-22T00:00:00Z\t2026-11-22T00:00:00Z\n".utf8)
+        let entries = [
+            #"{"quarantined_at":"2026-11-22T07:30:00Z","kind":"audit","sqlstate":"22003","error":"integer out of range","apns_id":"6e1f0a4c-0000-4000-8000-000000000001","app":"app-a","line_base64":"eA=="}"#,
+            #"{"quarantined_at":"2026-11-22T07:31:00Z","kind":"dead_token","sqlstate":"23502","error":"null value","app":"app-a","line_base64":"\#(deadLine.base64EncodedString())"}"#,
+        ]
+        try (entries.joined(separator: "\n") + "\n").write(toFile: spool + "/quarantine/quarantine.jsonl", atomically: true, encoding: .utf8)
+        let table = try await ProcessRunner.runOffPool([RelayProcess.binary, "audit", "quarantine", "--spool-directory", spool])
+        #expect(table.status == 0, "\(table.output)")
+        #expect(table.output.contains("6e1f0a4c-0000-4000-8000-000000000001") && table.output.contains("22003"), "\(table.output)")
+        #expect(table.output.contains("(2 rows)"), "\(table.output)")
+        #expect(!table.output.contains(token), "a dead-token row's token must never be printed")
+        let json = try await ProcessRunner.runOffPool([RelayProcess.binary, "audit", "quarantine", "--spool-directory", spool, "--format", "json"])
+        #expect(json.status == 0 && json.output.contains(#""sqlstate":"23502""#), "\(json.output)")
+        #expect(!json.output.contains(token))
+    }
+}
