@@ -152,6 +152,8 @@ public final class Ingress: Sendable {
             do throws(IngressError) {
                 response = try await admit(route, request, span, handler)
             } catch {
+                // The promise: an answered send has its row, whatever crashes next.
+                if error.isRecordedRefusal { await service.waitUntilRecorded() }
                 response = error.response
                 if error.status >= 500 { span.setStatus(SpanStatus(code: .error, message: error.type)) }
             }

@@ -20,6 +20,10 @@ public struct IngressError: Error, Sendable {
     public var fix: String?
     public var apnsID: APNsID?
     public var attempts: Int?
+
+    /// A send refused before any attempt whose audit row was recorded (it has
+    /// an apns-id and no attempt): its answer waits until that row is durable.
+    var isRecordedRefusal: Bool { apnsID != nil && attempts == 0 }
     /// Every trap the send hit (the audit row's `trap_ids`), when the relay got
     /// as far as a send; `trapId` is the one that decided the failure.
     public var trapHits: [TrapID]?

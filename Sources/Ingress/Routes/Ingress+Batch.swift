@@ -89,6 +89,11 @@ extension Ingress {
             throw error
         }
         let plan = try planBatch(call)
+        // Items refused with an audit row (an invalid snapshot) are answered in
+        // this batch's results: their rows must be durable before it.
+        if plan.items.contains(where: { if case .refused(let error) = $0 { error.isRecordedRefusal } else { false } }) {
+            await service.waitUntilRecorded()
+        }
         let sends = plan.sendCount
         // The guard charged one request; the rest of the batch's sends count too.
         if let rate = call.key.ratePerSecond, plan.count > 1 {
