@@ -79,21 +79,7 @@ struct AuditDurabilityProcessTests {
         driver.standardError = FileHandle(forWritingAtPath: "/dev/stderr")
         let lines = Lines()
         try driver.run()
-        let reader = Thread {
-            let handle = output.fileHandleForReading
-            var pending = ""
-            while true {
-                let data = handle.availableData
-                if data.isEmpty { break }
-                pending += String(decoding: data, as: UTF8.self)
-                while let newline = pending.firstIndex(of: "\n") {
-                    let line = String(pending[..<newline])
-                    pending = String(pending[pending.index(after: newline)...])
-                    lines.lines.withLock { $0.append(line) }
-                }
-            }
-        }
-        reader.start()
+        RelayProcess.collectLines(of: output.fileHandleForReading) { line in lines.lines.withLock { $0.append(line) } }
 
         #expect(await eventually(60) { lines.answered.count >= 400 || !driver.isRunning }, "the load got going: \(lines.lines.withLock { $0.suffix(5) })")
         serve.signal(SIGKILL)

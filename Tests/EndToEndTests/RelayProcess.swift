@@ -41,8 +41,13 @@ final class RelayProcess: Sendable {
         }
         process.terminationHandler = { [observed] finished in observed.exit.withLock { $0 = finished.terminationStatus } }
         try process.run()
-        let handle = output.fileHandleForReading
-        let thread = Thread { [observed] in
+        Self.collectLines(of: output.fileHandleForReading) { [observed] line in observed.lines.withLock { $0.append(line) } }
+    }
+
+    /// Hands each line `handle` yields to `onLine`, on a thread of its own
+    /// (a blocking read must not hold the cooperative pool), until EOF.
+    static func collectLines(of handle: FileHandle, onLine: @escaping @Sendable (String) -> Void) {
+        let thread = Thread {
             var pending = ""
             while true {
                 let data = handle.availableData
@@ -51,7 +56,7 @@ final class RelayProcess: Sendable {
                 while let newline = pending.firstIndex(of: "\n") {
                     let line = String(pending[..<newline])
                     pending = String(pending[pending.index(after: newline)...])
-                    observed.lines.withLock { $0.append(line) }
+                    onLine(line)
                 }
             }
         }
