@@ -1,5 +1,6 @@
 public import Audit
 import Foundation
+import Synchronization
 import HTTP2
 public import HTTPServer
 public import Ingress
@@ -137,6 +138,9 @@ public final class RelayServer: Sendable {
             inflightStreams: { transport.inFlight }, audit: { Self.auditSnapshot(audit.statistics) },
             connections: { transport.connectionStates })
         sources.ingressInFlight = { ingress.requestsInFlight }
+        // The ingress server starts after the metrics listener; until then it has cut nothing.
+        let ingressServerBox = LateServer()
+        sources.ingressRequestsTimedOut = { ingressServerBox.server.withLock { $0?.requestsTimedOut } ?? 0 }
         sources.ingressSendsAdmitted = { ingress.sendsAdmitted }
         sources.ingressBatchSendsRunning = { ingress.batchSendsRunning }
         sources.ingressNotSent = { ingress.batchSendsNotSent }
@@ -159,6 +163,7 @@ public final class RelayServer: Sendable {
         }
         do {
             ingressServer = try HTTPServer(configuration: ingressServerConfiguration, router: ingressRouter)
+            ingressServerBox.server.withLock { $0 = ingressServer }
         } catch {
             await metricsServer.stop(drainTimeout: 0)
             await audit.shutdown()
@@ -255,4 +260,10 @@ public final class RelayServer: Sendable {
 /// The relay's own version.
 public enum RelayVersion {
     public static let current = "0.1.0"
+}
+
+/// A server a closure needs before it exists (the metrics sources are
+/// installed before the ingress server starts).
+private final class LateServer: Sendable {
+    let server = Mutex<HTTPServer?>(nil)
 }

@@ -132,6 +132,9 @@ struct IngressHardeningTests {
             let seconds = Double(output.trimmingCharacters(in: .whitespacesAndNewlines))
             #expect(seconds != nil, "the relay never closed the dribbling connection: \(output)")
             #expect((seconds ?? 99) < 12, "cut after \(output) s; the request timeout is 2 s")
+            // On-call sees it: the cut is counted.
+            let scrape = try await relay.curl("GET", "/metrics", key: nil, base: relay.metricsBase)
+            #expect(scrape.body.contains("apns_relay_ingress_requests_timed_out_total 1"), "\(scrape.body.split(separator: "\n").filter { $0.contains("timed_out") })")
         }
     }
 }

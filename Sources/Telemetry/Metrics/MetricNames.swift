@@ -25,6 +25,7 @@ public enum MetricNames {
         "apns_relay_ingress_inflight_requests": "Ingress requests being handled now.",
         "apns_relay_ingress_sends_admitted": "Sends admitted and not yet finished, a batch counted whole (limit: ingress.max_sends_in_flight).",
         "apns_relay_ingress_batch_sends_running": "Sends of batches running now (limit: ingress.max_batch_sends_running).",
+        "apns_relay_ingress_requests_timed_out_total": "Ingress connections cut because a request did not arrive whole within ingress.request_timeout_seconds (slow or slowloris clients).",
         "apns_relay_batch_sends_not_sent_total": "Batch sends never started, by reason (Draining, BatchDeadline, ClientGone).",
         "apns_relay_build_info": "Build and library versions; always 1.",
         "process_resident_memory_bytes": "Resident memory size in bytes.",

@@ -111,6 +111,13 @@ public final class RelayMetrics: RelayObserver, Sendable {
                 seen[reason] = max(seen[reason, default: 0], total)
             }
         }
+        if let total = sources.ingressRequestsTimedOut() {
+            let counter = counter("apns_relay_ingress_requests_timed_out_total")
+            timedOutTotal.withLock { seen in
+                if total > seen { counter.increment(by: Int64(total - seen)) }
+                seen = max(seen, total)
+            }
+        }
         if let audit = sources.audit() {
             gauge("apns_relay_audit_queue_depth").set(to: Double(audit.queueDepth))
             gauge("apns_relay_audit_spool_bytes").set(to: Double(audit.spoolBytes))
@@ -133,6 +140,7 @@ public final class RelayMetrics: RelayObserver, Sendable {
 
     private let auditTotals = Mutex<[String: Int]>([:])
     private let notSentTotals = Mutex<[String: Int]>([:])
+    private let timedOutTotal = Mutex<Int>(0)
     private let knownOrigins = Mutex<Set<String>>([])
 }
 
@@ -152,6 +160,8 @@ public struct MetricSources: Sendable {
     public var ingressBatchSendsRunning: @Sendable () -> Int? = { nil }
     /// Batch sends never started since start-up, by reason.
     public var ingressNotSent: @Sendable () -> [String: Int] = { [:] }
+    /// Connections cut by the request deadline since start-up.
+    public var ingressRequestsTimedOut: @Sendable () -> Int? = { nil }
 
     public init(
         clockSkewSeconds: @escaping @Sendable () -> Int64? = { nil }, retryDisabled: @escaping @Sendable () -> Bool = { false },

@@ -6,6 +6,7 @@ the other components apply to them."""
 
 import base64
 import json
+import math
 import pathlib
 import subprocess
 import sys
@@ -37,7 +38,8 @@ def run(campaign, seed, examples, seconds, workdir):
         "--report", "har", "--report-har-path", str(har), "--exclude-operation-id", "setRetrySwitch",
     ]
     if seconds:
-        arguments += ["--max-time", str(seconds)]
+        # schemathesis takes whole seconds only (`--seconds 600` arrives as 600.0).
+        arguments += ["--max-time", str(max(1, math.ceil(seconds)))]
     result = subprocess.run(arguments, capture_output=True, text=True, cwd=workdir)
     output = result.stdout + result.stderr
     (pathlib.Path(workdir) / "schemathesis.log").write_text(output)
