@@ -138,6 +138,32 @@ struct AuditWriterTests {
         #expect(contents.tornBytes > 0)
     }
 
+    @Test("a write the disk cut short (file size limit, like ENOSPC) leaves no broken record: later appends stay readable")
+    func partialWriteIsCutBack() throws {
+        let spool = try AuditSpool(directory: temporaryDirectory())
+        try spool.append([AuditSpool.Record(kind: .deadToken, line: Array("first\n".utf8))])
+        let segment = try #require(spool.segments().first)
+        let written = try #require(try FileManager.default.attributesOfItem(atPath: segment.path)[.size] as? Int)
+
+        // A file-size limit just past what is there makes the next write stop
+        // part way (EFBIG once the limit is reached), as a full disk would.
+        signal(SIGXFSZ, SIG_IGN)
+        var saved = rlimit()
+        getrlimit(Int32(RLIMIT_FSIZE.rawValue), &saved)
+        var limited = saved
+        limited.rlim_cur = rlim_t(written + 40)
+        setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limited)
+        let failed = (try? spool.append([AuditSpool.Record(kind: .deadToken, line: Array(repeating: UInt8(ascii: "x"), count: 4096))])) == nil
+        setrlimit(Int32(RLIMIT_FSIZE.rawValue), &saved)
+        #expect(failed, "the write over the limit must fail")
+
+        try spool.append([AuditSpool.Record(kind: .deadToken, line: Array("after\n".utf8))])
+        spool.sealCurrent()
+        let records = try spool.segments().flatMap { try spool.read($0).records.map(\.line) }
+        #expect(records == [Array("first\n".utf8), Array("after\n".utf8)])
+        #expect(try spool.segments().allSatisfy { try spool.read($0).tornBytes == 0 })
+    }
+
     @Test("COPY text escapes tabs, newlines and backslashes, and writes NULL as \\N")
     func copyEscaping() {
         var line: [UInt8] = []

@@ -92,8 +92,24 @@ final class AuditSpool: @unchecked Sendable {
         if current == nil || (current!.size > 0 && current!.size + bytes.count > segmentLimit) { try rotate() }
         guard var segment = current else { throw CocoaError(.fileWriteUnknown) }
         guard !bytes.isEmpty else { return segment.number }
-        try segment.handle.write(contentsOf: Data(bytes))
-        try segment.handle.synchronize()
+        do {
+            try segment.handle.write(contentsOf: Data(bytes))
+            try segment.handle.synchronize()
+        } catch {
+            // A write that failed part way (ENOSPC) must not leave a broken
+            // record mid-file: a reader stops at the first bad checksum, so
+            // every record appended after it would be lost. Cut the file back
+            // to its last whole record; if even that fails, seal the segment
+            // so the next append starts a new one and the broken record is
+            // that file's torn tail.
+            do {
+                try segment.handle.truncate(atOffset: UInt64(segment.size))
+                try segment.handle.seekToEnd()
+            } catch {
+                sealCurrent()
+            }
+            throw error
+        }
         segment.size += bytes.count
         current = segment
         return segment.number
