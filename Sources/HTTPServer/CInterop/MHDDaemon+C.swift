@@ -201,6 +201,9 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
         slot.pointee = Unmanaged.passRetained(exchange).toOpaque()
         if let undecodable {
             exchange.refused = true
+            // Answered from the head: the request deadline no longer applies,
+            // so a slow reader's error answer is not cut (the idle timeout still is).
+            core.deadlines.requestReceived(connection)
             let message = "the request target has a malformed percent-escape, bytes that are not UTF-8, or an encoded control character"
             return queue(core.refusal(400, "InvalidRequest", message, field: undecodable), for: exchange, on: connection, core: core)
         }
@@ -211,6 +214,7 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
             maximumBodyBytes: core.configuration.maximumBodyBytes)
         {
             exchange.refused = true
+            core.deadlines.requestReceived(connection)
             return queue(core.refusal(refused.status, refused.type, refused.message, field: refused.field), for: exchange, on: connection, core: core)
         }
         return MHD_Result.YES
