@@ -57,10 +57,7 @@ struct AuditDurabilityProcessTests {
         let relay = try await TestRelay.start()
         defer { Task { await relay.stop() } }
         // APNs answers after 5 ms, so sends are in flight when the kill lands.
-        var mockConfiguration = relay.mock.engine.configuration
-        mockConfiguration.responseDelay = .fixed(milliseconds: 5)
-        try FileManager.default.createDirectory(atPath: relay.directory + "/slow", withIntermediateDirectories: true)
-        let mock = try MockAPNsServer(engine: MockAPNsEngine(configuration: mockConfiguration), directory: relay.directory + "/slow")
+        let mock = try ServeProcessTests.slowMock(beside: relay, delayMilliseconds: 5)
         defer { mock.stop() }
         let instance = "kill-load-\(UUID().uuidString.prefix(6))"
         let config = try ServeProcessTests.writeConfiguration(

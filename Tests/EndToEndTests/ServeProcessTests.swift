@@ -26,6 +26,16 @@ struct ServeProcessTests {
     }
 
     /// A configuration file for `serve`, sending to `mock`.
+    /// A second mock APNs, configured as `relay`'s, that answers after
+    /// `delayMilliseconds`: sends are still in flight when a signal lands.
+    static func slowMock(beside relay: TestRelay, delayMilliseconds: Int) throws -> MockAPNsServer {
+        var configuration = relay.mock.engine.configuration
+        configuration.responseDelay = .fixed(milliseconds: delayMilliseconds)
+        let directory = relay.directory + "/slow"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return try MockAPNsServer(engine: MockAPNsEngine(configuration: configuration), directory: directory)
+    }
+
     static func writeConfiguration(
         directory: String, mock: MockAPNsServer, keyPath: String, instance: String, databaseURL: String, spool: String
     ) throws -> String {
@@ -79,10 +89,7 @@ struct ServeProcessTests {
         // A slow APNs, so the batch is still in flight when the signal lands.
         let relay = try await TestRelay.start(configure: { _ in })
         defer { Task { await relay.stop() } }
-        var mockConfiguration = relay.mock.engine.configuration
-        mockConfiguration.responseDelay = .fixed(milliseconds: 400)
-        try FileManager.default.createDirectory(atPath: relay.directory + "/slow", withIntermediateDirectories: true)
-        let slowMock = try MockAPNsServer(engine: MockAPNsEngine(configuration: mockConfiguration), directory: relay.directory + "/slow")
+        let slowMock = try Self.slowMock(beside: relay, delayMilliseconds: 400)
         defer { slowMock.stop() }
         let instance = "serve-term-\(UUID().uuidString.prefix(6))"
         let config = try Self.writeConfiguration(
