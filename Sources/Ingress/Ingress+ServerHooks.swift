@@ -14,7 +14,7 @@ extension Ingress {
     /// valid one (same trace id), a new trace otherwise.
     public func prepare(_ server: inout HTTPServer.Configuration) {
         server.errorRenderer = { status, type, message, field in
-            IngressError(status: status, type: type, message: message, field: field).response
+            IngressError(status: status, type: IngressError.Code(rawValue: type), message: message, field: field).response
         }
         let tracer = tracer
         server.responseFinisher = { request, response in

@@ -155,7 +155,7 @@ public final class Ingress: Sendable {
                 // The promise: an answered send has its row, whatever crashes next.
                 if error.isRecordedRefusal { await service.waitUntilRecorded() }
                 response = error.response
-                if error.status >= 500 { span.setStatus(SpanStatus(code: .error, message: error.type)) }
+                if error.status >= 500 { span.setStatus(SpanStatus(code: .error, message: error.type.rawValue)) }
             }
             span.attributes["http.response.status_code"] = response.status
             var headers: [String: String] = [:]
@@ -169,14 +169,14 @@ public final class Ingress: Sendable {
 
     private func admit(_ route: String, _ request: HTTPRequest, _ span: any Span, _ handler: Route) async throws(IngressError) -> HTTPResponse {
         if isDraining {
-            var error = IngressError(status: 503, type: "Draining", message: "this relay instance is shutting down; retry on another")
+            var error = IngressError(status: 503, type: .draining, message: "this relay instance is shutting down; retry on another")
             error.retryAfter = 1
             throw error
         }
         let running = inFlight.wrappingAdd(1, ordering: .relaxed).newValue
         defer { inFlight.wrappingSubtract(1, ordering: .relaxed) }
         if running > configuration.maximumConcurrentRequests {
-            var error = IngressError(status: 503, type: "Overloaded", message: "more than \(configuration.maximumConcurrentRequests) requests in progress")
+            var error = IngressError(status: 503, type: .overloaded, message: "more than \(configuration.maximumConcurrentRequests) requests in progress")
             error.retryAfter = 1
             throw error
         }
@@ -185,7 +185,7 @@ public final class Ingress: Sendable {
         if let rate = key.ratePerSecond {
             let burst = key.burst ?? rate
             if let wait = limiter.acquire(key: key.name, ratePerSecond: rate, burst: burst) {
-                var error = IngressError(status: 429, type: "RateLimited", message: "API key \(key.name) is over its \(rate) requests/s limit")
+                var error = IngressError(status: 429, type: .rateLimited, message: "API key \(key.name) is over its \(rate) requests/s limit")
                 error.retryAfter = wait
                 throw error
             }
@@ -201,7 +201,7 @@ public final class Ingress: Sendable {
     func body(_ request: HTTPRequest, checksContentType: Bool = true) throws(IngressError) -> JSONValue {
         guard !request.body.isEmpty else { throw .invalid("body", "is empty; send a JSON object") }
         if checksContentType, let type = request.header("content-type"), !type.lowercased().hasPrefix("application/json") {
-            throw IngressError(status: 415, type: "UnsupportedMediaType", message: "content-type must be application/json, not \(type)", field: "content-type")
+            throw IngressError(status: 415, type: .unsupportedMediaType, message: "content-type must be application/json, not \(type)", field: "content-type")
         }
         do {
             return try JSONParser.parse(request.body)
@@ -213,10 +213,10 @@ public final class Ingress: Sendable {
     /// Checks that the key may act for `app` and that the relay serves it.
     func authorize(_ key: APIKey, app: String, field: String = "app") throws(IngressError) {
         guard service.appNames.contains(app) else {
-            throw IngressError(status: 404, type: "NotFound", message: "\(field): no app named \(app) on this relay", field: field)
+            throw IngressError(status: 404, type: .notFound, message: "\(field): no app named \(app) on this relay", field: field)
         }
         guard key.allows(app: app) else {
-            throw IngressError(status: 403, type: "Forbidden", message: "API key \(key.name) may not send for app \(app)", field: field)
+            throw IngressError(status: 403, type: .forbidden, message: "API key \(key.name) may not send for app \(app)", field: field)
         }
     }
 }

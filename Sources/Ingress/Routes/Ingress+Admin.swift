@@ -19,7 +19,7 @@ extension Ingress {
         try reader.rejectUnknown(allowed: "disabled")
         let killSwitch = service.killSwitch
         if !disabled, let variable = killSwitch.environmentVariable {
-            throw IngressError(status: 409, type: "Conflict", message: "retries are disabled by the environment variable \(variable); unset it and restart to enable them", field: "disabled")
+            throw IngressError(status: 409, type: .conflict, message: "retries are disabled by the environment variable \(variable); unset it and restart to enable them", field: "disabled")
         }
         killSwitch.setRuntime(engaged: disabled)
         logger.notice("retry kill switch changed at runtime", metadata: ["disabled": "\(disabled)", "caller": "\(call.key.name)"])
@@ -37,7 +37,7 @@ extension Ingress {
 
     private func requireAdmin(_ key: APIKey) throws(IngressError) {
         guard key.isAdmin else {
-            throw IngressError(status: 403, type: "Forbidden", message: "API key \(key.name) is not an admin key")
+            throw IngressError(status: 403, type: .forbidden, message: "API key \(key.name) is not an admin key")
         }
     }
 }

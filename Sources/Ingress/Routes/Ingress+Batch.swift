@@ -84,7 +84,7 @@ extension Ingress {
         guard sendBudget.inUse < sendBudget.batchLimit else { throw overloaded(sends: nil) }
         // A batch that waited for a thread while its client gave up is not read at all.
         guard !call.request.isClientGone else {
-            var error = IngressError(status: 503, type: "NotSent", message: BatchStop.clientGone.message)
+            var error = IngressError(status: 503, type: .notSent, message: BatchStop.clientGone.message)
             error.reason = BatchStop.clientGone.rawValue
             throw error
         }
@@ -102,7 +102,7 @@ extension Ingress {
             // be charged in full: a Retry-After would invite the same 429 forever.
             guard Double(plan.count) <= burst else { throw Self.batchOverBurst(sends: plan.count, key: call.key, burst: burst) }
             if let wait = limiter.acquire(key: call.key.name, ratePerSecond: rate, burst: burst, cost: Double(plan.count - 1)) {
-                var error = IngressError(status: 429, type: "RateLimited", message: "this batch of \(plan.count) sends is over API key \(call.key.name)'s \(rate) sends/s limit")
+                var error = IngressError(status: 429, type: .rateLimited, message: "this batch of \(plan.count) sends is over API key \(call.key.name)'s \(rate) sends/s limit")
                 error.retryAfter = wait
                 throw error
             }
@@ -149,7 +149,7 @@ extension Ingress {
         guard items.count <= configuration.maximumBatchItems else {
             var error = IngressError.invalid("items", "holds \(items.count) sends; at most \(configuration.maximumBatchItems) per batch")
             error.status = 413
-            error.type = "PayloadTooLarge"
+            error.type = .payloadTooLarge
             throw error
         }
         // A batch larger than the batches' whole share of the budget could never be admitted: 413, not 503.
@@ -170,7 +170,7 @@ extension Ingress {
             if plan.count > maximumSends {
                 var error = IngressError.invalid("items", "fans out to more than \(maximumSends) sends")
                 error.status = 413
-                error.type = "PayloadTooLarge"
+                error.type = .payloadTooLarge
                 throw error
             }
         }
@@ -248,7 +248,7 @@ extension Ingress {
                     case .refused(let item, let error):
                         run.entries[next] = Self.batchEntry(item: item, tokenIndex: nil, result: .failure(error)).encoded()
                     case .send(let item, let tokenIndex, _, _, _):
-                        var error = IngressError(status: 503, type: "NotSent", message: stop.message)
+                        var error = IngressError(status: 503, type: .notSent, message: stop.message)
                         error.reason = stop.rawValue
                         run.entries[next] = Self.batchEntry(item: item, tokenIndex: tokenIndex, result: .failure(error)).encoded()
                         run.notSent += 1
@@ -305,7 +305,7 @@ extension Ingress {
     static func batchOverBurst(sends: Int, key: APIKey, burst: Double) -> IngressError {
         let limit = Int(exactly: burst.rounded(.down)).map(String.init) ?? "\(burst)"
         return IngressError(
-            status: 429, type: "BatchExceedsBurst",
+            status: 429, type: .batchExceedsBurst,
             message: "items: this batch fans out to \(sends) sends, more than API key \(key.name)'s burst of \(limit); "
                 + "it can never pass as is: split it into batches of at most \(limit) sends",
             field: "items")

@@ -14,7 +14,7 @@ extension Ingress {
         try authorize(call.key, app: app)
         let result = try await perform(app, environment, .createChannel(storagePolicy: policy), call)
         guard let channelID = result.channelID else {
-            throw IngressError(status: 502, type: "Upstream", message: "APNs created a channel but sent no apns-channel-id header")
+            throw IngressError(status: 502, type: .upstream, message: "APNs created a channel but sent no apns-channel-id header")
         }
         var body = Self.successBody(result)
         body["channelId"] = .string(channelID)

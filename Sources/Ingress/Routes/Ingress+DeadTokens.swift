@@ -24,7 +24,7 @@ extension Ingress {
             limit = value
         }
         guard let deadTokens else {
-            var error = IngressError(status: 503, type: "Unavailable", message: "the dead-token feed needs the audit database (audit.database_url)")
+            var error = IngressError(status: 503, type: .unavailable, message: "the dead-token feed needs the audit database (audit.database_url)")
             error.retryAfter = 30
             throw error
         }
@@ -35,7 +35,7 @@ extension Ingress {
             // libpq's message names the host and port; it belongs in the log, not in a
             // caller's answer. (Connection strings are never part of it: no secrets logged.)
             logger.error("dead-token query failed", metadata: ["app": "\(app)", "error": "\(error)"])
-            var failure = IngressError(status: 503, type: "Unavailable", message: "the audit database is unavailable; retry later")
+            var failure = IngressError(status: 503, type: .unavailable, message: "the audit database is unavailable; retry later")
             failure.retryAfter = 5
             throw failure
         }

@@ -29,7 +29,7 @@ extension Ingress {
         } catch {
             // APNs clients read "reason" (and "timestamp" on 410); the relay's
             // own error object rides along for people reading the body.
-            var members: [(String, JSONValue)] = [("reason", .string(error.reason ?? error.type))]
+            var members: [(String, JSONValue)] = [("reason", .string(error.reason ?? error.type.rawValue))]
             if let unregisteredAt = error.unregisteredAt { members.append(("timestamp", .integer(unregisteredAt))) }
             members.append(("error", error.object))
             return .json(error.status, JSONValue.object(JSONObject(members)).encoded(), headers: error.headers)

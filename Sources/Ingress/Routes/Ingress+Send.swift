@@ -74,7 +74,7 @@ extension Ingress {
             // off there is the shutdown's doing, not APNs', and may have arrived.
             if isDraining, case .transport(let transport) = error.cause, transport.kind == .closed || transport.kind == .connection {
                 var answer = IngressError(
-                    status: 503, type: "Draining",
+                    status: 503, type: .draining,
                     message: "the relay shut down before APNs answered this send; it may have been delivered (its apnsId finds it in the audit log)")
                 answer.retryAfter = 1
                 answer.apnsID = error.apnsID
@@ -107,7 +107,7 @@ extension Ingress {
         case nil: "no batch does"
         }
         var error = IngressError(
-            status: 503, type: "Overloaded",
+            status: 503, type: .overloaded,
             message: "\(what) not fit: the relay already holds \(sendBudget.inUse) sends in flight, batches at most \(sendBudget.batchLimit) of ingress.max_sends_in_flight \(sendBudget.limit)")
         error.retryAfter = 1
         return error

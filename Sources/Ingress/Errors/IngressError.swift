@@ -11,7 +11,7 @@ import Surfaces
 public struct IngressError: Error, Sendable {
     public var status: Int
     /// A stable name (`InvalidRequest`, `APNsRejected`, …), see docs/api.md.
-    public var type: String
+    public var type: Code
     public var message: String
     public var field: String?
     public var reason: String?
@@ -35,7 +35,7 @@ public struct IngressError: Error, Sendable {
     /// Set by the decoder for an invalid snapshot, so the refusal is audited.
     var refusal: SnapshotRefusal?
 
-    public init(status: Int, type: String, message: String, field: String? = nil) {
+    public init(status: Int, type: Code, message: String, field: String? = nil) {
         self.status = status
         self.type = type
         self.message = message
@@ -43,18 +43,18 @@ public struct IngressError: Error, Sendable {
     }
 
     static func invalid(_ field: String, _ message: String) -> IngressError {
-        IngressError(status: 400, type: "InvalidRequest", message: "\(field): \(message)", field: field)
+        IngressError(status: 400, type: .invalidRequest, message: "\(field): \(message)", field: field)
     }
 
     static let unauthorized: IngressError = {
-        var error = IngressError(status: 401, type: "Unauthorized", message: "send an API key as 'Authorization: Bearer <key>'")
+        var error = IngressError(status: 401, type: .unauthorized, message: "send an API key as 'Authorization: Bearer <key>'")
         error.extraHeaders = [("www-authenticate", #"Bearer realm="apns-relay""#)]
         return error
     }()
 
     /// The error object, without the outer `{"error": …}`.
     var object: JSONValue {
-        var members: [(String, JSONValue)] = [("type", .string(type)), ("message", .string(message))]
+        var members: [(String, JSONValue)] = [("type", .string(type.rawValue)), ("message", .string(message))]
         if let field { members.append(("field", .string(field))) }
         if let reason { members.append(("reason", .string(reason))) }
         if let apnsStatus { members.append(("status", .integer(Int64(apnsStatus)))) }
@@ -87,7 +87,7 @@ extension IngressError {
         switch failure.cause {
         case .apns(let error):
             // A preflight 403 (a topic of another app) is an authorization failure like any other.
-            let type = error.stage == .apns ? "APNsRejected" : error.status == 403 ? "Forbidden" : "Preflight"
+            let type: Code = error.stage == .apns ? .apnsRejected : error.status == 403 ? .forbidden : .preflight
             self.init(status: error.status, type: type, message: error.message, field: error.field)
             reason = error.code.rawValue
             apnsStatus = error.status
@@ -98,16 +98,16 @@ extension IngressError {
         case .invalidSnapshot(let error):
             self = .invalidSnapshot(error, field: snapshotField)
         case .transport(let error):
-            self.init(status: 502, type: "Upstream", message: "APNs could not be reached: \(error)")
+            self.init(status: 502, type: .upstream, message: "APNs could not be reached: \(error)")
         case .deadlineExceeded:
-            self.init(status: 504, type: "Timeout", message: "no final answer from APNs before the send deadline")
+            self.init(status: 504, type: .timeout, message: "no final answer from APNs before the send deadline")
         case .cancelled:
-            self.init(status: 503, type: "Cancelled", message: "the send was cancelled (the relay is shutting down, the client went away, or its batch reached ingress.batch_deadline_seconds)")
+            self.init(status: 503, type: .cancelled, message: "the send was cancelled (the relay is shutting down, the client went away, or its batch reached ingress.batch_deadline_seconds)")
             retryAfter = 1
         case .credentials(let message):
-            self.init(status: 500, type: "Credentials", message: "the relay could not sign for this app: \(message)")
+            self.init(status: 500, type: .credentials, message: "the relay could not sign for this app: \(message)")
         case .configuration(let message):
-            self.init(status: 400, type: "InvalidRequest", message: message)
+            self.init(status: 400, type: .invalidRequest, message: message)
         }
         apnsID = failure.apnsID
         attempts = failure.attempts
@@ -123,7 +123,7 @@ extension IngressError {
         let text = first?.message ?? "\(error)"
         var message = text.hasPrefix("$") ? field + text.dropFirst() : "\(path): \(text)"
         if error.issues.count > 1 { message += " (and \(error.issues.count - 1) more problem(s))" }
-        var result = IngressError(status: 400, type: "InvalidSnapshot", message: message, field: path)
+        var result = IngressError(status: 400, type: .invalidSnapshot, message: message, field: path)
         result.trapID = .invalidSnapshot
         return result
     }
