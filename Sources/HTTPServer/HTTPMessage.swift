@@ -10,6 +10,10 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// Path parameters filled in by the router (`/v1/channels/{id}` → `id`).
     public var pathParameters: [String: String] = [:]
+    /// The pattern the router matched (`/v1/channels/{channelId}`; a greedy
+    /// `{name...}` is written `{name}`), for span attributes and metric
+    /// labels; nil before routing.
+    public var route: String?
     /// Set by the server: reports whether the client is gone.
     var clientProbe: (@Sendable () -> Bool)?
 

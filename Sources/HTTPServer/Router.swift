@@ -1,11 +1,28 @@
 /// Maps method and path to a handler. Patterns are literal segments and
 /// `{name}` parameters: `/v1/channels/{id}`, `/3/device/{token}`; a last
 /// `{name...}` takes the rest of the path.
+///
+/// The server calls ``respond(to:errors:)`` for every request it reads, on
+/// Swift's concurrency pool (never on a libmicrohttpd thread). The handler
+/// gets the matched pattern in ``HTTPRequest/route`` (for span names and
+/// metric labels, so nothing matches the path twice) and the parameters in
+/// ``HTTPRequest/pathParameters``.
 public struct Router: Sendable {
     private struct Route: Sendable {
         var method: String
         var segments: [Substring]
+        /// The pattern as handlers see it: `{name...}` written `{name}`.
+        var label: String
         var handler: HTTPHandler
+    }
+
+    /// What a request's method and path match.
+    public enum Lookup: Sendable {
+        /// A route: its handler, its pattern (as ``HTTPRequest/route`` holds it) and the path parameters.
+        case found(HTTPHandler, route: String, parameters: [String: String])
+        /// The path matches under other methods only; `allow` lists them in the order they were added.
+        case methodNotAllowed(allow: [String])
+        case notFound
     }
 
     private var routes: [Route] = []
@@ -14,28 +31,50 @@ public struct Router: Sendable {
 
     /// Adds a route; earlier routes win on overlap.
     public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping HTTPHandler) {
-        routes.append(Route(method: method.uppercased(), segments: Self.segments(pattern), handler: handler))
+        routes.append(Route(
+            method: method.uppercased(), segments: Self.segments(pattern), label: Self.label(pattern), handler: handler))
     }
 
-    /// The handler for a request: 404 when no path matches, 405 (with Allow)
-    /// when the path matches under other methods.
-    public func handler(for request: HTTPRequest) -> (HTTPHandler, [String: String]) {
-        let segments = Self.segments(request.path)
+    /// The route for `method` and `path`.
+    public func lookup(_ method: String, _ path: String) -> Lookup {
+        let segments = Self.segments(path)
         var allowed: [String] = []
         for route in routes {
-            guard let parameters = Self.match(route.segments, segments, rawPath: request.path) else { continue }
-            if route.method == request.method { return (route.handler, parameters) }
+            guard let parameters = Self.match(route.segments, segments, rawPath: path) else { continue }
+            if route.method == method { return .found(route.handler, route: route.label, parameters: parameters) }
             allowed.append(route.method)
         }
-        if !allowed.isEmpty {
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allow: allowed)
+    }
+
+    /// Routes `request` and runs its handler: 404 `NotFound` when no path
+    /// matches, 405 `MethodNotAllowed` (with `allow`) when the path matches
+    /// under other methods, both worded by `errors` (the server's configured
+    /// ``HTTPServer/Configuration/errorRenderer``).
+    public func respond(to request: HTTPRequest, errors: HTTPServer.ErrorRenderer = HTTPServer.jsonErrorEnvelope) async -> HTTPResponse {
+        switch lookup(request.method, request.path) {
+        case .found(let handler, let route, let parameters):
+            var request = request
+            request.route = route
+            request.pathParameters = parameters
+            return await handler(request)
+        case .methodNotAllowed(let allowed):
             let allow = allowed.joined(separator: ", ")
-            return ({ _ in .json(405, Array(#"{"error":{"type":"MethodNotAllowed","message":"use \#(allow)"}}"#.utf8), headers: [("allow", allow)]) }, [:])
+            var response = errors(405, "MethodNotAllowed", "use \(allow)", nil)
+            response.headers.append(("allow", allow))
+            return response
+        case .notFound:
+            return errors(404, "NotFound", "no route for this path", nil)
         }
-        return ({ request in .json(404, Array(#"{"error":{"type":"NotFound","message":"no route for this path"}}"#.utf8)) }, [:])
     }
 
     private static func segments(_ path: String) -> [Substring] {
         path.split(separator: "/", omittingEmptySubsequences: true)
+    }
+
+    /// `/v1/channels/{channelId...}` → `/v1/channels/{channelId}`.
+    private static func label(_ pattern: String) -> String {
+        pattern.hasSuffix("...}") ? String(pattern.dropLast(4)) + "}" : pattern
     }
 
     private static func match(_ pattern: [Substring], _ path: [Substring], rawPath: String) -> [String: String]? {

@@ -220,9 +220,9 @@ struct ParsingTests {
             _ = RequestFraming.check(version: round % 2 == 0 ? "HTTP/1.1" : "HTTP/1.0", headers: named, maximumBodyBytes: 1 << 20)
             _ = RequestFraming.check(version: "HTTP/1.1", headers: headers + [("transfer-encoding", Self.noise(&generator, length: 8))], maximumBodyBytes: 0)
             let path = Self.noise(&generator, length: Int.random(in: 0...30, using: &generator))
-            _ = router.handler(for: HTTPRequest(method: "GET", path: path))
-            _ = router.handler(for: HTTPRequest(method: "DELETE", path: "/v1/channels/" + path))
-            _ = RequestTarget.decoded(path).map { router.handler(for: HTTPRequest(method: "GET", path: RequestTarget.originPath($0))) }
+            _ = router.lookup("GET", path)
+            _ = router.lookup("DELETE", "/v1/channels/" + path)
+            _ = RequestTarget.decoded(path).map { router.lookup("GET", RequestTarget.originPath($0)) }
         }
     }
 

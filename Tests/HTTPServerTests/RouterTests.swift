@@ -5,33 +5,64 @@ import Testing
 struct RouterTests {
     static func router() -> Router {
         var router = Router()
-        router.add("DELETE", "/v1/channels/{channelId...}") { request in .text(200, request.pathParameters["channelId"] ?? "-") }
-        router.add("POST", "/3/device/{token}") { request in .text(200, request.pathParameters["token"] ?? "-") }
+        router.add("DELETE", "/v1/channels/{channelId...}") { request in
+            .text(200, "\(request.route ?? "-") \(request.pathParameters["channelId"] ?? "-")")
+        }
+        router.add("POST", "/3/device/{token}") { request in .text(200, "\(request.route ?? "-") \(request.pathParameters["token"] ?? "-")") }
+        router.add("PUT", "/3/device/{token}") { _ in .text(200, "") }
         return router
     }
 
     static func route(_ method: String, _ path: String) async -> HTTPResponse {
-        var request = HTTPRequest(method: method, path: path)
-        let (handler, parameters) = router().handler(for: request)
-        request.pathParameters = parameters
-        return await handler(request)
+        await router().respond(to: HTTPRequest(method: method, path: path))
     }
+
+    static func text(_ response: HTTPResponse) -> String { String(decoding: response.body, as: UTF8.self) }
 
     @Test("a trailing {name...} keeps every byte of the rest of the path: base64 slashes, doubled and leading ones",
           arguments: ["abc", "ab/cd+ef==", "/leading", "double//slash", "trailing/"])
     func greedy(_ channelID: String) async {
         let response = await Self.route("DELETE", "/v1/channels/\(channelID)")
         #expect(response.status == 200)
-        #expect(String(decoding: response.body, as: UTF8.self) == channelID)
+        #expect(Self.text(response) == "/v1/channels/{channelId} \(channelID)", "the handler gets the pattern, {name...} written {name}")
     }
 
-    @Test("plain parameters match one segment; other methods get 405 with Allow; unknown paths 404")
+    @Test("plain parameters match one segment; the handler gets the matched pattern; other methods get 405 with Allow; unknown paths 404")
     func plain() async {
-        #expect(String(decoding: await Self.route("POST", "/3/device/abcd").body, as: UTF8.self) == "abcd")
+        #expect(Self.text(await Self.route("POST", "/3/device/abcd")) == "/3/device/{token} abcd")
         #expect(await Self.route("POST", "/3/device/ab/cd").status == 404)
         let wrongMethod = await Self.route("GET", "/3/device/abcd")
         #expect(wrongMethod.status == 405)
-        #expect(wrongMethod.headers.contains { $0.name == "allow" && $0.value == "POST" })
-        #expect(await Self.route("DELETE", "/v1/channels/").status == 404)
+        #expect(wrongMethod.headers.map(\.name) == ["content-type", "allow"])
+        #expect(wrongMethod.headers.contains { $0.name == "allow" && $0.value == "POST, PUT" })
+        #expect(Self.text(wrongMethod) == #"{"error":{"type":"MethodNotAllowed","message":"use POST, PUT"}}"#)
+        let unknown = await Self.route("DELETE", "/v1/channels/")
+        #expect(unknown.status == 404)
+        #expect(Self.text(unknown) == #"{"error":{"type":"NotFound","message":"no route for this path"}}"#)
+    }
+
+    @Test("404 and 405 are worded by the error renderer the server is configured with")
+    func renderer() async {
+        let renderer: HTTPServer.ErrorRenderer = { status, type, message, _ in .text(status, "\(type): \(message)") }
+        let response = await Self.router().respond(to: HTTPRequest(method: "GET", path: "/3/device/x"), errors: renderer)
+        #expect(response.status == 405)
+        #expect(Self.text(response) == "MethodNotAllowed: use POST, PUT")
+        #expect(response.headers.last?.name == "allow")
+        #expect(Self.text(await Self.router().respond(to: HTTPRequest(method: "GET", path: "/x"), errors: renderer)) == "NotFound: no route for this path")
+    }
+
+    @Test("lookup: the pattern and parameters of a match, the methods of a path that matches under others")
+    func lookup() {
+        guard case .found(_, let route, let parameters) = Self.router().lookup("POST", "/3/device/abc") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(route == "/3/device/{token}")
+        #expect(parameters == ["token": "abc"])
+        guard case .methodNotAllowed(let allow) = Self.router().lookup("GET", "/3/device/abc") else {
+            Issue.record("not a 405")
+            return
+        }
+        #expect(allow == ["POST", "PUT"])
     }
 }

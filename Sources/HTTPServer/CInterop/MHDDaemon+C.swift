@@ -5,35 +5,6 @@ import Synchronization
     import Glibc
 #endif
 
-/// State shared by libmicrohttpd's callbacks for one server.
-final class MHDServerCore: Sendable {
-    let router: Router
-    let configuration: HTTPServer.Configuration
-    let inFlight = Atomic<Int>(0)
-    /// Requests whose connection is suspended while their handler runs: a
-    /// stop past the drain timeout must resume them first, since
-    /// libmicrohttpd aborts the process when stopped with suspended connections.
-    let suspended = Mutex<[ObjectIdentifier: PendingExchange]>([:])
-    let deadlines: RequestDeadlines
-
-    init(router: Router, configuration: HTTPServer.Configuration) {
-        self.router = router
-        self.configuration = configuration
-        deadlines = RequestDeadlines(
-            requestTimeoutSeconds: configuration.requestTimeoutSeconds,
-            idleTimeoutSeconds: configuration.connectionTimeoutSeconds)
-    }
-
-    /// The server's own refusal, in the configured error envelope and
-    /// closing the connection (after a framing error nothing else on it can
-    /// be trusted).
-    func refusal(_ status: Int, _ type: String, _ message: String, field: String? = nil) -> HTTPResponse {
-        var response = configuration.errorRenderer(status, type, message, field)
-        response.headers.append(("connection", "close"))
-        return response
-    }
-}
-
 /// One request between libmicrohttpd's callbacks: read on MHD's thread,
 /// answered by a Swift task.
 final class PendingExchange: @unchecked Sendable {
@@ -257,8 +228,6 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
 
     var request = HTTPRequest(
         method: exchange.method, path: exchange.path, query: exchange.query, headers: exchange.headers, body: exchange.body)
-    let (handler, parameters) = core.router.handler(for: request)
-    request.pathParameters = parameters
     exchange.body = []
     exchange.socket = apns_relay_mhd_connection_fd(connection)
     request.clientProbe = { [exchange] in exchange.clientHasGone() }
@@ -268,7 +237,7 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
     exchange.connection = SuspendedConnection(pointer: connection)
     core.suspended.withLock { $0[ObjectIdentifier(exchange)] = exchange }
     Task {
-        let response = await handler(request)
+        let response = await core.respond(to: request)
         // In flight until libmicrohttpd reports the response written (see
         // mhdRequestCompleted): a drain that stopped the daemon as soon as the
         // handler returned would cut off answers still in the socket buffer.

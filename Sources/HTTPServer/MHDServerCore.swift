@@ -1,0 +1,36 @@
+import Synchronization
+
+/// State shared by libmicrohttpd's callbacks for one server.
+final class MHDServerCore: Sendable {
+    let router: Router
+    let configuration: HTTPServer.Configuration
+    let inFlight = Atomic<Int>(0)
+    /// Requests whose connection is suspended while their handler runs: a
+    /// stop past the drain timeout must resume them first, since
+    /// libmicrohttpd aborts the process when stopped with suspended connections.
+    let suspended = Mutex<[ObjectIdentifier: PendingExchange]>([:])
+    let deadlines: RequestDeadlines
+
+    init(router: Router, configuration: HTTPServer.Configuration) {
+        self.router = router
+        self.configuration = configuration
+        deadlines = RequestDeadlines(
+            requestTimeoutSeconds: configuration.requestTimeoutSeconds,
+            idleTimeoutSeconds: configuration.connectionTimeoutSeconds)
+    }
+
+    /// Routes `request` and runs its handler (on Swift's pool: this is the
+    /// only step of a request that is not libmicrohttpd's bookkeeping).
+    func respond(to request: HTTPRequest) async -> HTTPResponse {
+        await router.respond(to: request, errors: configuration.errorRenderer)
+    }
+
+    /// The server's own refusal, in the configured error envelope and
+    /// closing the connection (after a framing error nothing else on it can
+    /// be trusted).
+    func refusal(_ status: Int, _ type: String, _ message: String, field: String? = nil) -> HTTPResponse {
+        var response = configuration.errorRenderer(status, type, message, field)
+        response.headers.append(("connection", "close"))
+        return response
+    }
+}
