@@ -192,6 +192,12 @@ let package = Package(
         ),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "RelayJSON", "TestSupport"], swiftSettings: strictSwift),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strictSwift),
+        // The ingress' steps and route table, and the assembled server's parts, without the whole stack.
+        .testTarget(
+            name: "IngressTests",
+            dependencies: ["Ingress", "HTTPServer", "APNs", "Telemetry", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSwift),
+        .testTarget(name: "RelayServerTests", dependencies: ["RelayServer", "Audit", "APNs", "TestSupport"], swiftSettings: strictSwift),
         .testTarget(
             name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON", "TestSupport"],
             swiftSettings: strictSwift),

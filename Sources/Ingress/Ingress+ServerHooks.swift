@@ -13,9 +13,7 @@ extension Ingress {
     /// span of its own, child of the caller's `traceparent` when it sent a
     /// valid one (same trace id), a new trace otherwise.
     public func prepare(_ server: inout HTTPServer.Configuration) {
-        server.errorRenderer = { status, type, message, field in
-            IngressError(status: status, type: IngressError.Code(rawValue: type), message: message, field: field).response
-        }
+        server.errorRenderer = IngressError.serverErrorRenderer
         let tracer = tracer
         server.responseFinisher = { request, response in
             guard !response.headers.contains(where: { $0.name.lowercased() == "traceparent" }) else { return }
@@ -30,5 +28,13 @@ extension Ingress {
             if let traceparent = headers["traceparent"] { response.headers.append(("traceparent", traceparent)) }
             span.end()
         }
+    }
+}
+
+extension IngressError {
+    /// The HTTP server's own refusals and the router's 404/405, in the
+    /// ingress' envelope: the server names the type, the ingress words it.
+    static let serverErrorRenderer: HTTPServer.ErrorRenderer = { status, type, message, field in
+        IngressError(status: status, type: Code(rawValue: type), message: message, field: field).response
     }
 }

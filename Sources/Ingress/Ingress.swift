@@ -1,4 +1,4 @@
-public import HTTPServer
+import HTTPServer
 import Instrumentation
 public import Logging
 public import Relay
@@ -10,9 +10,11 @@ public import Tracing
 /// the dead-token feed, an APNs-compatible `/3/device/{token}`, and the
 /// runtime kill switch.
 ///
-/// Every request is authenticated by API key, limited (concurrency, per-key
-/// rate), traced (an incoming `traceparent` becomes the parent; the answer
-/// carries the relay's own) and counted by route and status.
+/// Every route is declared once in ``routes``; every API request is
+/// authenticated by API key, limited (concurrency, per-key rate), traced (an
+/// incoming `traceparent` becomes the parent; the answer carries the relay's
+/// own) and counted by route and status, by the steps ``IngressSteps``
+/// declares in their one order.
 public final class Ingress: Sendable {
     /// Limits of the API.
     public struct Configuration: Sendable {
@@ -49,11 +51,9 @@ public final class Ingress: Sendable {
     let deadTokens: (any DeadTokenSource)?
     let tracer: any Tracer
     let logger: Logger
-    let readiness: @Sendable () -> String?
-    let observer: RequestObserver?
-    let limiter = RateLimiter()
-    let inFlight = Atomic<Int>(0)
-    let draining = Atomic<Bool>(false)
+    /// Every step between the router and a handler, in their declared order.
+    let steps: IngressSteps
+    let probes: HealthProbes
     /// While draining, batches start sends until then (see ``beginDraining(batchesStartFor:)``).
     let batchStartsUntil = Mutex<ContinuousClock.Instant?>(nil)
     let sendBudget: SendBudget
@@ -72,8 +72,11 @@ public final class Ingress: Sendable {
         self.deadTokens = deadTokens
         self.tracer = tracer
         self.logger = logger
-        self.readiness = readiness
-        self.observer = observer
+        steps = IngressSteps(
+            observer: observer, tracer: tracer, waitUntilRecorded: { [service] in await service.waitUntilRecorded() },
+            maximumConcurrentRequests: configuration.maximumConcurrentRequests, keyring: keyring, limiter: RateLimiter())
+        let drain = steps.drain
+        probes = HealthProbes { drain.isDraining ? "draining" : readiness() }
         sendBudget = SendBudget(limit: configuration.maximumSendsInFlight)
         batchLanes = BatchLanes(capacity: configuration.maximumBatchSendsRunning)
     }
@@ -85,13 +88,21 @@ public final class Ingress: Sendable {
     /// the drain has to cut anything off.
     public func beginDraining(batchesStartFor seconds: Double = 0) {
         batchStartsUntil.withLock { $0 = ContinuousClock.now + .milliseconds(Int(max(0, seconds) * 1000)) }
-        draining.store(true, ordering: .releasing)
+        steps.drain.close()
     }
 
-    public var isDraining: Bool { draining.load(ordering: .acquiring) }
+    public var isDraining: Bool { steps.drain.isDraining }
+
+    /// Why this relay should not get traffic now (draining, or the
+    /// `readiness` check), or nil when it is ready: what `/readyz` answers on
+    /// the ingress and on the metrics listener.
+    public var notReadyReason: String? { probes.notReadyReason() }
 
     /// Requests being handled now.
-    public var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
+    public var requestsInFlight: Int { steps.concurrency.inFlight }
+
+    /// The per-key token buckets (the rate-limit step charges one per request, a batch the rest of its sends).
+    var limiter: RateLimiter { steps.rateLimit.limiter }
 
     /// Sends admitted and not yet finished (a batch's unstarted sends included).
     public var sendsAdmitted: Int { sendBudget.inUse }
@@ -102,96 +113,15 @@ public final class Ingress: Sendable {
     /// Batch sends never started (answered `NotSent`) since start-up, by reason.
     public var batchSendsNotSent: [String: Int] { notSent.withLock { $0 } }
 
-    /// Adds every route to `router`.
-    public func install(on router: inout Router) {
-        router.add("POST", "/v1/send", guarded("/v1/send", send))
-        router.add("POST", "/v1/send/batch", guarded("/v1/send/batch", batch))
-        router.add("POST", "/v1/describe", guarded("/v1/describe", describe))
-        router.add("POST", "/v1/channels", guarded("/v1/channels", createChannel))
-        router.add("GET", "/v1/channels", guarded("/v1/channels", listChannels))
-        router.add("DELETE", "/v1/channels/{channelId...}", guarded("/v1/channels/{channelId}", deleteChannel))
-        router.add("GET", "/v1/dead-tokens", guarded("/v1/dead-tokens", listDeadTokens))
-        router.add("POST", "/3/device/{token}", guarded("/3/device/{token}", deviceCompatible))
-        router.add("GET", "/v1/admin/retry", guarded("/v1/admin/retry", retryState))
-        router.add("PUT", "/v1/admin/retry", guarded("/v1/admin/retry", setRetryState))
-        let readiness = readiness
-        let observer = observer
-        router.add("GET", "/healthz") { _ in
-            observer?("/healthz", 200, 0)
-            return .text(200, "ok\n")
-        }
-        router.add("GET", "/readyz") { [self] _ in
-            let reason = isDraining ? "draining" : readiness()
-            observer?("/readyz", reason == nil ? 200 : 503, 0)
-            if let reason { return .text(503, "not ready: \(reason)\n") }
-            return .text(200, "ready\n")
-        }
-    }
-
     /// What a route handler gets: the request, the caller's key, and the span to parent sends on.
     struct Call {
         var request: HTTPRequest
         var key: APIKey
-        var span: any Span
-        var context: SendContext { SendContext(caller: key.name, instrumentation: span.context) }
+        var span: (any Span)?
+        var context: SendContext { SendContext(caller: key.name, instrumentation: span?.context ?? .topLevel) }
     }
 
-    typealias Route = @Sendable (Call) async throws(IngressError) -> HTTPResponse
-
-    /// Wraps a route: draining and concurrency checks, authentication, the
-    /// per-key rate limit, the request span, error bodies, and metrics.
-    private func guarded(_ route: String, _ handler: @escaping Route) -> HTTPHandler {
-        { [self] request in
-            let started = ContinuousClock.now
-            var parent = ServiceContext.topLevel
-            tracer.extract(request.headers, into: &parent, using: HeaderListExtractor())
-            let span = tracer.startSpan("ingress.request", context: parent, ofKind: .server)
-            span.attributes["http.route"] = route
-            span.attributes["http.request.method"] = request.method
-            var response: HTTPResponse
-            do throws(IngressError) {
-                response = try await admit(route, request, span, handler)
-            } catch {
-                // The promise: an answered send has its row, whatever crashes next.
-                if error.isRecordedRefusal { await service.waitUntilRecorded() }
-                response = error.response
-                if error.status >= 500 { span.setStatus(SpanStatus(code: .error, message: error.type.rawValue)) }
-            }
-            span.attributes["http.response.status_code"] = response.status
-            var headers: [String: String] = [:]
-            tracer.inject(span.context, into: &headers, using: HeaderDictionaryInjector())
-            if let traceparent = headers["traceparent"] { response.headers.append(("traceparent", traceparent)) }
-            span.end()
-            observer?(route, response.status, started.duration(to: .now).seconds)
-            return response
-        }
-    }
-
-    private func admit(_ route: String, _ request: HTTPRequest, _ span: any Span, _ handler: Route) async throws(IngressError) -> HTTPResponse {
-        if isDraining {
-            var error = IngressError(status: 503, type: .draining, message: "this relay instance is shutting down; retry on another")
-            error.retryAfter = 1
-            throw error
-        }
-        let running = inFlight.wrappingAdd(1, ordering: .relaxed).newValue
-        defer { inFlight.wrappingSubtract(1, ordering: .relaxed) }
-        if running > configuration.maximumConcurrentRequests {
-            var error = IngressError(status: 503, type: .overloaded, message: "more than \(configuration.maximumConcurrentRequests) requests in progress")
-            error.retryAfter = 1
-            throw error
-        }
-        guard let key = keyring.authenticate(authorization: request.header("authorization")) else { throw IngressError.unauthorized }
-        span.attributes["apns_relay.caller"] = key.name
-        if let rate = key.ratePerSecond {
-            let burst = key.burst ?? rate
-            if let wait = limiter.acquire(key: key.name, ratePerSecond: rate, burst: burst) {
-                var error = IngressError(status: 429, type: .rateLimited, message: "API key \(key.name) is over its \(rate) requests/s limit")
-                error.retryAfter = wait
-                throw error
-            }
-        }
-        return try await handler(Call(request: request, key: key, span: span))
-    }
+    typealias RouteHandler = @Sendable (Call) async throws(IngressError) -> HTTPResponse
 
     /// Parses a JSON body; the error names the line and column.
     ///

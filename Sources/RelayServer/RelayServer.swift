@@ -94,19 +94,9 @@ public final class RelayServer: Sendable {
         let spoolDirectory = configuration.audit.spoolDirectory
         let behindLimit = configuration.audit.readinessBehindSeconds
         let readiness: @Sendable () -> String? = {
-            let statistics = audit.statistics
-            guard statistics.connected || FileManager.default.isWritableFile(atPath: spoolDirectory) else {
-                return "the audit log can be written neither to Postgres nor to the spool (\(spoolDirectory))"
-            }
-            // Rows are safe on disk either way. When Postgres answers and this
-            // relay's rows still do not land, the fault is local: take it out
-            // of rotation. A Postgres outage does not fail readiness (every
-            // relay would leave rotation and sends would stop); the alert
-            // APNsRelayAuditBehind pages for both.
-            if statistics.stuckWhileReachable(limit: behindLimit) {
-                return "the audit has not reached Postgres for \(Int(statistics.behindSeconds())) s although Postgres answers (rows wait in the spool; see the writer's log)"
-            }
-            return nil
+            Self.auditNotReadyReason(
+                audit.statistics, spoolDirectory: spoolDirectory, spoolWritable: FileManager.default.isWritableFile(atPath: spoolDirectory),
+                behindLimit: behindLimit, now: Date())
         }
         ingress = Ingress(
             configuration: ingressConfiguration, service: service,
@@ -148,7 +138,7 @@ public final class RelayServer: Sendable {
             metrics: metrics,
             sources: sources,
             buildInfo: Self.buildInfo,
-            readiness: { ingress.isDraining ? "draining" : readiness() }
+            readiness: { ingress.notReadyReason }
         ).install(on: &metricsRouter)
         var metricsServerConfiguration = HTTPServer.Configuration()
         metricsServerConfiguration.host = configuration.metrics.listen.host
@@ -218,6 +208,26 @@ public final class RelayServer: Sendable {
             "audit_quarantined": "\(statistics.quarantined)", "audit_dropped": "\(statistics.dropped)",
         ])
         await metricsServer.stop(drainTimeout: 1)
+    }
+
+    /// Why the audit keeps this relay out of rotation, or nil. Readiness as a
+    /// whole (draining first) is ``Ingress/notReadyReason``, served by both
+    /// listeners' `/readyz`.
+    static func auditNotReadyReason(
+        _ statistics: AuditStatistics, spoolDirectory: String, spoolWritable: Bool, behindLimit: Double, now: Date
+    ) -> String? {
+        guard statistics.connected || spoolWritable else {
+            return "the audit log can be written neither to Postgres nor to the spool (\(spoolDirectory))"
+        }
+        // Rows are safe on disk either way. When Postgres answers and this
+        // relay's rows still do not land, the fault is local: take it out
+        // of rotation. A Postgres outage does not fail readiness (every
+        // relay would leave rotation and sends would stop); the alert
+        // APNsRelayAuditBehind pages for both.
+        if statistics.stuckWhileReachable(limit: behindLimit, now: now) {
+            return "the audit has not reached Postgres for \(Int(statistics.behindSeconds(now: now))) s although Postgres answers (rows wait in the spool; see the writer's log)"
+        }
+        return nil
     }
 
     static func auditSnapshot(_ statistics: AuditStatistics) -> AuditSnapshot {

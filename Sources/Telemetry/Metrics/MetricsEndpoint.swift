@@ -30,10 +30,6 @@ public struct MetricsEndpoint: Sendable {
                 status: 200, headers: [("content-type", "text/plain; version=0.0.4; charset=utf-8")],
                 body: metrics.registry.emitToBuffer())
         }
-        router.add("GET", "/healthz") { _ in .text(200, "ok\n") }
-        router.add("GET", "/readyz") { _ in
-            if let reason = readiness() { return .text(503, "not ready: \(reason)\n") }
-            return .text(200, "ready\n")
-        }
+        HealthProbes(readiness: readiness).install(on: &router)
     }
 }

@@ -1,0 +1,61 @@
+import HTTPServer
+import Tracing
+
+/// Every step of the ingress, and the one order they run in.
+///
+/// An API route (``Ingress/Access/apiKey``) passes, outermost first:
+///
+/// 1. ``RequestMetrics``: counts and times the answer, whatever it is;
+/// 2. ``RequestSpan``: the request span and the answer's `traceparent`;
+/// 3. ``ErrorRendering``: every refusal below becomes its JSON answer;
+/// 4. ``DrainGate``: 503 `Draining` once the relay drains, before anything else;
+/// 5. ``ConcurrencyCap``: 503 `Overloaded` past ingress.max_concurrent_requests;
+/// 6. ``Authentication``: 401 without a valid key;
+/// 7. ``RateLimit``: 429 once the key's bucket is empty (a known key's bucket only).
+///
+/// A probe (``Ingress/Access/open``) passes metrics and error rendering only:
+/// it needs no key, answers while draining (`/readyz` says so), and its
+/// `traceparent` comes from ``Ingress/prepare(_:)`` like the router's 404.
+struct IngressSteps: Sendable {
+    let metrics: RequestMetrics
+    let span: RequestSpan
+    let errors: ErrorRendering
+    let drain: DrainGate
+    let concurrency: ConcurrencyCap
+    let authentication: Authentication
+    let rateLimit: RateLimit
+
+    init(
+        observer: Ingress.RequestObserver?, tracer: any Tracer, waitUntilRecorded: @escaping @Sendable () async -> Void,
+        maximumConcurrentRequests: Int, keyring: APIKeyring, limiter: RateLimiter
+    ) {
+        metrics = RequestMetrics(observer: observer)
+        span = RequestSpan(tracer: tracer)
+        errors = ErrorRendering(waitUntilRecorded: waitUntilRecorded)
+        drain = DrainGate()
+        concurrency = ConcurrencyCap(limit: maximumConcurrentRequests)
+        authentication = Authentication(keyring: keyring)
+        rateLimit = RateLimit(limiter: limiter)
+    }
+
+    /// The steps a route with `access` passes, outermost first.
+    func chain(for access: Ingress.Access) -> [any IngressMiddleware] {
+        switch access {
+        case .apiKey: [metrics, span, errors, drain, concurrency, authentication, rateLimit]
+        case .open: [metrics, errors]
+        }
+    }
+
+    /// The router's handler for a route: its steps around `endpoint`.
+    func handler(_ access: Ingress.Access, _ endpoint: @escaping IngressResponder) -> HTTPHandler {
+        let responder = chain(for: access).responder(around: endpoint)
+        return { request in
+            do throws(IngressError) {
+                return try await responder(request, IngressContext(route: request.route ?? request.path))
+            } catch {
+                // Unreached: every chain renders its errors; kept total all the same.
+                return error.response
+            }
+        }
+    }
+}

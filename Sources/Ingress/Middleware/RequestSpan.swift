@@ -1,0 +1,27 @@
+import HTTPServer
+import Instrumentation
+import Tracing
+
+/// The request span: child of the caller's `traceparent` when it sent a valid
+/// one, a new trace otherwise; the answer carries the span's own
+/// `traceparent`. Sends are parented on it (``Ingress/Call/context``).
+struct RequestSpan: IngressMiddleware {
+    let tracer: any Tracer
+
+    func handle(_ request: HTTPRequest, _ context: IngressContext, next: IngressResponder) async throws(IngressError) -> HTTPResponse {
+        var parent = ServiceContext.topLevel
+        tracer.extract(request.headers, into: &parent, using: HeaderListExtractor())
+        let span = tracer.startSpan("ingress.request", context: parent, ofKind: .server)
+        defer { span.end() }
+        span.attributes["http.route"] = context.route
+        span.attributes["http.request.method"] = request.method
+        var context = context
+        context.span = span
+        var response = try await next(request, context)
+        span.attributes["http.response.status_code"] = response.status
+        var headers: [String: String] = [:]
+        tracer.inject(span.context, into: &headers, using: HeaderDictionaryInjector())
+        if let traceparent = headers["traceparent"] { response.headers.append(("traceparent", traceparent)) }
+        return response
+    }
+}

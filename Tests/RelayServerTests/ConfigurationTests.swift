@@ -1,0 +1,26 @@
+import RelayServer
+import Testing
+
+/// The configuration file as `serve` reads it: fields, ranges, the masked description.
+@Suite("Relay server configuration")
+struct ConfigurationTests {
+    @Test("ingress.request_timeout_seconds and max_connections_per_client: read, range-checked, shown")
+    func configuration() throws {
+        let apps = """
+            apps:
+              - {name: a, bundle_id: com.example.a, team_id: ABCDE12345, key_id: KEY1234567, key_path: /nonexistent.p8, environments: [development]}
+            api_keys:
+              - {name: b, sha256: f8f4bf7056494c85a232414dbf744875d3457a9a1e995c37510506acbccffc37, apps: [a]}
+
+            """
+        let yaml = apps + "ingress:\n  request_timeout_seconds: 5\n  max_connections_per_client: 32\n"
+        let configuration = try ServerConfiguration.parse(yaml: yaml, file: "/tmp/relay.yaml", environment: [:])
+        #expect(configuration.ingress.requestTimeoutSeconds == 5)
+        #expect(configuration.ingress.maximumConnectionsPerClient == 32)
+        #expect(configuration.maskedDescription.contains("request_timeout_seconds: 5"))
+        #expect(ServerConfiguration(instance: "x").ingress.requestTimeoutSeconds == 15)
+        #expect(throws: ConfigurationError.self) {
+            try ServerConfiguration.parse(yaml: apps + "ingress:\n  request_timeout_seconds: 0\n", file: "/tmp/relay.yaml", environment: [:])
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import Audit
+import Foundation
+@testable import RelayServer
+import Testing
+
+/// What the audit says about readiness (`/readyz` on both listeners; draining
+/// comes first and is the ingress' own). Times are injected: no verdict reads the clock.
+@Suite("Relay server readiness")
+struct ReadinessTests {
+    static let now = Date(timeIntervalSince1970: 1_795_341_600)
+
+    static func reason(_ statistics: AuditStatistics, spoolWritable: Bool = true) -> String? {
+        RelayServer.auditNotReadyReason(statistics, spoolDirectory: "/var/spool/relay", spoolWritable: spoolWritable, behindLimit: 60, now: now)
+    }
+
+    static func statistics(connected: Bool = true, behindFor: Double? = nil, connectedAgo: Double? = nil) -> AuditStatistics {
+        var statistics = AuditStatistics()
+        statistics.databaseConfigured = true
+        statistics.connected = connected
+        statistics.behindSince = behindFor.map { now.addingTimeInterval(-$0) }
+        statistics.lastConnectedAt = connectedAgo.map { now.addingTimeInterval(-$0) }
+        return statistics
+    }
+
+    @Test("ready when rows land, and while Postgres is down but the spool takes them")
+    func ready() {
+        #expect(Self.reason(Self.statistics()) == nil)
+        #expect(Self.reason(Self.statistics(connected: false, behindFor: 3600, connectedAgo: 7200)) == nil, "an outage every relay shares keeps it in rotation")
+        #expect(Self.reason(Self.statistics(behindFor: 30, connectedAgo: 1)) == nil, "behind, but not past the limit")
+    }
+
+    @Test("not ready when neither Postgres nor the spool can take rows, naming the spool")
+    func nowhereToWrite() {
+        #expect(Self.reason(Self.statistics(connected: false), spoolWritable: false)
+            == "the audit log can be written neither to Postgres nor to the spool (/var/spool/relay)")
+        #expect(Self.reason(Self.statistics(connected: true), spoolWritable: false) == nil)
+    }
+
+    @Test("not ready when Postgres answers and rows still do not land past the limit")
+    func stuckWhileReachable() {
+        #expect(Self.reason(Self.statistics(behindFor: 90, connectedAgo: 5))
+            == "the audit has not reached Postgres for 90 s although Postgres answers (rows wait in the spool; see the writer's log)")
+    }
+}
