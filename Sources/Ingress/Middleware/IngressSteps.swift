@@ -20,9 +20,12 @@ struct IngressSteps: Sendable {
     let metrics: RequestMetrics
     let span: RequestSpan
     let errors: ErrorRendering
+    /// Owns the draining flag (``Ingress/beginDraining(batchesStartFor:)`` closes it).
     let drain: DrainGate
+    /// Owns the count of requests in progress (``Ingress/requestsInFlight``).
     let concurrency: ConcurrencyCap
     let authentication: Authentication
+    /// Owns the per-key buckets, which a batch also charges for its other sends.
     let rateLimit: RateLimit
 
     init(
