@@ -102,7 +102,7 @@ public final class Ingress: Sendable {
     public var requestsInFlight: Int { steps.concurrency.inFlight }
 
     /// The per-key token buckets (the rate-limit step charges one per request, a batch the rest of its sends).
-    var limiter: RateLimiter { steps.rateLimit.limiter }
+    var limiter: RateLimiter { steps.limiter }
 
     /// Sends admitted and not yet finished (a batch's unstarted sends included).
     public var sendsAdmitted: Int { sendBudget.inUse }

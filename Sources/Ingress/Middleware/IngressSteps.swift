@@ -17,35 +17,35 @@ import Tracing
 /// it needs no key, answers while draining (`/readyz` says so), and its
 /// `traceparent` comes from ``Ingress/prepare(_:)`` like the router's 404.
 struct IngressSteps: Sendable {
-    let metrics: RequestMetrics
-    let span: RequestSpan
-    let errors: ErrorRendering
     /// Owns the draining flag (``Ingress/beginDraining(batchesStartFor:)`` closes it).
-    let drain: DrainGate
+    let drain = DrainGate()
     /// Owns the count of requests in progress (``Ingress/requestsInFlight``).
     let concurrency: ConcurrencyCap
-    let authentication: Authentication
-    /// Owns the per-key buckets, which a batch also charges for its other sends.
-    let rateLimit: RateLimit
+    /// The per-key buckets the rate limit charges, which a batch also charges for its other sends.
+    let limiter: RateLimiter
+    private let api: [any IngressMiddleware]
+    private let probe: [any IngressMiddleware]
 
     init(
         observer: Ingress.RequestObserver?, tracer: any Tracer, waitUntilRecorded: @escaping @Sendable () async -> Void,
         maximumConcurrentRequests: Int, keyring: APIKeyring, limiter: RateLimiter
     ) {
-        metrics = RequestMetrics(observer: observer)
-        span = RequestSpan(tracer: tracer)
-        errors = ErrorRendering(waitUntilRecorded: waitUntilRecorded)
-        drain = DrainGate()
         concurrency = ConcurrencyCap(limit: maximumConcurrentRequests)
-        authentication = Authentication(keyring: keyring)
-        rateLimit = RateLimit(limiter: limiter)
+        self.limiter = limiter
+        let metrics = RequestMetrics(observer: observer)
+        let errors = ErrorRendering(waitUntilRecorded: waitUntilRecorded)
+        // The one order, outermost first (see above).
+        api = [
+            metrics, RequestSpan(tracer: tracer), errors, drain, concurrency, Authentication(keyring: keyring), RateLimit(limiter: limiter),
+        ]
+        probe = [metrics, errors]
     }
 
     /// The steps a route with `access` passes, outermost first.
     func chain(for access: Ingress.Access) -> [any IngressMiddleware] {
         switch access {
-        case .apiKey: [metrics, span, errors, drain, concurrency, authentication, rateLimit]
-        case .open: [metrics, errors]
+        case .apiKey: api
+        case .open: probe
         }
     }
 
