@@ -51,6 +51,21 @@ def check_compose():
     path = COMPOSE_DIR / "docker-compose.yml"
     compose = load_yaml(path)
     services = compose.get("services") or {}
+    check_services(c, path, compose, services)
+    relay = services.get("relay")
+    if not c.expect(relay, f"{rel(path)}: no relay service"):
+        return c.done("")
+    ingress, metrics = check_relay_service(c, path, compose, relay)
+    prometheus = services.get("prometheus") or {}
+    prometheus_config = check_prometheus(c, path, prometheus, metrics)
+    check_alertmanager(c, path, services, prometheus_config)
+    check_grafana(c, path, services, prometheus)
+    return c.done(f"{len(services)} services with image/build, relay ports {ingress}/{metrics} = config = published = "
+                  f"scrape target, rules/alertmanager/grafana mounts resolve")
+
+
+def check_services(c, path, compose, services):
+    """Every service has a pinned image or a build, mounts what exists, depends on services that do."""
     named_volumes = set((compose.get("volumes") or {}).keys())
     for name, service in services.items():
         c.expect(service.get("image") or service.get("build"), f"{rel(path)}: service {name} has neither image nor build")
@@ -64,9 +79,10 @@ def check_compose():
         for dependency in service.get("depends_on") or []:
             c.expect(dependency in services, f"{rel(path)}: {name} depends on unknown service {dependency}")
 
-    relay = services.get("relay")
-    if not c.expect(relay, f"{rel(path)}: no relay service"):
-        return c.done("")
+
+def check_relay_service(c, path, compose, relay):
+    """The relay's build, ports (config.yaml, the environment, the published ports), environment, stop
+    grace against the drain, spool volume and key secrets; returns its (ingress, metrics) ports."""
     build = relay.get("build") or {}
     context = COMPOSE_DIR / build.get("context", ".")
     c.expect((context / build.get("dockerfile", "Dockerfile")).resolve() == (COMPOSE_DIR / "Dockerfile").resolve(),
@@ -105,10 +121,12 @@ def check_compose():
                  f"{rel(path)}: app {app.get('name')} key_path {key_path} is not a secret of the relay service")
         if secret in secrets:
             c.expect((COMPOSE_DIR / secrets[secret]["file"]).parent.is_dir(), f"{rel(path)}: secret {secret}'s directory is missing")
+    return ingress, metrics
 
-    # Prometheus: its config is deploy/prometheus/prometheus.yml, its rule file is mounted where
-    # the relative path in that file resolves, and it scrapes relay:<metrics port>.
-    prometheus = services.get("prometheus") or {}
+
+def check_prometheus(c, path, prometheus, metrics):
+    """Prometheus' config is deploy/prometheus/prometheus.yml, its rule file is mounted where the
+    relative path in that file resolves, and it scrapes relay:<metrics port>; returns that config."""
     mounts = compose_mounts(prometheus)
     config_arg = next((a.split("=", 1)[1] for a in prometheus.get("command") or [] if str(a).startswith("--config.file=")), "")
     host_config = host_path_in_container(mounts, config_arg) if config_arg else None
@@ -131,6 +149,11 @@ def check_compose():
             c.expect(host == "relay" and int(port) == metrics,
                      f"deploy/prometheus/prometheus.yml: target {target} is not relay:{metrics} (the compose relay's metrics port)")
         c.expect(relay_job.get("metrics_path", "/metrics") == "/metrics", "deploy/prometheus/prometheus.yml: the relay serves /metrics")
+    return prometheus_config
+
+
+def check_alertmanager(c, path, services, prometheus_config):
+    """Prometheus alerts the compose Alertmanager, whose config is mounted and whose every route names a receiver it defines."""
     alertmanager = services.get("alertmanager") or {}
     alertmanager_ports = {parse_port(p)[2] for p in alertmanager.get("ports") or []}
     for manager in (prometheus_config.get("alerting") or {}).get("alertmanagers") or []:
@@ -139,7 +162,6 @@ def check_compose():
                 host, _, port = target.rpartition(":")
                 c.expect(host in services and int(port) in alertmanager_ports | {9093} and host == "alertmanager",
                          f"deploy/prometheus/prometheus.yml: alertmanager target {target} is not the compose alertmanager")
-    # Alertmanager's config is mounted and every route names a receiver it defines.
     am_config_arg = next((a.split("=", 1)[1] for a in alertmanager.get("command") or [] if str(a).startswith("--config.file=")), "")
     am_host = host_path_in_container(compose_mounts(alertmanager), am_config_arg)
     if c.expect(am_host and os.path.isfile(am_host), f"{rel(path)}: alertmanager --config.file={am_config_arg} is not a mounted file"):
@@ -157,8 +179,10 @@ def check_compose():
         page = any('severity="page"' in m for r in (am.get("route") or {}).get("routes") or [] for m in r.get("matchers") or [])
         c.expect("page" not in severities or page, f"{rel(am_host)}: no route for severity=\"page\", which the rules use")
 
-    # Grafana: provisioning mounted, the data source is the compose Prometheus, the
-    # dashboards provider reads the mounted dashboards/.
+
+def check_grafana(c, path, services, prometheus):
+    """Grafana's provisioning is mounted, its data source is the compose Prometheus, and the
+    dashboards provider reads the mounted dashboards/, whose every file is JSON."""
     grafana = services.get("grafana") or {}
     gmounts = compose_mounts(grafana)
     provisioning = host_path_in_container(gmounts, "/etc/grafana/provisioning")
@@ -183,5 +207,3 @@ def check_compose():
                         json.loads(board.read_text(encoding="utf-8"))
                     except ValueError as error:
                         c.expect(False, f"{rel(board)}: {error}")
-    return c.done(f"{len(services)} services with image/build, relay ports {ingress}/{metrics} = config = published = "
-                  f"scrape target, rules/alertmanager/grafana mounts resolve")
