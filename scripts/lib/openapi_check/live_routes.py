@@ -40,37 +40,35 @@ def routes(ctx):
 
 
 def undocumented(ctx, method, path):
-    name = f"[a] {method} {path} (undocumented) is 404"
-    try:
-        response = ctx.client.request(method, path, key=ctx.args.api_key, body={} if method == "POST" else None)
-    except (OSError, http.client.HTTPException) as error:
-        ctx.checks.record(name, [f"request failed: {error}"])
-        return
-    problems = []
-    if response.status != 404:
-        problems.append(f"expected 404, got {response.status}")
-    else:
-        problems.extend(conformance(ctx.spec, None, response, "/components/responses/RouteNotFound"))
-    ctx.checks.record(name, problems, response.summary())
+    refused(ctx, f"[a] {method} {path} (undocumented) is 404", ctx.client, method, path, ctx.args.api_key,
+            404, "/components/responses/RouteNotFound", body={} if method == "POST" else None)
 
 
 def not_allowed(ctx, method, path, documented):
-    name = f"[a] {method} {path} is 405 with allow: {', '.join(sorted(documented))}"
+    def allows_documented(response):
+        allow = {m.strip().upper() for m in response.headers.get("allow", "").split(",") if m.strip()}
+        return [] if documented <= allow else [f"allow {sorted(allow)} misses {sorted(documented - allow)}"]
+
     auth = ctx.args.admin_key if "/admin/" in path else ctx.args.api_key
     client = ctx.client if path not in ("/healthz", "/readyz") else ctx.health
+    refused(ctx, f"[a] {method} {path} is 405 with allow: {', '.join(sorted(documented))}", client, method,
+            concrete(ctx, path), auth, 405, "/components/responses/MethodNotAllowed", check=allows_documented)
+
+
+def refused(ctx, name, client, method, path, key, status, response_pointer, body=None, check=None):
+    """A request the relay must answer with `status` and the components response at response_pointer."""
     try:
-        response = client.request(method, concrete(ctx, path), key=auth)
+        response = client.request(method, path, key=key, body=body)
     except (OSError, http.client.HTTPException) as error:
         ctx.checks.record(name, [f"request failed: {error}"])
         return
     problems = []
-    if response.status != 405:
-        problems.append(f"expected 405, got {response.status}")
+    if response.status != status:
+        problems.append(f"expected {status}, got {response.status}")
     else:
-        problems.extend(conformance(ctx.spec, None, response, "/components/responses/MethodNotAllowed"))
-        allow = {m.strip().upper() for m in response.headers.get("allow", "").split(",") if m.strip()}
-        if not documented <= allow:
-            problems.append(f"allow {sorted(allow)} misses {sorted(documented - allow)}")
+        problems.extend(conformance(ctx.spec, None, response, response_pointer))
+        if check:
+            problems.extend(check(response))
     ctx.checks.record(name, problems, response.summary())
 
 
