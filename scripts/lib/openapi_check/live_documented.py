@@ -16,7 +16,7 @@ def documented_examples(ctx):
     """Every request example in the guide and the spec, sent; the status must be the documented one."""
     channel = None
     created = ctx.call("[d] POST /v1/channels (a channel for the documented broadcast)", "/v1/channels", "POST",
-                        key=ctx.args.api_key, body=ctx.send_fields(storagePolicy="no-storage"), expect=201)
+                       key=ctx.args.api_key, body=ctx.send_fields(storagePolicy="no-storage"), expect=201)
     if created is not None and isinstance(created.json, dict):
         channel = created.json.get("channelId")
     guide = list(guide_examples(ctx.args.guide)) if ctx.args.guide and pathlib.Path(ctx.args.guide).exists() else []
@@ -43,8 +43,8 @@ def documented_examples(ctx):
         ctx.checks.record("[d] the documentation has request examples", ["none found"])
     if channel:
         ctx.call("[d] DELETE /v1/channels/{channelId} (clean up)", f"/v1/channels/{urllib.parse.quote(channel, safe='')}",
-                  "DELETE", template="/v1/channels/{channelId}", key=ctx.args.api_key,
-                  query={"app": ctx.args.app, "environment": ctx.args.environment}, expect=200)
+                 "DELETE", template="/v1/channels/{channelId}", key=ctx.args.api_key,
+                 query={"app": ctx.args.app, "environment": ctx.args.environment}, expect=200)
 
 
 def send_documented(ctx, name, route, body, channel, answer):
@@ -66,7 +66,7 @@ def send_documented(ctx, name, route, body, channel, answer):
     # A send example documents a successful send (an answer of 200); with
     # --expect-success the relay must give exactly that.
     ctx.call(name, route, "POST", key=ctx.args.api_key, body=body,
-              expect=[200] if ctx.args.expect_success else None, check=check)
+             expect=[200] if ctx.args.expect_success else None, check=check)
 
 
 def localized(ctx, item, channel):

@@ -47,7 +47,7 @@ def describe(ctx):
         return problems
 
     ctx.call("[b] POST /v1/describe (alert)", "/v1/describe", "POST", key=ctx.args.api_key,
-              body=ctx.alert(), expect=200, check=check)
+             body=ctx.alert(), expect=200, check=check)
 
 
 def send(ctx):
@@ -72,7 +72,7 @@ def send(ctx):
         return problems
 
     ctx.call("[b] POST /v1/send (alert)", "/v1/send", "POST", key=ctx.args.api_key,
-              body=ctx.alert(apnsId=apns_id), expect=ctx.success_or_documented(), check=check)
+             body=ctx.alert(apnsId=apns_id), expect=ctx.success_or_documented(), check=check)
 
 
 def batch(ctx):
@@ -99,7 +99,7 @@ def batch(ctx):
         return problems
 
     ctx.call("[b] POST /v1/send/batch (2 items, item 1 bad)", "/v1/send/batch", "POST",
-              key=ctx.args.api_key, body={"items": items}, expect=200, check=check)
+             key=ctx.args.api_key, body={"items": items}, expect=200, check=check)
 
 
 def channels(ctx):
@@ -120,7 +120,7 @@ def channels(ctx):
         return []
 
     ctx.call("[b] GET /v1/channels", "/v1/channels", "GET", key=ctx.args.api_key, query=query,
-              expect=ctx.success_or_documented(), check=listed)
+             expect=ctx.success_or_documented(), check=listed)
 
     if channel is None:
         ctx.checks.skip("[b] DELETE /v1/channels/{channelId}", "no channel was created")
@@ -132,8 +132,8 @@ def channels(ctx):
         return []
 
     ctx.call("[b] DELETE /v1/channels/{channelId}", f"/v1/channels/{urllib.parse.quote(channel, safe='')}",
-              "DELETE", template="/v1/channels/{channelId}", key=ctx.args.api_key, query=query,
-              expect=ctx.success_or_documented(), check=deleted)
+             "DELETE", template="/v1/channels/{channelId}", key=ctx.args.api_key, query=query,
+             expect=ctx.success_or_documented(), check=deleted)
 
 
 def dead_tokens(ctx):
@@ -159,11 +159,11 @@ def dead_tokens(ctx):
         return check
 
     ctx.call("[b] GET /v1/dead-tokens?since=1h", "/v1/dead-tokens", "GET", key=ctx.args.api_key,
-              query={"app": ctx.args.app, "since": "1h"}, expect=[200, 503], check=within(1000))
+             query={"app": ctx.args.app, "since": "1h"}, expect=[200, 503], check=within(1000))
     ctx.call("[b] GET /v1/dead-tokens?since=1h&environment&limit=1", "/v1/dead-tokens", "GET",
-              key=ctx.args.api_key, expect=[200, 503],
-              query={"app": ctx.args.app, "since": "1h", "environment": ctx.args.environment, "limit": 1},
-              check=within(1, ctx.args.environment))
+             key=ctx.args.api_key, expect=[200, 503],
+             query={"app": ctx.args.app, "since": "1h", "environment": ctx.args.environment, "limit": 1},
+             check=within(1, ctx.args.environment))
 
 
 def admin(ctx):
@@ -183,10 +183,10 @@ def admin(ctx):
                 "retriesDisabled is not true after disabled=true"]
 
         ctx.call("[b] PUT /v1/admin/retry disabled=true", "/v1/admin/retry", "PUT", key=ctx.args.admin_key,
-                  body={"disabled": True}, expect=200, check=disabled)
+                 body={"disabled": True}, expect=200, check=disabled)
     ctx.call("[b] PUT /v1/admin/retry disabled=false" + (" (environment forces it: 409)" if forced else ""),
-              "/v1/admin/retry", "PUT", key=ctx.args.admin_key, body={"disabled": False},
-              expect=409 if forced else 200, check=enabled)
+             "/v1/admin/retry", "PUT", key=ctx.args.admin_key, body={"disabled": False},
+             expect=409 if forced else 200, check=enabled)
 
 
 def apns_device(ctx):
@@ -205,8 +205,8 @@ def apns_device(ctx):
         return []
 
     ctx.call("[b] POST /3/device/{token} (raw APNs payload)", f"/3/device/{ctx.token}", "POST",
-              template="/3/device/{token}", key=ctx.args.api_key, body=payload, headers=headers,
-              expect=ctx.success_or_documented(), check=check)
+             template="/3/device/{token}", key=ctx.args.api_key, body=payload, headers=headers,
+             expect=ctx.success_or_documented(), check=check)
 
 
 def apns_device_as_curl_posts(ctx):
@@ -217,10 +217,10 @@ def apns_device_as_curl_posts(ctx):
                "apns-relay-environment": ctx.args.environment}
     raw = json.dumps({"aps": {"alert": {"title": "check-openapi", "body": "curl -d"}}}).encode("utf-8")
     ctx.call("[b] POST /3/device/{token} as curl -d posts it, no apns-push-type", f"/3/device/{ctx.token}", "POST",
-              template="/3/device/{token}", key=ctx.args.api_key, raw=raw, headers=headers,
-              expect=ctx.success_or_documented())
+             template="/3/device/{token}", key=ctx.args.api_key, raw=raw, headers=headers,
+             expect=ctx.success_or_documented())
 
 
 def dead_tokens_default_since(ctx):
     ctx.call("[b] GET /v1/dead-tokens without since (default 24h)", "/v1/dead-tokens", "GET",
-              key=ctx.args.api_key, query={"app": ctx.args.app}, expect=[200, 503])
+             key=ctx.args.api_key, query={"app": ctx.args.app}, expect=[200, 503])
