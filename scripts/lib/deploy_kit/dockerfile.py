@@ -43,7 +43,24 @@ def dockerignore_excludes(patterns, path):
 def check_dockerfile():
     c = Collector()
     path = COMPOSE_DIR / "Dockerfile"
-    instructions = dockerfile_instructions(path)
+    stages = dockerfile_stages(dockerfile_instructions(path))
+    c.expect(list(stages) == ["build", "runtime"], f"{rel(path)}: stages should be build, runtime (are {list(stages)})")
+    build, runtime = stages.get("build", {"image": "", "steps": []}), stages.get("runtime", {"image": "", "steps": []})
+    c.expect(re.fullmatch(r"swift:\d+\.\d+-bookworm", build["image"]), f"{rel(path)}: build stage is {build['image']}, not swift:X.Y-bookworm")
+    c.expect(runtime["image"] == "debian:bookworm-slim", f"{rel(path)}: runtime stage is {runtime['image']}")
+    check_build_stage(c, path, build)
+    check_runtime_libraries(c, path, runtime)
+    check_copy_sources(c, path, stages)
+    user = next((rest for word, rest in runtime["steps"] if word == "USER"), "")
+    c.expect(re.fullmatch(r"[1-9]\d*(:\d+)?", user), f"{rel(path)}: USER {user!r} is not a numeric non-root uid")
+    c.expect(("STOPSIGNAL", "SIGTERM") in runtime["steps"], f"{rel(path)}: STOPSIGNAL SIGTERM missing")
+    ingress, metrics = check_runtime_ports(c, path, runtime)
+    return c.done(f"stages {build['image']} -> {runtime['image']}, static stdlib, 5 libs + CA, uid {user}, "
+                  f"COPY sources in context, ports {ingress}/{metrics} agree")
+
+
+def dockerfile_stages(instructions):
+    """{stage name: {"image": FROM with ARGs expanded, "steps": [(instruction, rest)]}}, in order."""
     args = {}
     for word, rest in instructions:
         if word == "ARG" and "=" in rest:
@@ -61,12 +78,11 @@ def check_dockerfile():
             stages[current] = {"image": expand(match.group(1)), "steps": []}
         elif current is not None:
             stages[current]["steps"].append((word, rest))
-    c.expect(list(stages) == ["build", "runtime"], f"{rel(path)}: stages should be build, runtime (are {list(stages)})")
-    build, runtime = stages.get("build", {"image": "", "steps": []}), stages.get("runtime", {"image": "", "steps": []})
-    c.expect(re.fullmatch(r"swift:\d+\.\d+-bookworm", build["image"]), f"{rel(path)}: build stage is {build['image']}, not swift:X.Y-bookworm")
-    c.expect(runtime["image"] == "debian:bookworm-slim", f"{rel(path)}: runtime stage is {runtime['image']}")
+    return stages
 
-    # The toolchain must satisfy the manifest's swift-tools-version.
+
+def check_build_stage(c, path, build):
+    """The Swift image is no older than Package.swift's tools version and builds release with a static stdlib."""
     tools = re.search(r"swift-tools-version:\s*(\d+)\.(\d+)", (ROOT / "Package.swift").read_text(encoding="utf-8"))
     image_version = re.match(r"swift:(\d+)\.(\d+)", build["image"])
     if tools and image_version:
@@ -76,15 +92,19 @@ def check_dockerfile():
     c.expect(re.search(r"swift build -c release .*--static-swift-stdlib", build_runs),
              f"{rel(path)}: the build stage does not run `swift build -c release ... --static-swift-stdlib`")
 
-    runtime_runs = [rest for word, rest in runtime["steps"] if word == "RUN"]
+
+def check_runtime_libraries(c, path, runtime):
+    """The runtime stage installs exactly the C libraries the binary links, and CA certificates."""
     installs = set()
-    for run in runtime_runs:
+    for run in (rest for word, rest in runtime["steps"] if word == "RUN"):
         for match in re.finditer(r"apt-get install ((?:\S+\s*)+?)(?:&&|$)", run):
             installs |= {w for w in match.group(1).split() if not w.startswith("-")}
     wanted = {"libnghttp2-14", "libssl3", "libpq5", "libmicrohttpd12", "zlib1g", "ca-certificates"}
     c.expect(installs == wanted, f"{rel(path)}: runtime installs {sorted(installs)}, want exactly {sorted(wanted)}")
 
-    # Every COPY from the context exists and survives .dockerignore.
+
+def check_copy_sources(c, path, stages):
+    """Every COPY from the context exists and survives .dockerignore; every COPY --from names a stage."""
     ignore = [l.strip() for l in (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
               if l.strip() and not l.strip().startswith("#")]
     for stage in stages.values():
@@ -101,11 +121,9 @@ def check_dockerfile():
                 c.expect((ROOT / source).exists(), f"{rel(path)}: COPY {source}: not in the build context (the repository root)")
                 c.expect(not dockerignore_excludes(ignore, source.rstrip("/")), f"{rel(path)}: COPY {source}: excluded by .dockerignore")
 
-    user = next((rest for word, rest in runtime["steps"] if word == "USER"), "")
-    c.expect(re.fullmatch(r"[1-9]\d*(:\d+)?", user), f"{rel(path)}: USER {user!r} is not a numeric non-root uid")
-    c.expect(("STOPSIGNAL", "SIGTERM") in runtime["steps"], f"{rel(path)}: STOPSIGNAL SIGTERM missing")
 
-    # Ports: EXPOSE, the ENV listen addresses and the HEALTHCHECK agree with the compose config.
+def check_runtime_ports(c, path, runtime):
+    """EXPOSE, the ENV listen addresses and the HEALTHCHECK agree with the compose config; returns its ports."""
     compose_config = load_yaml(COMPOSE_DIR / "config.yaml")
     ingress, metrics, _ = relay_settings(compose_config)
     exposed = {int(p.split("/")[0]) for word, rest in runtime["steps"] if word == "EXPOSE" for p in rest.split()}
@@ -117,5 +135,4 @@ def check_dockerfile():
     health = next((rest for word, rest in runtime["steps"] if word == "HEALTHCHECK"), "")
     c.expect("/healthz" in health and f":-{metrics}" in health and "APNS_RELAY_METRICS_LISTEN" in health,
              f"{rel(path)}: HEALTHCHECK should GET /healthz on the metrics port (APNS_RELAY_METRICS_LISTEN, default {metrics})")
-    return c.done(f"stages {build['image']} -> {runtime['image']}, static stdlib, 5 libs + CA, uid {user}, "
-                  f"COPY sources in context, ports {ingress}/{metrics} agree")
+    return ingress, metrics
