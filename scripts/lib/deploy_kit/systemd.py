@@ -37,14 +37,30 @@ def check_systemd_unit():
     unit_path = DEPLOY / "systemd" / "apns-relay.service"
     env_path = DEPLOY / "systemd" / "apns-relay.env"
     entries = parse_unit(unit_path)
-    service = [(k, v) for s, k, v in entries if s == "Service"]
     values = {}
-    for key, value in service:
+    for key, value in ((k, v) for s, k, v in entries if s == "Service"):
         values.setdefault(key, []).append(value)
 
     def one(key):
         return values.get(key, [None])[-1]
 
+    check_hardening(c, unit_path, values, one)
+    config = load_yaml(EXAMPLE_CONFIG)
+    _, _, drain = relay_settings(config)
+    stop = systemd_seconds(one("TimeoutStopSec") or "90")
+    c.expect(stop > drain, f"{rel(unit_path)}: TimeoutStopSec={one('TimeoutStopSec')} must exceed the drain ({drain} s)")
+
+    exec_start = one("ExecStart") or ""
+    c.expect(re.search(r"apns-relay serve\b", exec_start), f"{rel(unit_path)}: ExecStart does not run `apns-relay serve`")
+    c.expect(any("check-config" in v for v in values.get("ExecStartPre", [])),
+             f"{rel(unit_path)}: no ExecStartPre running check-config")
+    environment = check_environment(c, unit_path, env_path, values, config)
+    check_spool(c, unit_path, environment)
+    return c.done(f"hardening, TimeoutStopSec {stop:g} s > drain {drain} s, {len(environment)} Environment= and "
+                  f"env-file names known, key paths match LoadCredential=")
+
+
+def check_hardening(c, unit_path, values, one):
     required = {
         "DynamicUser": "yes", "ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes",
         "NoNewPrivileges": "yes", "PrivateDevices": "yes", "CapabilityBoundingSet": "",
@@ -56,18 +72,10 @@ def check_systemd_unit():
     c.expect("@system-service" in (values.get("SystemCallFilter") or []),
              f"{rel(unit_path)}: SystemCallFilter=@system-service missing")
 
-    config = load_yaml(EXAMPLE_CONFIG)
-    _, _, drain = relay_settings(config)
-    stop = systemd_seconds(one("TimeoutStopSec") or "90")
-    c.expect(stop > drain, f"{rel(unit_path)}: TimeoutStopSec={one('TimeoutStopSec')} must exceed the drain ({drain} s)")
 
-    exec_start = one("ExecStart") or ""
-    c.expect(re.search(r"apns-relay serve\b", exec_start), f"{rel(unit_path)}: ExecStart does not run `apns-relay serve`")
-    c.expect(any("check-config" in v for v in values.get("ExecStartPre", [])),
-             f"{rel(unit_path)}: no ExecStartPre running check-config")
-
-    # Environment= and the env file: only variables the relay reads, and each
-    # per-app key path handed over by a LoadCredential= of the same name.
+def check_environment(c, unit_path, env_path, values, config):
+    """Environment= and the env file: only variables the relay reads, and each
+    per-app key path handed over by a LoadCredential= of the same name."""
     known = known_environment()
     apps = {a["name"] for a in config.get("apps", [])}
     environment = {}
@@ -91,8 +99,11 @@ def check_systemd_unit():
         if c.expect(match, f"{rel(unit_path)}: {name}={setting} should be %d/<credential>"):
             c.expect(match.group(1) in credentials, f"{rel(unit_path)}: {name} reads credential {match.group(1)!r}, "
                      f"but LoadCredential= gives {sorted(credentials)}")
+    return environment
+
+
+def check_spool(c, unit_path, environment):
+    """The spool is under the StateDirectory, which outlives restarts."""
     spool = environment.get("APNS_RELAY_SPOOL_DIRECTORY", "")
     c.expect(spool.startswith("%S/apns-relay") or spool.startswith("/var/lib/apns-relay"),
              f"{rel(unit_path)}: the spool ({spool or 'default'}) is not in the StateDirectory")
-    return c.done(f"hardening, TimeoutStopSec {stop:g} s > drain {drain} s, {len(environment)} Environment= and "
-                  f"env-file names known, key paths match LoadCredential=")
