@@ -191,7 +191,7 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "RelayJSON", "TestSupport"], swiftSettings: strictSwift),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strictSwift),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"], swiftSettings: strictSwift),
         // The ingress' steps and route table, and the assembled server's parts, without the whole stack.
         .testTarget(
             name: "IngressTests",
@@ -203,7 +203,7 @@ let package = Package(
             swiftSettings: strictSwift),
         .testTarget(
             name: "CInteropTests",
-            dependencies: ["CNGHTTP2", "COpenSSL", "CLibPQ", "CMicroHTTPD", "CZlib"],
+            dependencies: ["CNGHTTP2", "COpenSSL", "CLibPQ", "CMicroHTTPD", "CZlib", "TestSupport"],
             swiftSettings: strictSwift
         ),
     ]

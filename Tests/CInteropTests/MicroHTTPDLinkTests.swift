@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import Foundation
 import Testing
+import TestSupport
 
 @Suite("libmicrohttpd is linked and serves on loopback")
 struct MicroHTTPDLinkTests {
@@ -34,16 +35,9 @@ struct MicroHTTPDLinkTests {
 
     /// Fetches `url` with curl; returns the status code and the body.
     static func curl(_ url: String) throws -> (status: String, body: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["curl", "-sS", "--max-time", "10", "-w", "\n%{http_code}", url]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        try process.run()
-        let data = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "curl exited with \(process.terminationStatus)")
-        let text = String(decoding: data, as: UTF8.self)
+        let curl = try ProcessRunner.capture(["curl", "-sS", "--max-time", "10", "-w", "\n%{http_code}", url])
+        #expect(curl.status == 0, "curl exited with \(curl.status): \(String(decoding: curl.standardError, as: UTF8.self))")
+        let text = String(decoding: curl.standardOutput, as: UTF8.self)
         guard let split = text.lastIndex(of: "\n") else { return ("", text) }
         return (String(text[text.index(after: split)...]), String(text[..<split]))
     }

@@ -2,6 +2,7 @@ import CMicroHTTPD
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 
 /// The request deadlines (HTTPServer's RequestDeadlines) shut down sockets
 /// from another thread and rely on libmicrohttpd calling the
@@ -34,16 +35,10 @@ struct MicroHTTPDNotifyOrderTests {
         let running = try #require(daemon)
         let port = apns_relay_mhd_bound_port(running)
         for _ in 0..<20 {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-H", "Connection: close", "http://127.0.0.1:\(port)/"]
-            try process.run()
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    process.waitUntilExit()
-                    continuation.resume()
-                }
-            }
+            let curl = try ChildProcess(
+                ["curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-H", "Connection: close", "http://127.0.0.1:\(port)/"],
+                standardOutput: .inherit, standardError: .inherit)
+            _ = await curl.exited()
         }
         // Connection: close: libmicrohttpd closes each after answering; the
         // stop closes any it has not yet cleaned up, notifying as well.

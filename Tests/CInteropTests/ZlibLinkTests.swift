@@ -1,6 +1,7 @@
 import CZlib
 import Foundation
 import Testing
+import TestSupport
 
 @Suite("zlib is linked and its gzip output is real gzip")
 struct ZlibLinkTests {
@@ -16,9 +17,9 @@ struct ZlibLinkTests {
             .appendingPathComponent("apns-relay-zlib-\(UUID().uuidString).gz")
         try Data(compressed).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let (status, output) = try Self.run(["gzip", "-dc", file.path])
-        #expect(status == 0)
-        #expect(output == Data(input), "gzip -dc gave back \(output.count) bytes")
+        let gzip = try ProcessRunner.capture(["gzip", "-dc", file.path])
+        #expect(gzip.status == 0, "\(String(decoding: gzip.standardError, as: UTF8.self))")
+        #expect(gzip.standardOutput == Data(input), "gzip -dc gave back \(gzip.standardOutput.count) bytes")
 
         #expect(try Self.gunzip(compressed) == input)
     }
@@ -100,18 +101,5 @@ struct ZlibLinkTests {
         }
         try #require(status == Z_STREAM_END, "inflate ended with \(status)")
         return output
-    }
-
-    /// Runs a tool through /usr/bin/env; returns its status and stdout.
-    static func run(_ arguments: [String]) throws -> (Int32, Data) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        try process.run()
-        let data = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, data)
     }
 }

@@ -68,15 +68,11 @@ struct AuditDurabilityProcessTests {
 
         let script = relay.directory + "/driver.py"
         try Self.driver.write(toFile: script, atomically: true, encoding: .utf8)
-        let driver = Process()
-        driver.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        driver.arguments = ["python3", script, String(port), TestRelay.keys["backend"]!, TestRelay.send(token: "TOKEN"), "16"]
-        let output = Pipe()
-        driver.standardOutput = output
-        driver.standardError = FileHandle(forWritingAtPath: "/dev/stderr")
+        let driver = try ChildProcess(
+            ["python3", script, String(port), TestRelay.keys["backend"]!, TestRelay.send(token: "TOKEN"), "16"],
+            standardOutput: .pipe, standardError: .inherit)
         let lines = Lines()
-        try driver.run()
-        RelayProcess.collectLines(of: output.fileHandleForReading) { line in lines.lines.withLock { $0.append(line) } }
+        ChildProcess.collectLines(of: driver.standardOutput!) { line in lines.lines.withLock { $0.append(line) } }
 
         #expect(await eventually(60) { lines.answered.count >= 400 || !driver.isRunning }, "the load got going: \(lines.lines.withLock { $0.suffix(5) })")
         serve.signal(SIGKILL)

@@ -17,28 +17,24 @@ struct BatchOverloadTests {
     }
 
     /// `curl` posting `body` in the background; killed to play a client that gives up.
-    final class LeavingClient: @unchecked Sendable {
-        // Process is thread-safe for run, isRunning and the pid; nothing else is touched.
-
-        private let process: Process
+    final class LeavingClient: Sendable {
+        private let process: ChildProcess
 
         init(url: String, body: String) throws {
             let file = NSTemporaryDirectory() + "batch-\(UUID().uuidString).json"
             _ = FileManager.default.createFile(atPath: file, contents: Data(body.utf8))
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = [
+            process = try ChildProcess([
                 "curl", "-s", "-o", "/dev/null", "--max-time", "300", "-H", "authorization: Bearer \(TestRelay.keys["backend"]!)",
                 "-H", "content-type: application/json", "--data-binary", "@\(file)", url,
-            ]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            process.terminationHandler = { _ in try? FileManager.default.removeItem(atPath: file) }
-            try process.run()
+            ])
+            Task { [process] in
+                _ = await process.exited()
+                try? FileManager.default.removeItem(atPath: file)
+            }
         }
 
         /// Kills curl: the kernel closes its socket, as for a client that crashed or timed out.
-        func leave() { kill(process.processIdentifier, SIGKILL) }
+        func leave() { process.kill() }
         var hasExited: Bool { !process.isRunning }
     }
 

@@ -14,14 +14,13 @@ struct PrivateCluster {
 
     /// `pg_ctl` and friends, as the postgres user when the tests run as root.
     ///
-    /// Through Python's subprocess, which closes every inherited descriptor
-    /// above 2: Foundation's Process lets a child inherit the test process's
-    /// open pipes, and a server started from one (pg_ctl leaves postgres
-    /// running) would hold some test's pipe open for ever.
+    /// Output goes to a log file, not to ProcessRunner's pipe: pg_ctl leaves
+    /// postgres running, which would hold the pipe open for ever. The child
+    /// inherits no other descriptor of the test process (ProcessRunner closes
+    /// them), so postgres holds no test's socket or pipe either.
     func run(_ command: String) async throws {
         let line = (asRoot ? "runuser -u postgres -- " : "") + command + " >>\(directory)/ctl.log 2>&1"
-        let spawn = "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1], shell=True, close_fds=True, stdin=subprocess.DEVNULL))"
-        let (status, output) = try await ProcessRunner.runOffPool(["python3", "-c", spawn, line])
+        let (status, output) = try await ProcessRunner.runOffPool(["sh", "-c", line])
         guard status == 0 else {
             let log = (try? String(contentsOfFile: directory + "/ctl.log", encoding: .utf8)) ?? ""
             throw TestRelayError("\(command) failed (\(status)): \(output) \(log.suffix(1500))")

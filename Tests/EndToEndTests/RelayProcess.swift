@@ -5,14 +5,13 @@ import TestSupport
 /// `apns-relay serve` as a child process: started from a YAML file, read
 /// for the line that names its ports, signalled like an init system would.
 final class RelayProcess: Sendable {
-    /// What the reader thread and the termination handler report.
-    private final class Observed: Sendable {
+    /// The lines the reader thread collected.
+    private final class Lines: Sendable {
         let lines = Mutex<[String]>([])
-        let exit = Mutex<Int32?>(nil)
     }
 
-    private let process: Process
-    private let observed = Observed()
+    private let child: ChildProcess
+    private let collected = Lines()
 
     /// The built `apns-relay` next to the test bundle (the same build).
     static var binary: String {
@@ -25,46 +24,14 @@ final class RelayProcess: Sendable {
 
     /// - Parameter standardError: a file to write the child's standard error (its JSON logs) to.
     init(arguments: [String], environment: [String: String] = [:], standardError: String? = nil) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
-        var merged = ProcessInfo.processInfo.environment
-        for (name, value) in environment { merged[name] = value }
-        process.environment = merged
-        let output = Pipe()
-        process.standardOutput = output
-        if let standardError {
-            FileManager.default.createFile(atPath: standardError, contents: nil)
-            process.standardError = FileHandle(forWritingAtPath: standardError)
-        } else {
-            process.standardError = FileHandle.nullDevice
-        }
-        process.terminationHandler = { [observed] finished in observed.exit.withLock { $0 = finished.terminationStatus } }
-        try process.run()
-        Self.collectLines(of: output.fileHandleForReading) { [observed] line in observed.lines.withLock { $0.append(line) } }
+        child = try ChildProcess(
+            [Self.binary] + arguments, environment: environment, standardOutput: .pipe,
+            standardError: standardError.map { .file($0) } ?? .discard)
+        ChildProcess.collectLines(of: child.standardOutput!) { [collected] line in collected.lines.withLock { $0.append(line) } }
     }
 
-    /// Hands each line `handle` yields to `onLine`, on a thread of its own
-    /// (a blocking read must not hold the cooperative pool), until EOF.
-    static func collectLines(of handle: FileHandle, onLine: @escaping @Sendable (String) -> Void) {
-        let thread = Thread {
-            var pending = ""
-            while true {
-                let data = handle.availableData
-                if data.isEmpty { break }
-                pending += String(decoding: data, as: UTF8.self)
-                while let newline = pending.firstIndex(of: "\n") {
-                    let line = String(pending[..<newline])
-                    pending = String(pending[pending.index(after: newline)...])
-                    onLine(line)
-                }
-            }
-        }
-        thread.start()
-    }
-
-    var output: [String] { observed.lines.withLock { $0 } }
-    var exitStatus: Int32? { observed.exit.withLock { $0 } }
+    var output: [String] { collected.lines.withLock { $0 } }
+    var exitStatus: Int32? { child.exitStatus }
 
     /// The port printed on the line starting with `prefix` ("apns-relay ingress on http://127.0.0.1:PORT").
     func port(after prefix: String, timeout: Double = 30) async throws -> UInt16 {
@@ -79,7 +46,7 @@ final class RelayProcess: Sendable {
         return found
     }
 
-    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+    func signal(_ number: Int32) { child.signal(number) }
 
     /// Waits for the process to exit and returns its status.
     func waitForExit(timeout: Double = 60) async -> Int32? {

@@ -1,12 +1,13 @@
 import Foundation
 import HTTP2
 import Testing
+import TestSupport
 
 /// Our client against nghttpd, an HTTP/2 server nobody here wrote.
 @Suite("HTTP/2 client against nghttpd")
 struct NGHTTPDInteropTests {
-    struct Server: @unchecked Sendable {
-        let process: Process
+    struct Server: Sendable {
+        let process: ChildProcess
         let port: Int
         let certificate: TestCertificate
         let documentRoot: String
@@ -23,8 +24,8 @@ struct NGHTTPDInteropTests {
 
         func stop() {
             // nghttpd ignores SIGTERM.
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.kill()
+            _ = process.waitUntilExit()
             certificate.remove()
         }
 

@@ -48,8 +48,8 @@ struct KeepAliveTests {
         let connection = HTTP2Connection(configuration: configuration, observer: events.observer)
         #expect(try await connection.send(HTTP2Request(method: "GET", path: "/hello.txt")).status == 200)
         // Freeze the server process: the socket stays open but nothing answers.
-        kill(server.process.processIdentifier, SIGSTOP)
-        defer { kill(server.process.processIdentifier, SIGCONT) }
+        server.process.signal(SIGSTOP)
+        defer { server.process.signal(SIGCONT) }
         // The request's own timeout is far away: only the missed PING ACK can end it.
         await #expect {
             try await connection.send(HTTP2Request(method: "GET", path: "/hello.txt", timeout: 60))

@@ -1,29 +1,24 @@
 import Foundation
 import HTTP2
 import Testing
+import TestSupport
 
 /// `openssl s_server`: a TLS server nobody here wrote, that speaks no HTTP/2.
-struct OpenSSLServer: @unchecked Sendable {
-    // Process is not Sendable; the test that starts the server owns it.
-    let process: Process
+struct OpenSSLServer: Sendable {
+    /// Its standard input is a pipe kept open: s_server drops its client when stdin reaches EOF.
+    let process: ChildProcess
     let port: Int
     let certificate: TestCertificate
-    /// Kept open: s_server drops its client when stdin reaches EOF.
-    private let stdin = Pipe()
 
     /// - Parameter alpn: the protocols s_server accepts; none means it
     ///   ignores the client's ALPN offer entirely.
     init(alpn: String?) throws {
         certificate = try TestCertificate()
         port = Command.freePort()
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "s_server", "-quiet", "-accept", String(port), "-cert", certificate.certificate, "-key", certificate.key]
-            + (alpn.map { ["-alpn", $0] } ?? [])
-        process.standardInput = stdin
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(
+            ["openssl", "s_server", "-quiet", "-accept", String(port), "-cert", certificate.certificate, "-key", certificate.key]
+                + (alpn.map { ["-alpn", $0] } ?? []),
+            input: true)
         do {
             try Command.waitUntilListening(port: port)
         } catch {
@@ -40,8 +35,8 @@ struct OpenSSLServer: @unchecked Sendable {
     }
 
     func stop() {
-        kill(process.processIdentifier, SIGKILL)  // s_server may sit out SIGTERM
-        process.waitUntilExit()
+        process.kill()  // s_server may sit out SIGTERM
+        _ = process.waitUntilExit()
         certificate.remove()
     }
 }

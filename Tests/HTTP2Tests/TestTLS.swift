@@ -31,15 +31,9 @@ enum Command {
         return text
     }
 
-    /// Starts a long-running server process; the caller terminates it.
-    static func start(_ arguments: [String]) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+    /// Starts a long-running server process; the caller kills it.
+    static func start(_ arguments: [String]) throws -> ChildProcess {
+        try ChildProcess(arguments)
     }
 
     /// A free loopback port (bound and released).

@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import Synchronization
 import Testing
+import TestSupport
 
 /// `HTTPRequest.isClientGone` while a handler runs on a suspended connection.
 @Suite("HTTP server: clients that hang up")
@@ -28,19 +29,15 @@ struct ClientGoneTests {
         let server = try HTTPServer(router: router)
         defer { observed.release.withLock { $0 = true } }
 
-        let curl = Process()
-        curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        curl.arguments = ["curl", "-s", "-o", "/dev/null", "--max-time", "120", "-X", "POST", "--data-binary", "{}", "http://127.0.0.1:\(server.port)/wait"]
-        curl.standardOutput = FileHandle.nullDevice
-        curl.standardError = FileHandle.nullDevice
-        try curl.run()
+        let curl = try ChildProcess(
+            ["curl", "-s", "-o", "/dev/null", "--max-time", "120", "-X", "POST", "--data-binary", "{}", "http://127.0.0.1:\(server.port)/wait"])
 
         #expect(await waitFor { observed.connectedAtStart.withLock { $0 } != nil })
         // Still there: a waiting client is not mistaken for a gone one.
         #expect(observed.connectedAtStart.withLock { $0 } == true)
         #expect(!observed.noticedGone.withLock { $0 })
 
-        kill(curl.processIdentifier, SIGKILL)
+        curl.kill()
         #expect(await waitFor { observed.noticedGone.withLock { $0 } }, "the handler saw the hang-up")
         #expect(await waitFor { server.inFlight == 0 })
         await server.stop(drainTimeout: 1)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Runs the system `curl`, an HTTP client nobody here wrote.
 struct Curl {
@@ -10,19 +11,8 @@ struct Curl {
     }
 
     static func run(_ arguments: [String]) async throws -> (output: String, exitCode: Int32) {
-        try await withCheckedThrowingContinuation { continuation in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["curl", "--silent", "--show-error", "--no-progress-meter"] + arguments
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            process.terminationHandler = { finished in
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                continuation.resume(returning: (String(decoding: data, as: UTF8.self), finished.terminationStatus))
-            }
-            do { try process.run() } catch { continuation.resume(throwing: error) }
-        }
+        let (status, output) = try await ProcessRunner.runOffPool(["curl", "--silent", "--show-error", "--no-progress-meter"] + arguments)
+        return (output, status)
     }
 
     /// One request; parses status, headers (lowercased) and body.

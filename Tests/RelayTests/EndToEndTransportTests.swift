@@ -131,19 +131,11 @@ struct MockUnderH2LoadTests {
         let token = String(repeating: "ab", count: 32)
         let body = wire.keys.directory + "/payload.json"
         try #"{"aps":{"alert":"bench"}}"#.write(toFile: body, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
+        let (_, output) = try await ProcessRunner.runOffPool([
             "h2load", "-n", "3000", "-c", "2", "-m", "50", "-d", body,
             "-H", "authorization: \(jwt)", "-H", "apns-topic: com.example.app", "-H", "apns-push-type: alert",
             "https://127.0.0.1:\(wire.mock.port)/3/device/\(token)",
-        ]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        ])
         #expect(output.contains("3000 succeeded, 0 failed, 0 errored"), "\(output)")
         #expect(output.contains("status codes: 3000 2xx"), "\(output)")
         #expect(wire.mock.engine.log.countsByStatus == [200: 3000])

@@ -21,6 +21,14 @@ struct DifferentialValidationTests {
         var quirk: String?
     }
 
+    @Test("the schema the differential reads is the contract schema users read (docs/schemas)")
+    func schemaIsTheDocumentedOne() throws {
+        let schema = try JSONParser.parse(Array(Data(contentsOf: SnapshotFixtures.schema)))
+        #expect(schema["$id"]?.stringValue == "https://unpkg.com/@mobile-surfaces/surface-contracts@9.0/schema.json")
+        #expect(!FileManager.default.fileExists(atPath: SnapshotFixtures.directory.appendingPathComponent("schema.json").path),
+                "a bundled copy of the schema is back in Fixtures/")
+    }
+
     /// Why the reference could not run.
     struct ReferenceUnavailable: Error, CustomStringConvertible {
         var description: String
@@ -42,7 +50,7 @@ struct DifferentialValidationTests {
         let directory = SnapshotFixtures.directory
         let (status, text) = try await ProcessRunner.runOffPool([
             "python3", directory.appendingPathComponent("differential.py").path,
-            directory.appendingPathComponent("fixtures").path, directory.appendingPathComponent("schema.json").path,
+            directory.appendingPathComponent("fixtures").path, SnapshotFixtures.schema.path,
         ])
         guard status == 0 else {
             throw ReferenceUnavailable(description: """

@@ -96,18 +96,13 @@ struct PrometheusEvaluationTests {
         try config.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
         let (checkStatus, checkOutput) = try await runTool(["promtool", "check", "config", directory + "/prometheus.yml"])
         #expect(checkStatus == 0, "\(checkOutput)")
-        let prometheus = Process()
-        prometheus.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        prometheus.arguments = [
+        let prometheus = try ChildProcess([
             "prometheus", "--config.file=\(directory)/prometheus.yml", "--storage.tsdb.path=\(directory)/tsdb",
             "--web.listen-address=127.0.0.1:\(port)", "--log.level=warn",
-        ]
-        prometheus.standardOutput = FileHandle.nullDevice
-        prometheus.standardError = FileHandle.nullDevice
-        try prometheus.run()
+        ])
         defer {
             prometheus.terminate()
-            prometheus.waitUntilExit()
+            _ = prometheus.waitUntilExit()
         }
 
         func query(_ expression: String) async throws -> JSONValue {

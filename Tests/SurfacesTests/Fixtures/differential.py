@@ -4,7 +4,8 @@
 Prints one JSON object per line:
   {"doc": <document>, "valid": <bool>, "paths": [[key, ...], ...] | null, "quirk": <str>?}
 
-- valid: Draft202012Validator + FormatChecker over schema.json, after
+- valid: Draft202012Validator + FormatChecker over the contract schema
+  (docs/schemas/live-surface-snapshot.schema.json, the path the test passes), after
   stripping a top-level "$schema" string (the relay's one documented
   departure: every reference fixture carries that annotation).
 - paths: every location jsonschema reports a problem at, when the doc names
@@ -17,7 +18,7 @@ Prints one JSON object per line:
 
 The Swift test feeds every doc to the relay's validator and expects the same
 verdict and the same set of paths. Usage:
-  python3 differential.py <fixtures-dir> <schema.json>
+  python3 differential.py <fixtures-dir> docs/schemas/live-surface-snapshot.schema.json
 """
 import copy
 import json
