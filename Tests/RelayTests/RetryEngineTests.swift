@@ -131,14 +131,24 @@ struct RetryEngineTests {
         #expect(fixture.observer.attemptEvents.map(\.errorType) == ["transport_timeout", "transport_connection", nil])
     }
 
-    @Test("GOAWAY-unprocessed resends cost no retry budget")
-    func unprocessed() async throws {
-        let fixture = try PipelineFixture(rules: [MockRule(.any, [.goAway(graceful: false), .goAway(graceful: false), .succeed])]) {
-            $0.retryPolicy.maxRetries = 0
+    // "GOAWAY-unprocessed resends cost no retry budget" moved to
+    // GoAwayResendTests: the HTTP/2 pool owns those resends, so it runs over the real pool.
+
+    @Test("unprocessed from the transport (its pool's resends spent) ends the send: one attempt, whatever the budget")
+    func unprocessedIsFinal() async throws {
+        let fixture = try PipelineFixture(rules: [MockRule(.any, [.goAway(graceful: false), .succeed])])
+        let request = try fixture.update()
+        do throws(SendFailure) {
+            _ = try await fixture.client.send(request)
+            Issue.record("the send succeeded")
+        } catch {
+            guard case .transport(let transport) = error.cause else { Issue.record("cause \(error.cause)"); return }
+            #expect(transport.kind == .unprocessed)
+            #expect(error.attempts == 1)
         }
-        let result = try await fixture.client.send(try fixture.update())
-        #expect(result.status == 200)
-        #expect(fixture.engine.log.total == 3)
+        #expect(fixture.engine.log.total == 1)
+        #expect(fixture.sleeps.recorded.isEmpty)
+        #expect(fixture.observer.sendEvents.map(\.errorType) == ["transport_unprocessed"])
     }
 
     @Test("cancellation wakes a backoff sleep at once")
