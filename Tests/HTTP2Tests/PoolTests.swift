@@ -106,7 +106,10 @@ struct PoolTests {
         #expect(pool.configuration.maximumUnprocessedResends == 5)
         await #expect {
             try await pool.send(HTTP2Request(method: "GET", path: "/refused", timeout: guardTimeout))
-        } throws: { ($0 as? HTTP2Error)?.code == .unprocessed }
+        } throws: { error in
+            guard let error = error as? HTTP2Error else { return false }
+            return error.code == .unprocessed && error.message.hasSuffix("(sent 6 time(s), never processed)")
+        }
         #expect(transmissions.load(ordering: .relaxed) == 1 + pool.configuration.maximumUnprocessedResends)
         #expect(local.server.acceptedConnections == 1 + pool.configuration.maximumUnprocessedResends, "each resend on a fresh connection")
         await pool.close()

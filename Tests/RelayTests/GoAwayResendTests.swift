@@ -35,6 +35,7 @@ struct GoAwayResendTests {
         } catch {
             guard case .transport(let transport) = error.cause else { Issue.record("cause \(error.cause)"); return }
             #expect(transport.kind == .unprocessed)
+            #expect(transport.message.hasSuffix("(sent \(1 + Self.resendBound) time(s), never processed)"), "\(transport)")
             #expect(error.attempts == 1)
         }
         // With the retry budget of 3 untouched: the send loop does not resend it again.

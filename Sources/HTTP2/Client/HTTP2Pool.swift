@@ -60,9 +60,11 @@ public final class HTTP2Pool: Sendable {
             let connection = try await pick()
             do {
                 return try await connection.send(next)
-            } catch where error.code == .unprocessed && resends < configuration.maximumUnprocessedResends {
+            } catch where error.code == .unprocessed {
                 let left = deadline - clock.now
-                guard left > .zero else { throw error }
+                guard left > .zero, resends < configuration.maximumUnprocessedResends else {
+                    throw HTTP2Error(.unprocessed, "\(error.message) (sent \(resends + 1) time(s), never processed)")
+                }
                 resends += 1
                 next.timeout = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
             }
