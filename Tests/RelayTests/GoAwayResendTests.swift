@@ -29,15 +29,10 @@ struct GoAwayResendTests {
         #expect(Self.resendBound == 5)
         let wire = try WireFixture(rules: [MockRule(.any, always: .goAway(graceful: false))])
         let request = try wire.builder.alert(token: String(repeating: "cd", count: 32), payload: ["aps": ["alert": "x"]])
-        do throws(SendFailure) {
-            _ = try await wire.client.send(request)
-            Issue.record("the send succeeded")
-        } catch {
-            guard case .transport(let transport) = error.cause else { Issue.record("cause \(error.cause)"); return }
-            #expect(transport.kind == .unprocessed)
-            #expect(transport.message.hasSuffix("(sent \(1 + Self.resendBound) time(s), never processed)"), "\(transport)")
-            #expect(error.attempts == 1)
-        }
+        let failure = try #require(await transportFailure(of: wire.client, request))
+        #expect(failure.error.kind == .unprocessed)
+        #expect(failure.error.message.hasSuffix("(sent \(1 + Self.resendBound) time(s), never processed)"), "\(failure.error)")
+        #expect(failure.attempts == 1)
         // With the retry budget of 3 untouched: the send loop does not resend it again.
         #expect(wire.mock.engine.log.total == 1 + Self.resendBound)
         #expect(wire.mock.engine.log.attempts(apnsID: request.apnsID.value).count == 1 + Self.resendBound)

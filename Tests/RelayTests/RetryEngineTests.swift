@@ -137,15 +137,9 @@ struct RetryEngineTests {
     @Test("unprocessed from the transport (its pool's resends spent) ends the send: one attempt, whatever the budget")
     func unprocessedIsFinal() async throws {
         let fixture = try PipelineFixture(rules: [MockRule(.any, [.goAway(graceful: false), .succeed])])
-        let request = try fixture.update()
-        do throws(SendFailure) {
-            _ = try await fixture.client.send(request)
-            Issue.record("the send succeeded")
-        } catch {
-            guard case .transport(let transport) = error.cause else { Issue.record("cause \(error.cause)"); return }
-            #expect(transport.kind == .unprocessed)
-            #expect(error.attempts == 1)
-        }
+        let failure = try #require(await transportFailure(of: fixture.client, try fixture.update()))
+        #expect(failure.error.kind == .unprocessed)
+        #expect(failure.attempts == 1)
         #expect(fixture.engine.log.total == 1)
         #expect(fixture.sleeps.recorded.isEmpty)
         #expect(fixture.observer.sendEvents.map(\.errorType) == ["transport_unprocessed"])
