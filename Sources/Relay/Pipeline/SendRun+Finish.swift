@@ -4,14 +4,9 @@ import Tracing
 extension SendRun {
     /// Tells every observer about a failed attempt and what was decided after it.
     func report(_ failure: RetryPolicy.Outcome, duration: Double, decision: RetryPolicy.Decision) {
-        switch failure {
-        case .rejected(let error, _):
-            report(attemptStatus: error.status, reason: error.code.rawValue, errorType: error.code.rawValue,
-                   trap: error.trapID, duration: duration, final: decision.delay == nil, backoff: decision.delay)
-        case .transport(let error, _):
-            report(attemptStatus: nil, reason: nil, errorType: "transport_\(error.kind.rawValue)", trap: nil,
-                   duration: duration, final: decision.delay == nil, backoff: decision.delay)
-        }
+        report(
+            attemptStatus: failure.status, reason: failure.reason, errorType: failure.errorType, trap: failure.trapID,
+            duration: duration, final: decision.delay == nil, backoff: decision.delay)
     }
 
     /// Tells every observer about the attempt that just ended.
@@ -114,6 +109,20 @@ extension RetryPolicy.Outcome {
     /// APNs' reason, for an answer.
     var reason: String? {
         if case .rejected(let error, _) = self { return error.code.rawValue }
+        return nil
+    }
+
+    /// The attempt's `error_type`: APNs' reason, or `transport_<kind>`.
+    var errorType: String {
+        switch self {
+        case .rejected(let error, _): error.code.rawValue
+        case .transport(let error, _): "transport_\(error.kind.rawValue)"
+        }
+    }
+
+    /// The trap APNs' answer maps to.
+    var trapID: TrapID? {
+        if case .rejected(let error, _) = self { return error.trapID }
         return nil
     }
 }
