@@ -94,6 +94,27 @@ struct PoolTests {
         await pool.close()
     }
 
+    @Test("a server that GOAWAYs every request sees it exactly 1 + maximumUnprocessedResends times, then the send fails unprocessed")
+    func goAwayResendBound() async throws {
+        let transmissions = Atomic<Int>(0)
+        let local = try LocalServer { _, responder in
+            transmissions.add(1, ordering: .relaxed)
+            responder.goAway(graceful: false, response: nil)
+        }
+        defer { local.stop() }
+        let pool = makePool(local)
+        #expect(pool.configuration.maximumUnprocessedResends == 5)
+        await #expect {
+            try await pool.send(HTTP2Request(method: "GET", path: "/refused", timeout: guardTimeout))
+        } throws: { error in
+            guard let error = error as? HTTP2Error else { return false }
+            return error.code == .unprocessed && error.message.hasSuffix("(sent 6 time(s), never processed)")
+        }
+        #expect(transmissions.load(ordering: .relaxed) == 1 + pool.configuration.maximumUnprocessedResends)
+        #expect(local.server.acceptedConnections == 1 + pool.configuration.maximumUnprocessedResends, "each resend on a fresh connection")
+        await pool.close()
+    }
+
     @Test("an idle connection closes after the idle timeout; the next request opens a new one")
     func idleClose() async throws {
         let requests = HeldRequests()

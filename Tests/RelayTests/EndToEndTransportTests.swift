@@ -20,7 +20,10 @@ struct WireFixture {
     let observer = RecordingObserver()
     let tokens: ProviderTokenCache
 
-    init(rules: [MockRule] = [], goAwayEvery: Int? = nil, logger: Logger = Logger(label: "e2e") { _ in SwiftLogNoOpLogHandler() }) throws {
+    init(
+        rules: [MockRule] = [], goAwayEvery: Int? = nil, logger: Logger = Logger(label: "e2e") { _ in SwiftLogNoOpLogHandler() },
+        configure: (inout APNsClient.Configuration) -> Void = { _ in }
+    ) throws {
         keys = try TestKeyFile()
         let credentials = try ProviderCredentials(keyID: "KEYE2E0001", teamID: "TEAME2E001", keyPath: keys.path)
         tokens = ProviderTokenCache(credentials: credentials)
@@ -37,6 +40,7 @@ struct WireFixture {
             app: "example", environment: .development, endpoints: .overriding(send: Origin(host: "127.0.0.1", port: mock.port)))
         clientConfiguration.retryPolicy.baseDelay = 0.001
         clientConfiguration.retryPolicy.maxDelay = 0.01
+        configure(&clientConfiguration)
         client = APNsClient(
             configuration: clientConfiguration, transport: transport, authorization: tokens,
             killSwitch: KillSwitch(environment: { _ in nil }), observers: [observer], tracer: JSONSpanTracer(logger: logger), logger: logger)

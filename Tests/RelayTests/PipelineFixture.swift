@@ -4,6 +4,7 @@ import MockAPNs
 import Relay
 import Synchronization
 import Telemetry
+import Testing
 import TestSupport
 import Tracing
 
@@ -88,4 +89,19 @@ struct PipelineFixture {
     func update(token: String = String(repeating: "ab", count: 32)) throws -> APNsRequest {
         try builder.liveActivity(.update, token: token, content: .init(contentState: ["progress": 0.5]))
     }
+}
+
+/// The transport error a send that must fail ended with; records an issue
+/// (and returns nil) when it succeeded or ended otherwise.
+func transportFailure(
+    of client: APNsClient, _ request: APNsRequest, sourceLocation: SourceLocation = #_sourceLocation
+) async -> (error: TransportError, attempts: Int)? {
+    do throws(SendFailure) {
+        let result = try await client.send(request)
+        Issue.record("the send succeeded with \(result.status)", sourceLocation: sourceLocation)
+    } catch {
+        if case .transport(let transport) = error.cause { return (transport, error.attempts) }
+        Issue.record("the send ended with \(error.cause), not a transport failure", sourceLocation: sourceLocation)
+    }
+    return nil
 }

@@ -131,14 +131,18 @@ struct RetryEngineTests {
         #expect(fixture.observer.attemptEvents.map(\.errorType) == ["transport_timeout", "transport_connection", nil])
     }
 
-    @Test("GOAWAY-unprocessed resends cost no retry budget")
-    func unprocessed() async throws {
-        let fixture = try PipelineFixture(rules: [MockRule(.any, [.goAway(graceful: false), .goAway(graceful: false), .succeed])]) {
-            $0.retryPolicy.maxRetries = 0
-        }
-        let result = try await fixture.client.send(try fixture.update())
-        #expect(result.status == 200)
-        #expect(fixture.engine.log.total == 3)
+    // "GOAWAY-unprocessed resends cost no retry budget" moved to
+    // GoAwayResendTests: the HTTP/2 pool owns those resends, so it runs over the real pool.
+
+    @Test("unprocessed from the transport (its pool's resends spent) ends the send: one attempt, whatever the budget")
+    func unprocessedIsFinal() async throws {
+        let fixture = try PipelineFixture(rules: [MockRule(.any, [.goAway(graceful: false), .succeed])])
+        let failure = try #require(await transportFailure(of: fixture.client, try fixture.update()))
+        #expect(failure.error.kind == .unprocessed)
+        #expect(failure.attempts == 1)
+        #expect(fixture.engine.log.total == 1)
+        #expect(fixture.sleeps.recorded.isEmpty)
+        #expect(fixture.observer.sendEvents.map(\.errorType) == ["transport_unprocessed"])
     }
 
     @Test("cancellation wakes a backoff sleep at once")

@@ -11,7 +11,18 @@ struct RetryPolicyTests {
         #expect(policy.baseDelay == 0.1)
         #expect(policy.maxDelay == 5)
         #expect(policy.jitter)
-        #expect(policy.retryableReasons == ["TooManyRequests", "InternalServerError", "ServiceUnavailable", "Shutdown", "IdleTimeout", "ExpiredProviderToken"])
+        // What is retried is the catalog's call, read through `decide`.
+        let retried = APNsReason.catalog.filter { reason in
+            policy.decide(.rejected(answer(reason.name, status: reason.status)), fresh).delay != nil
+        }
+        #expect(Set(retried.map(\.name)) == ["TooManyRequests", "InternalServerError", "ServiceUnavailable", "Shutdown", "IdleTimeout", "ExpiredProviderToken"])
+    }
+
+    /// A send's state before its first retry, far from its deadline.
+    let fresh = RetryPolicy.State(secondsLeft: 30)
+
+    func answer(_ reason: String, status: Int) -> APNsError {
+        .fromResponse(status: status, body: Array(#"{"reason":"\#(reason)"}"#.utf8), apnsID: nil)
     }
 
     @Test("delays double up to the cap, then jitter is added on top")
@@ -64,10 +75,10 @@ struct RetryPolicyTests {
     @Test("retryable: catalog reasons and any 5xx; never preflight errors")
     func retryable() {
         let policy = RetryPolicy()
-        #expect(policy.isRetryable(.fromResponse(status: 429, body: Array(#"{"reason":"TooManyRequests"}"#.utf8), apnsID: nil)))
-        #expect(policy.isRetryable(.fromResponse(status: 502, body: [], apnsID: nil)))
-        #expect(!policy.isRetryable(.fromResponse(status: 410, body: Array(#"{"reason":"Unregistered"}"#.utf8), apnsID: nil)))
-        #expect(!policy.isRetryable(.preflight(.payloadTooLarge, field: "payload", rule: "too big")))
+        #expect(policy.decide(.rejected(answer("TooManyRequests", status: 429)), fresh).delay != nil)
+        #expect(policy.decide(.rejected(.fromResponse(status: 502, body: [], apnsID: nil)), fresh).delay != nil)
+        #expect(policy.decide(.rejected(answer("Unregistered", status: 410)), fresh).delay == nil)
+        #expect(policy.decide(.rejected(.preflight(.payloadTooLarge, field: "payload", rule: "too big")), fresh).delay == nil)
     }
 }
 

@@ -33,6 +33,8 @@ public struct EngineTransport: APNsTransport {
         case .goAway(true, let response?):
             return Self.convert(response)
         case .goAway:
+            // What HTTP2Transport reports once its pool's own resends are
+            // spent (that bound is tested over the real pool, GoAwayResendTests).
             throw TransportError(.unprocessed, "GOAWAY: stream above last-stream-id")
         }
     }

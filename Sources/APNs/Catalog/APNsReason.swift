@@ -35,17 +35,23 @@ public struct APNsReason: Sendable, Hashable {
 }
 
 extension APNsReason {
-    /// When a failed send may be retried.
+    /// When a failed send may be retried: the relay's retry decision
+    /// (`RetryPolicy.decide` in the Relay module) reads only this, never a
+    /// reason's name. Every retry spends the retry budget and must start
+    /// before the send deadline.
     public enum RetryRule: String, Sendable, Hashable {
         /// Never: the request itself is wrong, resending changes nothing.
         case never
-        /// With the ordinary backoff.
+        /// With the ordinary backoff (a `Retry-After` on the answer is still a floor).
         case withBackoff
-        /// With backoff, waiting at least the response's `Retry-After`.
+        /// With backoff, waiting at least the response's `Retry-After`, which
+        /// APNs sends with this reason.
         case honouringRetryAfter
-        /// Once, after minting a fresh provider token.
+        /// Once, at once, after dropping the provider token so a fresh one is
+        /// minted (the token is dropped even when the send is not retried).
         case onceWithFreshToken
-        /// On a new connection: the server is closing this one.
+        /// On a new connection: the server is closing this one. With the
+        /// ordinary backoff; the pool replaces the closing connection itself.
         case onNewConnection
     }
 }

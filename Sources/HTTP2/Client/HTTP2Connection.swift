@@ -40,7 +40,6 @@ public final class HTTP2Connection: Sendable {
     }
 
     let core: ConnectionCore
-    public var configuration: Configuration { core.configuration }
 
     /// Starts connecting at once on a new thread.
     public init(configuration: Configuration, observer: HTTP2EventObserver? = nil) {

@@ -8,12 +8,21 @@ import Synchronization
 /// failing. A request the server never processed (GOAWAY above
 /// last-stream-id, REFUSED_STREAM) is sent again on another connection
 /// without the caller seeing it: that is not a failed attempt.
+///
+/// The pool is the only layer that resends such requests, up to
+/// `maximumUnprocessedResends` times within the request's timeout: only it
+/// knows which connection went away and can pick a fresh one, and a request
+/// the server never processed is no APNs attempt (no status, no reason, no
+/// retry budget). The relay's send loop takes the `.unprocessed` error it
+/// gets after that as final, so one request is transmitted at most
+/// 1 + `maximumUnprocessedResends` times per attempt (docs/architecture.md).
 public final class HTTP2Pool: Sendable {
     public struct Configuration: Sendable {
         public var connection: HTTP2Connection.Configuration
         /// Connections kept to the origin.
         public var size = 2
-        /// How many times one request may be resent after coming back unprocessed.
+        /// How many times one request may be resent after coming back
+        /// unprocessed: the one bound on GOAWAY resends in the relay.
         public var maximumUnprocessedResends = 5
         /// Backoff between failed connection attempts: doubling from the
         /// minimum to the maximum, with up to 20% jitter.
@@ -40,16 +49,24 @@ public final class HTTP2Pool: Sendable {
     }
 
     /// Sends on the least-loaded usable connection, resending transparently
-    /// when the server did not process the request.
+    /// when the server did not process the request. The request's timeout
+    /// covers its resends too, so a caller's deadline holds.
     public func send(_ request: HTTP2Request) async throws(HTTP2Error) -> HTTP2Response {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .nanoseconds(Int64(max(0, request.timeout) * 1e9))
+        var next = request
         var resends = 0
         while true {
             let connection = try await pick()
             do {
-                return try await connection.send(request)
-            } catch where error.code == .unprocessed && resends < configuration.maximumUnprocessedResends {
+                return try await connection.send(next)
+            } catch where error.code == .unprocessed {
+                let left = deadline - clock.now
+                guard left > .zero, resends < configuration.maximumUnprocessedResends else {
+                    throw HTTP2Error(.unprocessed, "\(error.message) (sent \(resends + 1) time(s), never processed)")
+                }
                 resends += 1
-                continue
+                next.timeout = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
             }
         }
     }

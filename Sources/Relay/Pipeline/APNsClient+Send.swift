@@ -9,9 +9,11 @@ extension APNsClient {
     /// reported per call, whatever happens.
     ///
     /// Every attempt carries the request's apns-id, so APNs deduplicates
-    /// retries. An ExpiredProviderToken answer re-mints the JWT and retries
-    /// once; transport failures and every 5xx retry with backoff; Retry-After
-    /// is a floor on the wait; cancellation wakes a backoff sleep at once.
+    /// retries. Whether and when to try again is ``RetryPolicy/decide(_:_:random:)``'s
+    /// call, from the reason catalog's rule; this loop only carries it out
+    /// (re-minting the JWT when told to). Cancellation wakes a backoff sleep
+    /// at once. A request a GOAWAY left unprocessed was already resent by
+    /// the transport's pool; it is not resent here.
     public func send(_ request: APNsRequest, context: SendContext = SendContext()) async throws(SendFailure)
         -> SendResult
     {
@@ -26,17 +28,15 @@ struct SendRun {
     let request: APNsRequest
     let descriptor: SendDescriptor
     let span: any Span
+    /// The configured policy, stretched for the request's priority.
     let policy: RetryPolicy
     let clock = ContinuousClock()
     let start: ContinuousClock.Instant
     let startedAt: UInt64
-    /// The kill switch was engaged when the send began (its policy has no retries).
-    let retriesDisabled: Bool
 
     var attempt = 0
-    var retriesUsed = 0
-    var unprocessedResends = 0
-    var refreshedToken = false
+    /// Retries spent, the token refresh, the kill switch as it was when the send began.
+    var retry: RetryPolicy.State
     var trapHits: [TrapID] = []
     var attemptLog: [AttemptSummary] = []
 
@@ -45,8 +45,9 @@ struct SendRun {
         self.request = request
         startedAt = UnixTime.nowNanoseconds()
         start = clock.now
-        retriesDisabled = client.killSwitch.isEngaged
-        policy = client.effectivePolicy(for: request.priority)
+        retry = RetryPolicy.State(
+            retriesDisabled: client.killSwitch.isEngaged, secondsLeft: client.configuration.sendDeadline)
+        policy = client.configuration.retryPolicy.effective(for: request.priority)
         let parent = context.instrumentation ?? InstrumentationContext.current ?? .topLevel
         span = client.tracer.startSpan("apns.send", context: parent, ofKind: .client)
         var headers: [String: String] = [:]
@@ -118,6 +119,7 @@ struct SendRun {
             }
             let duration = seconds(clock.now - attemptStart)
 
+            let failure: RetryPolicy.Outcome
             switch answer {
             case .success(let response):
                 client.clockSkew?.observe(dateHeader: response.header("date"), now: UnixTime.nowSeconds())
@@ -134,74 +136,38 @@ struct SendRun {
                 attemptSpan.attributes["apns.reason"] = error.code.rawValue
                 attemptSpan.setStatus(SpanStatus(code: .error, message: error.code.rawValue))
                 attemptSpan.end()
-
-                var delay: Double? = nil
-                if error.code.rawValue == "ExpiredProviderToken" {
-                    client.authorization.invalidate(authorization)
-                    if !refreshedToken, retriesUsed < policy.maxRetries { delay = 0 }
-                    refreshedToken = true
-                } else if policy.isRetryable(error), retriesUsed < policy.maxRetries {
-                    let retryAfter = RetryAfter.seconds(from: response.header("retry-after"), now: UnixTime.nowSeconds())
-                    delay = policy.delay(beforeRetry: retriesUsed, retryAfter: retryAfter)
-                }
-                var cutByDeadline = false
-                if let wait = delay, elapsedSeconds + wait >= client.configuration.sendDeadline {
-                    delay = nil
-                    cutByDeadline = true
-                }
-                report(attemptStatus: response.status, reason: error.code.rawValue, errorType: error.code.rawValue,
-                       trap: error.trapID, duration: duration, final: delay == nil, backoff: delay)
-                guard let wait = delay else {
-                    var final = error
-                    final.fix = fix(afterGivingUpOn: error, cutByDeadline: cutByDeadline)
-                    throw await finish(failure: .apns(final), status: response.status, reason: error.code.rawValue, error: final)
-                }
-                retriesUsed += 1
-                try await backoff(wait, lastFailure: .apns(error), status: response.status, reason: error.code.rawValue)
+                let retryAfter = RetryAfter.seconds(from: response.header("retry-after"), now: UnixTime.nowSeconds())
+                failure = .rejected(error, retryAfter: retryAfter)
 
             case .failure(let error):
                 attemptLog.append(AttemptSummary(status: nil, reason: "transport_\(error.kind.rawValue)", durationSeconds: duration))
                 attemptSpan.attributes["apns.transport_error"] = error.kind.rawValue
                 attemptSpan.setStatus(SpanStatus(code: .error, message: error.kind.rawValue))
                 attemptSpan.end()
-                if error.kind == .cancelled {
-                    report(attemptStatus: nil, reason: nil, errorType: "transport_cancelled", trap: nil, duration: duration, final: true, backoff: nil)
-                    throw await finish(failure: .cancelled, status: nil, reason: nil)
-                }
-                var delay: Double? = nil
-                var spendsBudget = true
-                if error.kind == .unprocessed, unprocessedResends < client.configuration.maximumUnprocessedResends {
-                    // The server never saw it: resend at once, free of retry budget.
-                    delay = 0
-                    spendsBudget = false
-                } else if error.isRetryable, retriesUsed < policy.maxRetries {
-                    delay = policy.delay(beforeRetry: retriesUsed)
-                }
-                // Out of time: the attempt's timeout was the deadline's, or a retry
-                // the budget allowed would start past the deadline.
-                var outOfTime = error.kind == .timeout && deadlineBoundsAttempt
-                if let wait = delay, elapsedSeconds + wait >= client.configuration.sendDeadline {
-                    delay = nil
-                    outOfTime = true
-                }
-                report(attemptStatus: nil, reason: nil, errorType: "transport_\(error.kind.rawValue)", trap: nil,
-                       duration: duration, final: delay == nil, backoff: delay)
-                guard let wait = delay else {
-                    throw await finish(failure: outOfTime ? .deadlineExceeded : .transport(error), status: nil, reason: nil)
-                }
-                if spendsBudget { retriesUsed += 1 } else { unprocessedResends += 1 }
-                try await backoff(wait, lastFailure: .transport(error), status: nil, reason: nil)
+                failure = .transport(error, attemptCutByDeadline: deadlineBoundsAttempt)
+            }
+
+            retry.secondsLeft = client.configuration.sendDeadline - elapsedSeconds
+            let decision = policy.decide(failure, retry)
+            if decision.refreshesToken { client.authorization.invalidate(authorization) }
+            report(failure, duration: duration, decision: decision)
+            retry.record(decision)
+            switch decision.next {
+            case .retry(let wait):
+                try await backoff(wait, after: failure)
+            case .giveUp(let ending):
+                throw await finish(givingUp: ending, on: failure)
             }
         }
     }
 
     /// Waits before the next attempt; a cancelled task wakes at once and fails the send.
-    private func backoff(_ seconds: Double, lastFailure: SendFailure.Cause, status: Int?, reason: String?) async throws(SendFailure) {
+    private func backoff(_ seconds: Double, after failure: RetryPolicy.Outcome) async throws(SendFailure) {
         guard seconds > 0 else { return }
         do {
             try await client.sleep(seconds)
         } catch {
-            throw await finish(failure: .cancelled, status: status, reason: reason)
+            throw await finish(failure: .cancelled, status: failure.status, reason: failure.reason)
         }
     }
 }

@@ -22,8 +22,6 @@ public final class APNsClient: Sendable {
         public var requestTimeout: Double = 10
         /// Whole-send budget including backoff, seconds.
         public var sendDeadline: Double = 30
-        /// Resends after GOAWAY/REFUSED_STREAM that cost no retry budget.
-        public var maximumUnprocessedResends = 5
 
         public init(app: String, environment: Environment, endpoints: APNsEndpoints) {
             self.app = app
@@ -59,14 +57,6 @@ public final class APNsClient: Sendable {
         self.logger = logger
         self.clockSkew = clockSkew
         self.sleep = sleep
-    }
-
-    /// The retry policy a send at `priority` gets right now: zero retries
-    /// while the kill switch is engaged, the priority stretch otherwise.
-    public func effectivePolicy(for priority: Priority?) -> RetryPolicy {
-        var policy = configuration.retryPolicy.effective(for: priority)
-        if killSwitch.isEngaged { policy.maxRetries = 0 }
-        return policy
     }
 }
 

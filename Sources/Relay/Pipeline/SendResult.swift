@@ -47,7 +47,6 @@ public struct SendFailure: Error, Sendable, CustomStringConvertible {
     public var latencyMilliseconds: Double
     public var trapHits: [TrapID]
     public var timestamp: Int64
-    public var retried: Bool { attempts > 1 }
 
     public init(cause: Cause, apnsID: APNsID, attempts: Int, latencyMilliseconds: Double, trapHits: [TrapID], timestamp: Int64) {
         self.cause = cause

@@ -2,6 +2,13 @@ import APNs
 import Tracing
 
 extension SendRun {
+    /// Tells every observer about a failed attempt and what was decided after it.
+    func report(_ failure: RetryPolicy.Outcome, duration: Double, decision: RetryPolicy.Decision) {
+        report(
+            attemptStatus: failure.status, reason: failure.reason, errorType: failure.errorType, trap: failure.trapID,
+            duration: duration, final: decision.delay == nil, backoff: decision.delay)
+    }
+
     /// Tells every observer about the attempt that just ended.
     func report(
         attemptStatus: Int?, reason: String?, errorType: String?, trap: TrapID?, duration: Double, final: Bool,
@@ -59,37 +66,20 @@ extension SendRun {
         return failure
     }
 
-    /// The fix for the APNs answer that ended the send, saying what the relay
-    /// actually did about it: a retryable answer's catalog fix says what the
-    /// operator should do; this puts first whether it was retried, how often,
-    /// and why not again (kill switch, retry budget, send deadline).
-    func fix(afterGivingUpOn error: APNsError, cutByDeadline: Bool) -> String {
-        let retries = retriesUsed
-        let decision: String
-        if error.code.rawValue == "ExpiredProviderToken" {
-            if refreshedToken, retries > 0 {
-                decision = "The relay minted a fresh JWT and retried; APNs refused that one too."
-            } else if retriesDisabled {
-                decision = "Not retried with a fresh JWT: retries are disabled (kill switch)."
-            } else if cutByDeadline {
-                decision = "Not retried with a fresh JWT: the send deadline left no time."
-            } else {
-                decision = "Not retried with a fresh JWT: the retry policy allows no retry."
+    /// Ends the send with the failure its retry decision gave up on.
+    func finish(givingUp ending: RetryPolicy.Decision.Ending, on failure: RetryPolicy.Outcome) async -> SendFailure {
+        switch failure {
+        case .rejected(var error, _):
+            error.fix = ending.fix(afterGivingUpOn: error, retries: retry.retriesUsed)
+            return await finish(failure: .apns(error), status: error.status, reason: error.code.rawValue, error: error)
+        case .transport(let error, _):
+            let cause: SendFailure.Cause = switch ending {
+            case .cancelled: .cancelled
+            case .outOfTime: .deadlineExceeded
+            default: .transport(error)
             }
-        } else if !error.isRetryable {
-            return error.fix
-        } else if retriesDisabled {
-            decision = "Not retried: retries are disabled (kill switch)."
-        } else if cutByDeadline {
-            decision = retries == 0
-                ? "Not retried: the send deadline left no time for another attempt."
-                : "Retried \(retries) time(s) with backoff until the send deadline left no time for another attempt."
-        } else {
-            decision = retries == 0
-                ? "Not retried: the retry policy allows no retry."
-                : "Retried \(retries) time(s) with backoff; APNs answered \(error.code.rawValue) every time."
+            return await finish(failure: cause, status: nil, reason: nil)
         }
-        return "\(decision) \(error.fix)"
     }
 
     /// The token of a device send that APNs rejected for good.
@@ -106,5 +96,33 @@ extension SendRun {
     /// (the audit journal) hold it on disk: the caller is answered only then.
     private func publish(_ event: SendEvent) async {
         await client.observers.publishDurably(event)
+    }
+}
+
+extension RetryPolicy.Outcome {
+    /// APNs' status, for an answer.
+    var status: Int? {
+        if case .rejected(let error, _) = self { return error.status }
+        return nil
+    }
+
+    /// APNs' reason, for an answer.
+    var reason: String? {
+        if case .rejected(let error, _) = self { return error.code.rawValue }
+        return nil
+    }
+
+    /// The attempt's `error_type`: APNs' reason, or `transport_<kind>`.
+    var errorType: String {
+        switch self {
+        case .rejected(let error, _): error.code.rawValue
+        case .transport(let error, _): "transport_\(error.kind.rawValue)"
+        }
+    }
+
+    /// The trap APNs' answer maps to.
+    var trapID: TrapID? {
+        if case .rejected(let error, _) = self { return error.trapID }
+        return nil
     }
 }

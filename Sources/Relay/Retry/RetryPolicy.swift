@@ -2,9 +2,10 @@ public import APNs
 
 /// How a send is retried: how many times, how long to wait, and for what.
 ///
-/// Defaults follow the SDK: 3 retries, 100 ms base, 5 s cap, jitter on, and
-/// the catalog's retryable reasons. Change them only with a reason: they are
-/// tuned against iOS's Live Activity budgets (MS015).
+/// Defaults follow the SDK: 3 retries, 100 ms base, 5 s cap, jitter on.
+/// Change them only with a reason: they are tuned against iOS's Live Activity
+/// budgets (MS015). *What* is retried is not a setting: the reason catalog's
+/// ``APNsReason/RetryRule`` says, read by ``decide(_:_:random:)``.
 public struct RetryPolicy: Sendable, Hashable {
     public var maxRetries: Int = 3
     /// First backoff step, in seconds.
@@ -13,18 +14,8 @@ public struct RetryPolicy: Sendable, Hashable {
     public var maxDelay: Double = 5.0
     /// Adds a random 0…`baseDelay` to every wait, so retries of a burst spread out.
     public var jitter: Bool = true
-    /// APNs reasons worth another attempt; transport errors and every 5xx are
-    /// retried too, whatever this set says.
-    public var retryableReasons: Set<String> = RetryPolicy.catalogRetryableReasons
 
     public init() {}
-
-    /// The reasons the catalog marks retryable (TooManyRequests,
-    /// InternalServerError, ServiceUnavailable, Shutdown, IdleTimeout,
-    /// ExpiredProviderToken — the last only once, after a fresh JWT).
-    public static let catalogRetryableReasons: Set<String> = Set(
-        APNsReason.catalog.filter(\.isRetryable).map(\.name)
-    )
 
     /// The policy actually applied to a send at `priority`.
     ///
@@ -52,11 +43,5 @@ public struct RetryPolicy: Sendable, Hashable {
         let exponential = min(baseDelay * Double(1 << min(retry, 30)), maxDelay)
         let jittered = jitter && baseDelay > 0 ? exponential + random(0...baseDelay) : exponential
         return max(jittered, retryAfter ?? 0)
-    }
-
-    /// Whether a failure is worth another attempt under this policy.
-    public func isRetryable(_ error: APNsError) -> Bool {
-        guard error.stage == .apns else { return false }
-        return retryableReasons.contains(error.code.rawValue) || error.status >= 500
     }
 }

@@ -59,7 +59,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         /// The connection failed or closed under the request.
         public static let connection = Kind(rawValue: "connection")
         /// The server never processed the request (GOAWAY above last-stream-id,
-        /// REFUSED_STREAM): it is safe to send again and costs no retry budget.
+        /// REFUSED_STREAM), and the pool's own resends are spent: final.
         public static let unprocessed = Kind(rawValue: "unprocessed")
         /// The pending-request queue is full: back-pressure, not a fault.
         public static let queueFull = Kind(rawValue: "queue_full")
@@ -77,11 +77,6 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
-    }
-
-    /// Transport failures the retry engine tries again.
-    public var isRetryable: Bool {
-        kind == .timeout || kind == .connection || kind == .unprocessed
     }
 
     public var description: String { "\(kind): \(message)" }
