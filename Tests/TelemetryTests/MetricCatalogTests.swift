@@ -111,27 +111,15 @@ struct MetricCatalogTests {
 
     @Test("after every recording path ran, the scrape holds exactly the declared families with their HELP, TYPE and label names")
     func scrapeMatchesDeclarations() async throws {
-        let keys = try TestKeyFile()
-        defer { keys.remove() }
-        let credentials = try ProviderCredentials(keyID: "CATALOGK01", teamID: "CATALOGT01", keyPath: keys.path)
-        var mockConfiguration = MockAPNsConfiguration()
-        mockConfiguration.keys = [.init(keyID: "CATALOGK01", teamID: "CATALOGT01", publicKeyPEM: credentials.key.publicKeyPEM)]
-        mockConfiguration.rules = [
+        // A send rejected with a trap, one retried, one plain: every send and attempt series.
+        let fixture = try MetricsFixture(keyID: "CATALOGK01", teamID: "CATALOGT01", rules: [
             MockRule(.tokenPrefix("dead"), always: .unregistered(at: 1)),
             MockRule(.tokenPrefix("f1a7"), [.reject(reason: "ServiceUnavailable"), .succeed]),
-        ]
-        let engine = try MockAPNsEngine(configuration: mockConfiguration)
-        let metrics = RelayMetrics()
-        let tokens = ProviderTokenCache(credentials: credentials, onMint: { metrics.jwtMinted(app: "shop", issuedAt: $0) })
-        var configuration = APNsClient.Configuration(app: "shop", environment: .production, endpoints: .overriding(send: Origin(host: "127.0.0.1", port: 1)))
-        configuration.retryPolicy.baseDelay = 0.001
-        let quiet = Logger(label: "c") { _ in SwiftLogNoOpLogHandler() }
-        let client = APNsClient(
-            configuration: configuration, transport: EngineTransport(engine: engine), authorization: tokens,
-            killSwitch: KillSwitch(environment: { _ in nil }), observers: [metrics], tracer: JSONSpanTracer(logger: quiet), logger: quiet)
-        let builder = try RequestBuilder(bundleID: "com.example.shop")
+        ])
+        defer { fixture.keys.remove() }
+        let metrics = fixture.metrics
         for prefix in ["dead", "f1a7", "0000"] {
-            _ = try? await client.send(try builder.alert(token: prefix + String(repeating: "0", count: 60), payload: ["aps": ["alert": "hi"]]))
+            await fixture.sendAlert(token: prefix + String(repeating: "0", count: 60))
         }
         metrics.connectionEvent(origin: "https://127.0.0.1:1", event: "opened")
         metrics.ingressRequest(route: "/v1/send", status: 200, seconds: 0.01)
