@@ -121,7 +121,7 @@ struct MetricCatalogTests {
         for prefix in ["dead", "f1a7", "0000"] {
             await fixture.sendAlert(token: prefix + String(repeating: "0", count: 60))
         }
-        metrics.connectionEvent(origin: "https://127.0.0.1:1", event: "opened")
+        metrics.connectionEvent("opened")
         metrics.ingressRequest(route: "/v1/send", status: 200, seconds: 0.01)
         var sources = MetricSources(
             clockSkewSeconds: { 1 }, retryDisabled: { false }, inflightStreams: { 0 },

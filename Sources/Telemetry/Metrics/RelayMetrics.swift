@@ -74,8 +74,8 @@ public final class RelayMetrics: RelayObserver, Sendable {
         }
     }
 
-    /// For the HTTP/2 transport's observer.
-    public func connectionEvent(origin: String, event: String) {
+    /// For the HTTP/2 transport's observer: one connection event (the counter is by event only).
+    public func connectionEvent(_ event: String) {
         counter(MetricCatalog.connectionEventsTotal, ConnectionEventLabels(event: event)).increment()
     }
 
