@@ -10,6 +10,7 @@ public struct MetricDeclaration: Sendable, Hashable {
 
     /// The Prometheus name, unique across the relay.
     public let name: String
+    /// Counter, gauge or histogram, as the TYPE line says.
     public let kind: Kind
     /// The HELP line (`promtool check metrics` requires one).
     public let help: String

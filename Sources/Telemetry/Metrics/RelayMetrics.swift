@@ -21,6 +21,7 @@ public final class RelayMetrics: RelayObserver, Sendable {
         registry.makeCounter(descriptor: definition.declaration.descriptor, labels: labels.pairs)
     }
 
+    /// The one series of an unlabelled metric.
     func counter(_ definition: CounterDefinition<NoLabels>) -> Counter {
         registry.makeCounter(descriptor: definition.declaration.descriptor)
     }
