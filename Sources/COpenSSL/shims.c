@@ -8,16 +8,8 @@ int apns_relay_ssl_ctx_set_min_proto_version(SSL_CTX *ctx, int version) {
     return (int)SSL_CTX_set_min_proto_version(ctx, version);
 }
 
-int apns_relay_ssl_ctx_set_max_proto_version(SSL_CTX *ctx, int version) {
-    return (int)SSL_CTX_set_max_proto_version(ctx, version);
-}
-
 long apns_relay_ssl_ctx_set_nonblocking_modes(SSL_CTX *ctx) {
     return SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-}
-
-X509 *apns_relay_ssl_get1_peer_certificate(const SSL *ssl) {
-    return SSL_get1_peer_certificate(ssl);
 }
 
 int apns_relay_evp_pkey_id(const EVP_PKEY *pkey) {

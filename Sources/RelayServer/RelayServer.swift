@@ -47,9 +47,7 @@ public final class RelayServer: Sendable {
         var transportConfiguration = HTTP2Transport.Configuration()
         transportConfiguration.connectionsPerOrigin = configuration.apns.connectionsPerOrigin
         transportConfiguration.caFile = configuration.apns.caFile
-        transport = HTTP2Transport(configuration: transportConfiguration) { origin, event in
-            metrics.connectionEvent(origin: origin, event: event.rawValue)
-        }
+        transport = HTTP2Transport(configuration: transportConfiguration) { _, event in metrics.connectionEvent(event.rawValue) }
 
         var auditConfiguration = AuditWriter.Configuration(
             conninfo: configuration.audit.databaseURL ?? "", spoolDirectory: configuration.audit.spoolDirectory,

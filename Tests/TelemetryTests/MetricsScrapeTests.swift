@@ -26,31 +26,16 @@ func sample(_ text: String, _ series: String) -> Double {
 struct MetricsScrapeTests {
     @Test("after a mixed run, a live scrape passes promtool check metrics and the counters equal the sends made")
     func scrapeAfterMixedRun() async throws {
-        let keys = try TestKeyFile()
-        defer { keys.remove() }
-        let credentials = try ProviderCredentials(keyID: "METRICKEY1", teamID: "METRICTEAM", keyPath: keys.path)
-        var mockConfiguration = MockAPNsConfiguration()
-        mockConfiguration.keys = [.init(keyID: "METRICKEY1", teamID: "METRICTEAM", publicKeyPEM: credentials.key.publicKeyPEM)]
-        mockConfiguration.rules = [
+        let fixture = try MetricsFixture(keyID: "METRICKEY1", teamID: "METRICTEAM", rules: [
             MockRule(.tokenPrefix("dead"), always: .unregistered(at: 1)),
             MockRule(.tokenPrefix("f1a7"), [.reject(reason: "ServiceUnavailable"), .succeed]),
             MockRule(.tokenPrefix("7007"), [.tooManyRequests(retryAfterSeconds: 0), .succeed]),
-        ]
-        let engine = try MockAPNsEngine(configuration: mockConfiguration)
-        let metrics = RelayMetrics()
-        let killSwitch = KillSwitch(environment: { _ in nil })
-        let tokens = ProviderTokenCache(credentials: credentials, onMint: { metrics.jwtMinted(app: "shop", issuedAt: $0) })
-        var configuration = APNsClient.Configuration(app: "shop", environment: .production, endpoints: .overriding(send: Origin(host: "127.0.0.1", port: 1)))
-        configuration.retryPolicy.baseDelay = 0.001
-        let quiet = Logger(label: "m") { _ in SwiftLogNoOpLogHandler() }
-        let client = APNsClient(
-            configuration: configuration, transport: EngineTransport(engine: engine), authorization: tokens, killSwitch: killSwitch,
-            observers: [metrics], tracer: JSONSpanTracer(logger: quiet), logger: quiet)
-        let builder = try RequestBuilder(bundleID: "com.example.shop")
+        ])
+        defer { fixture.keys.remove() }
+        let (metrics, killSwitch) = (fixture.metrics, fixture.killSwitch)
         let prefixes = ["dead", "f1a7", "7007", "0000"]
         for index in 0..<200 {
-            let token = prefixes[index % 4] + String(format: "%060d", index)
-            _ = try? await client.send(try builder.alert(token: token, payload: ["aps": ["alert": "hi"]]))
+            await fixture.sendAlert(token: prefixes[index % 4] + String(format: "%060d", index))
         }
         killSwitch.setRuntime(engaged: true)
 

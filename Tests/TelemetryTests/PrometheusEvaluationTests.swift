@@ -49,34 +49,20 @@ struct PrometheusEvaluationTests {
     func evaluate() async throws {
         let root = AlertRulesTests.root
         // The relay side: metrics fed by a client sending through the mock engine.
-        let keys = try TestKeyFile()
-        defer { keys.remove() }
-        let credentials = try ProviderCredentials(keyID: "PROMKEY001", teamID: "PROMTEAM01", keyPath: keys.path)
-        var mockConfiguration = MockAPNsConfiguration()
-        mockConfiguration.keys = [.init(keyID: "PROMKEY001", teamID: "PROMTEAM01", publicKeyPEM: credentials.key.publicKeyPEM)]
-        mockConfiguration.rules = [
+        let fixture = try MetricsFixture(keyID: "PROMKEY001", teamID: "PROMTEAM01", rules: [
             MockRule(.tokenPrefix("dead"), always: .unregistered(at: 1)),
             MockRule(.tokenPrefix("f1a7"), [.reject(reason: "ServiceUnavailable"), .succeed]),
-        ]
-        let engine = try MockAPNsEngine(configuration: mockConfiguration)
-        let metrics = RelayMetrics()
-        let tokens = ProviderTokenCache(credentials: credentials, onMint: { metrics.jwtMinted(app: "shop", issuedAt: $0) })
-        var configuration = APNsClient.Configuration(app: "shop", environment: .production, endpoints: .overriding(send: Origin(host: "127.0.0.1", port: 1)))
-        configuration.retryPolicy.baseDelay = 0.001
-        let quiet = Logger(label: "p") { _ in SwiftLogNoOpLogHandler() }
-        let killSwitch = KillSwitch(environment: { _ in nil })
-        let client = APNsClient(
-            configuration: configuration, transport: EngineTransport(engine: engine), authorization: tokens, killSwitch: killSwitch,
-            observers: [metrics], tracer: JSONSpanTracer(logger: quiet), logger: quiet)
-        let builder = try RequestBuilder(bundleID: "com.example.shop")
+        ])
+        let keys = fixture.keys
+        defer { keys.remove() }
+        let (metrics, killSwitch) = (fixture.metrics, fixture.killSwitch)
         var router = Router()
         MetricsEndpoint(metrics: metrics, sources: MetricSources(retryDisabled: { killSwitch.isEngaged }), buildInfo: [("version", "test")]).install(on: &router)
         let relay = try HTTPServer(router: router)
         let load = Task {
             var index = 0
             while !Task.isCancelled {
-                let token = ["dead", "f1a7", "0000", "1111"][index % 4] + String(format: "%060d", index)
-                _ = try? await client.send(try builder.alert(token: token, payload: ["aps": ["alert": "hi"]]))
+                await fixture.sendAlert(token: ["dead", "f1a7", "0000", "1111"][index % 4] + String(format: "%060d", index))
                 index += 1
                 try? await Task.sleep(for: .milliseconds(5))
             }

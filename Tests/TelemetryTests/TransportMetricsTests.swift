@@ -20,7 +20,7 @@ struct TransportMetricsTests {
         let metrics = RelayMetrics()
         var configuration = HTTP2Transport.Configuration()
         configuration.caFile = mock.certificateFile
-        let transport = HTTP2Transport(configuration: configuration) { _, event in metrics.connectionEvent(origin: "", event: event.rawValue) }
+        let transport = HTTP2Transport(configuration: configuration) { _, event in metrics.connectionEvent(event.rawValue) }
         let credentials = try ProviderCredentials(keyID: "CONNKEY001", teamID: "CONNTEAM01", key: key)
         let authorization = ProviderToken(credentials: credentials, issuedAt: UnixTime.nowSeconds()).authorizationHeaderValue
         let origin = Origin(host: "127.0.0.1", port: mock.port)

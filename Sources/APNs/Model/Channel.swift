@@ -50,14 +50,6 @@ public enum ChannelStoragePolicy: String, Sendable, Hashable, CaseIterable, Coda
         case .mostRecentMessage: 1
         }
     }
-
-    public init?(wireValue: Int) {
-        switch wireValue {
-        case 0: self = .noStorage
-        case 1: self = .mostRecentMessage
-        default: return nil
-        }
-    }
 }
 
 extension UInt8 {

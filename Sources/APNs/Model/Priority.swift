@@ -7,8 +7,5 @@ public enum Priority: Int, Sendable, Hashable, CaseIterable, Codable, Comparable
     /// Deliver now. Budgeted by iOS for Live Activities (MS015).
     case immediate = 10
 
-    /// A priority from its header value; nil for anything but 1, 5 or 10.
-    public init?(headerValue: Int) { self.init(rawValue: headerValue) }
-
     public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
 }

@@ -20,11 +20,6 @@ public enum Operation: String, Sendable, Hashable, CaseIterable, Codable {
     case channelDelete = "channel_delete"
     /// The caller's own payload and headers.
     case raw
-
-    /// True for operations that hit the channel-management host.
-    public var isChannelManagement: Bool {
-        self == .channelCreate || self == .channelList || self == .channelDelete
-    }
 }
 
 /// The HTTP methods APNs uses.

@@ -1,4 +1,4 @@
-public import RelayJSON
+import RelayJSON
 
 extension RequestBuilder {
     /// Creates a broadcast channel on the channel-management host:

@@ -1,4 +1,4 @@
-public import RelayJSON
+import RelayJSON
 
 extension RequestBuilder {
     /// A Live Activity push to a device token: `start` goes to a push-to-start

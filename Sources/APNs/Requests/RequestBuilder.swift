@@ -1,4 +1,4 @@
-public import RelayJSON
+import RelayJSON
 
 /// Builds the exact APNs request for every operation, after running every
 /// preflight check that can be run without I/O.

@@ -118,7 +118,7 @@ final class PostgresConnection: @unchecked Sendable {
         defer { PQclear(result) }
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
-            return PostgresRows(columns: [], rows: [], affected: Int(String(cString: PQcmdTuples(result))) ?? 0)
+            return PostgresRows(columns: [], rows: [])
         case PGRES_TUPLES_OK:
             let columns = (0..<PQnfields(result)).map { String(cString: PQfname(result, $0)) }
             var rows: [[String?]] = []
@@ -128,7 +128,7 @@ final class PostgresConnection: @unchecked Sendable {
                     PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
                 })
             }
-            var answer = PostgresRows(columns: columns, rows: rows, affected: rows.count)
+            var answer = PostgresRows(columns: columns, rows: rows)
             answer.types = (0..<PQnfields(result)).map { UInt32(PQftype(result, $0)) }
             return answer
         default:
@@ -148,9 +148,6 @@ final class PostgresConnection: @unchecked Sendable {
         while string.last == "\n" || string.last == " " { string.removeLast() }
         return string
     }
-
-    /// The libpq version, e.g. 150008.
-    static var libraryVersion: Int { Int(PQlibVersion()) }
 }
 
 /// Turns libpq notices into log lines: severity, SQLSTATE and message as

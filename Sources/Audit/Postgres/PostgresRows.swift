@@ -2,8 +2,6 @@
 public struct PostgresRows: Sendable {
     public var columns: [String]
     public var rows: [[String?]]
-    /// Rows affected (INSERT/UPDATE/DELETE/COPY) or returned.
-    public var affected: Int
     /// Each column's type OID (`PQftype`), when the statement returned rows.
     public var types: [UInt32] = []
 

@@ -14,19 +14,13 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
-struct MHD_Daemon *apns_relay_mhd_start_daemon(unsigned int flags,
-                                               uint16_t port,
-                                               MHD_AccessHandlerCallback handler,
-                                               void *handler_context,
-                                               const struct MHD_OptionItem *options);
-
 /* The port a daemon bound to (useful after binding port 0); 0 when unknown. */
 uint16_t apns_relay_mhd_bound_port(struct MHD_Daemon *daemon);
 
 /*
- * Like apns_relay_mhd_start_daemon, plus a request-completed callback (MHD
- * takes it as two variadic arguments, a function and its context) and an
- * explicit bind address (NULL: all interfaces on `port`).
+ * MHD_start_daemon with its options as an array, plus a request-completed
+ * callback (MHD takes it as two variadic arguments, a function and its
+ * context) and an explicit bind address (NULL: all interfaces on `port`).
  */
 struct MHD_Daemon *apns_relay_mhd_start_daemon_full(unsigned int flags,
                                                     uint16_t port,

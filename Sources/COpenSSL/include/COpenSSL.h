@@ -25,15 +25,11 @@
 /* SSL_set_tlsext_host_name: the SNI server name. Returns 1 on success. */
 int apns_relay_ssl_set_sni_hostname(SSL *ssl, const char *hostname);
 
-/* SSL_CTX_set_min_proto_version / max: e.g. TLS1_2_VERSION. Returns 1 on success. */
+/* SSL_CTX_set_min_proto_version: e.g. TLS1_2_VERSION. Returns 1 on success. */
 int apns_relay_ssl_ctx_set_min_proto_version(SSL_CTX *ctx, int version);
-int apns_relay_ssl_ctx_set_max_proto_version(SSL_CTX *ctx, int version);
 
 /* SSL_CTX_set_mode: partial writes and moving write buffers, for non-blocking I/O. */
 long apns_relay_ssl_ctx_set_nonblocking_modes(SSL_CTX *ctx);
-
-/* SSL_get_peer_certificate (renamed SSL_get1_peer_certificate in 3.0). Caller frees. */
-X509 *apns_relay_ssl_get1_peer_certificate(const SSL *ssl);
 
 /* EVP_PKEY_id / EVP_PKEY_get_id, e.g. EVP_PKEY_EC. */
 int apns_relay_evp_pkey_id(const EVP_PKEY *pkey);

@@ -116,7 +116,7 @@ extension ServerConfiguration {
             try logging.rejectUnknown()
         }
         try root.rejectUnknown()
-        try configuration.apply(environment: environment, directory: directory)
+        try configuration.apply(environment: environment)
         try configuration.validate()
         return configuration
     }
@@ -179,7 +179,7 @@ extension ServerConfiguration {
         "generate a key and its entry with: apns-relay api-key new --name \(name)"
     }
 
-    private mutating func apply(environment: [String: String], directory: String) throws(ConfigurationError) {
+    private mutating func apply(environment: [String: String]) throws(ConfigurationError) {
         if let value = environment[Variable.instance], !value.isEmpty { instance = value }
         if let value = environment[Variable.ingressListen], !value.isEmpty { ingress.listen = try Address(parsing: value, field: Variable.ingressListen) }
         if let value = environment[Variable.metricsListen], !value.isEmpty { metrics.listen = try Address(parsing: value, field: Variable.metricsListen) }

@@ -1,5 +1,5 @@
 public import HTTPServer
-public import Prometheus
+import Prometheus
 
 /// The metrics listener: `/metrics` (Prometheus text format, gzipped for
 /// scrapers that ask), `/healthz` (the process answers) and `/readyz` (the
@@ -16,7 +16,7 @@ public struct MetricsEndpoint: Sendable {
         self.metrics = metrics
         self.sources = sources
         self.readiness = readiness
-        metrics.gauge("apns_relay_build_info", buildInfo).set(to: 1)
+        metrics.gauge(MetricCatalog.buildInfo, BuildInfoLabels(pairs: buildInfo)).set(to: 1)
     }
 
     /// Adds the three routes to `router`.

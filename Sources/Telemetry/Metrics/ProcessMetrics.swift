@@ -28,8 +28,8 @@ enum ProcessMetrics {
         if let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) {
             let fields = statm.split(separator: " ").compactMap { Double($0) }
             if fields.count >= 2 {
-                metrics.gauge("process_virtual_memory_bytes").set(to: fields[0] * pageSize)
-                metrics.gauge("process_resident_memory_bytes").set(to: fields[1] * pageSize)
+                metrics.gauge(MetricCatalog.virtualMemory).set(to: fields[0] * pageSize)
+                metrics.gauge(MetricCatalog.residentMemory).set(to: fields[1] * pageSize)
             }
         }
         if let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") {
@@ -37,18 +37,18 @@ enum ProcessMetrics {
             // utime and stime are fields 14 and 15 (indexes 11 and 12 after the command name); threads is field 20.
             let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
             let cpu = ((Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)) / ticks
-            let counter = metrics.counter("process_cpu_seconds_total")
+            let counter = metrics.counter(MetricCatalog.cpuSecondsTotal)
             cpuSeconds.withLock { last in
                 if cpu > last { counter.increment(by: cpu - last) }
                 last = max(last, cpu)
             }
-            metrics.gauge("process_threads").set(to: Double(fields[17]) ?? 0)
+            metrics.gauge(MetricCatalog.threads).set(to: Double(fields[17]) ?? 0)
         }
         let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
-        metrics.gauge("process_open_fds").set(to: Double(fds))
+        metrics.gauge(MetricCatalog.openFDs).set(to: Double(fds))
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        metrics.gauge("process_max_fds").set(to: Double(limit.rlim_cur))
-        metrics.gauge("process_start_time_seconds").set(to: startTime)
+        metrics.gauge(MetricCatalog.maxFDs).set(to: Double(limit.rlim_cur))
+        metrics.gauge(MetricCatalog.startTime).set(to: startTime)
     }
 }

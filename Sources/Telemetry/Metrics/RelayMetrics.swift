@@ -5,9 +5,9 @@ import Synchronization
 
 /// Turns the relay's events into Prometheus metrics.
 ///
-/// Metrics are created on the swift-prometheus registry directly, with HELP
-/// text (`promtool check metrics` requires it, and swift-metrics has no way
-/// to pass one); the exposition format is always swift-prometheus'.
+/// Every series is made from its declaration in `MetricCatalog` (name, HELP,
+/// label set, buckets) on the swift-prometheus registry directly: `promtool
+/// check metrics` requires HELP text, which swift-metrics has no way to pass.
 public final class RelayMetrics: RelayObserver, Sendable {
     public let registry: PrometheusCollectorRegistry
     private let jwtIssuedAt = Mutex<[String: Int64]>([:])
@@ -16,16 +16,27 @@ public final class RelayMetrics: RelayObserver, Sendable {
         self.registry = registry
     }
 
-    func counter(_ name: String, _ labels: [(String, String)] = []) -> Counter {
-        registry.makeCounter(name: name, labels: labels, help: MetricNames.help[name]!)
+    /// The series of `definition` with `labels`, created on first use.
+    func counter<Labels>(_ definition: CounterDefinition<Labels>, _ labels: Labels) -> Counter {
+        registry.makeCounter(descriptor: definition.declaration.descriptor, labels: labels.pairs)
     }
 
-    func gauge(_ name: String, _ labels: [(String, String)] = []) -> Gauge {
-        registry.makeGauge(name: name, labels: labels, help: MetricNames.help[name]!)
+    /// The one series of an unlabelled metric.
+    func counter(_ definition: CounterDefinition<NoLabels>) -> Counter {
+        registry.makeCounter(descriptor: definition.declaration.descriptor)
     }
 
-    func histogram(_ name: String, _ labels: [(String, String)]) -> ValueHistogram {
-        registry.makeValueHistogram(name: name, labels: labels, buckets: MetricNames.latencyBuckets, help: MetricNames.help[name]!)
+    func gauge<Labels>(_ definition: GaugeDefinition<Labels>, _ labels: Labels) -> Gauge {
+        registry.makeGauge(descriptor: definition.declaration.descriptor, labels: labels.pairs)
+    }
+
+    func gauge(_ definition: GaugeDefinition<NoLabels>) -> Gauge {
+        registry.makeGauge(descriptor: definition.declaration.descriptor)
+    }
+
+    func histogram<Labels>(_ definition: HistogramDefinition<Labels>, _ labels: Labels) -> ValueHistogram {
+        let declaration = definition.declaration
+        return registry.makeValueHistogram(descriptor: declaration.descriptor, labels: labels.pairs, buckets: declaration.buckets)
     }
 
     /// A bounded label value for a reason: catalog reasons and the relay's own
@@ -41,44 +52,43 @@ public final class RelayMetrics: RelayObserver, Sendable {
     public func attemptFinished(_ event: AttemptEvent) {
         let operation = event.send.operation.rawValue
         let statusClass = event.status.map { "\($0 / 100)xx" } ?? "transport"
-        counter("apns_relay_attempts_total", [("app", event.send.app), ("operation", operation), ("status_class", statusClass)]).increment()
-        histogram("apns_relay_attempt_duration_seconds", [("operation", operation)]).record(event.durationSeconds)
+        counter(MetricCatalog.attemptsTotal, AttemptLabels(app: event.send.app, operation: operation, statusClass: statusClass)).increment()
+        histogram(MetricCatalog.attemptDuration, OperationLabels(operation: operation)).record(event.durationSeconds)
         if !event.isFinalAttempt {
-            counter("apns_relay_retries_total", [("operation", operation), ("reason", Self.reasonLabel(event.reason ?? event.errorType))]).increment()
+            counter(MetricCatalog.retriesTotal, RetryLabels(operation: operation, reason: Self.reasonLabel(event.reason ?? event.errorType))).increment()
         }
     }
 
     public func sendFinished(_ event: SendEvent) {
         let operation = event.send.operation.rawValue
-        counter("apns_relay_sends_total", [
-            ("app", event.send.app), ("operation", operation), ("outcome", event.outcome.rawValue),
-            ("reason", Self.reasonLabel(event.reason ?? event.errorType)),
-        ]).increment()
-        histogram("apns_relay_send_duration_seconds", [("operation", operation)]).record(event.latencySeconds)
+        counter(MetricCatalog.sendsTotal, SendLabels(
+            app: event.send.app, operation: operation, outcome: event.outcome.rawValue,
+            reason: Self.reasonLabel(event.reason ?? event.errorType))).increment()
+        histogram(MetricCatalog.sendDuration, OperationLabels(operation: operation)).record(event.latencySeconds)
         // One definition of a trap hit (docs/api.md#trap-hits): a send hits a
         // trap when its preflight or any of its attempts maps to it, counted once
         // per send. The audit's trap_ids and the answer's trapHits are this same
         // list, so the metric and `count(*) ... WHERE trap = ANY(trap_ids)` agree;
         // a 429 that a retry got past still shows (MS015).
         for trap in event.trapHits {
-            counter("apns_relay_trap_hits_total", [("trap", trap.rawValue), ("operation", operation)]).increment()
+            counter(MetricCatalog.trapHitsTotal, TrapHitLabels(trap: trap.rawValue, operation: operation)).increment()
         }
     }
 
-    /// For the HTTP/2 transport's observer.
-    public func connectionEvent(origin: String, event: String) {
-        counter("apns_relay_connection_events_total", [("event", event)]).increment()
+    /// For the HTTP/2 transport's observer: one connection event (the counter is by event only).
+    public func connectionEvent(_ event: String) {
+        counter(MetricCatalog.connectionEventsTotal, ConnectionEventLabels(event: event)).increment()
     }
 
     /// For the ingress: one answered request.
     public func ingressRequest(route: String, status: Int, seconds: Double) {
-        counter("apns_relay_ingress_requests_total", [("route", route), ("code", String(status))]).increment()
-        histogram("apns_relay_ingress_request_duration_seconds", [("route", route)]).record(seconds)
+        counter(MetricCatalog.ingressRequestsTotal, IngressRequestLabels(route: route, code: String(status))).increment()
+        histogram(MetricCatalog.ingressRequestDuration, RouteLabels(route: route)).record(seconds)
     }
 
     /// For the JWT caches' mint callback.
     public func jwtMinted(app: String, issuedAt: Int64) {
-        counter("apns_relay_jwt_mints_total", [("app", app)]).increment()
+        counter(MetricCatalog.jwtMintsTotal, AppLabels(app: app)).increment()
         jwtIssuedAt.withLock { $0[app] = issuedAt }
     }
 
@@ -86,25 +96,25 @@ public final class RelayMetrics: RelayObserver, Sendable {
     public func refresh(_ sources: MetricSources) {
         let now = UnixTime.nowSeconds()
         for (app, issuedAt) in jwtIssuedAt.withLock({ $0 }) {
-            gauge("apns_relay_jwt_age_seconds", [("app", app)]).set(to: Double(now - issuedAt))
+            gauge(MetricCatalog.jwtAge, AppLabels(app: app)).set(to: Double(now - issuedAt))
         }
-        if let skew = sources.clockSkewSeconds() { gauge("apns_relay_clock_skew_seconds").set(to: Double(skew)) }
-        gauge("apns_relay_retry_disabled").set(to: sources.retryDisabled() ? 1 : 0)
-        gauge("apns_relay_inflight_streams").set(to: Double(sources.inflightStreams()))
+        if let skew = sources.clockSkewSeconds() { gauge(MetricCatalog.clockSkew).set(to: Double(skew)) }
+        gauge(MetricCatalog.retryDisabled).set(to: sources.retryDisabled() ? 1 : 0)
+        gauge(MetricCatalog.inflightStreams).set(to: Double(sources.inflightStreams()))
         // Every state is written each scrape so a state that emptied reads 0, not its last value.
         let states = sources.connections()
         for origin in Set(states.map(\.origin)).union(knownOrigins.withLock { $0 }) {
             knownOrigins.withLock { _ = $0.insert(origin) }
             for state in ["connecting", "ready", "going_away"] {
                 let count = states.first { $0.origin == origin && $0.state == state }?.count ?? 0
-                gauge("apns_relay_connections", [("origin", origin), ("state", state)]).set(to: Double(count))
+                gauge(MetricCatalog.connections, ConnectionLabels(origin: origin, state: state)).set(to: Double(count))
             }
         }
-        if let ingress = sources.ingressInFlight() { gauge("apns_relay_ingress_inflight_requests").set(to: Double(ingress)) }
-        if let admitted = sources.ingressSendsAdmitted() { gauge("apns_relay_ingress_sends_admitted").set(to: Double(admitted)) }
-        if let running = sources.ingressBatchSendsRunning() { gauge("apns_relay_ingress_batch_sends_running").set(to: Double(running)) }
+        if let ingress = sources.ingressInFlight() { gauge(MetricCatalog.ingressInflightRequests).set(to: Double(ingress)) }
+        if let admitted = sources.ingressSendsAdmitted() { gauge(MetricCatalog.ingressSendsAdmitted).set(to: Double(admitted)) }
+        if let running = sources.ingressBatchSendsRunning() { gauge(MetricCatalog.ingressBatchSendsRunning).set(to: Double(running)) }
         for (reason, total) in sources.ingressNotSent() {
-            let counter = counter("apns_relay_batch_sends_not_sent_total", [("reason", reason)])
+            let counter = counter(MetricCatalog.batchSendsNotSentTotal, NotSentLabels(reason: reason))
             notSentTotals.withLock { seen in
                 let delta = total - seen[reason, default: 0]
                 if delta > 0 { counter.increment(by: Int64(delta)) }
@@ -112,22 +122,22 @@ public final class RelayMetrics: RelayObserver, Sendable {
             }
         }
         if let total = sources.ingressRequestsTimedOut() {
-            let counter = counter("apns_relay_ingress_requests_timed_out_total")
+            let counter = counter(MetricCatalog.ingressRequestsTimedOutTotal)
             timedOutTotal.withLock { seen in
                 if total > seen { counter.increment(by: Int64(total - seen)) }
                 seen = max(seen, total)
             }
         }
         if let audit = sources.audit() {
-            gauge("apns_relay_audit_queue_depth").set(to: Double(audit.queueDepth))
-            gauge("apns_relay_audit_spool_bytes").set(to: Double(audit.spoolBytes))
-            gauge("apns_relay_audit_connected").set(to: audit.connected ? 1 : 0)
-            gauge("apns_relay_audit_behind_seconds").set(to: audit.behindSeconds)
+            gauge(MetricCatalog.auditQueueDepth).set(to: Double(audit.queueDepth))
+            gauge(MetricCatalog.auditSpoolBytes).set(to: Double(audit.spoolBytes))
+            gauge(MetricCatalog.auditConnected).set(to: audit.connected ? 1 : 0)
+            gauge(MetricCatalog.auditBehind).set(to: audit.behindSeconds)
             for (result, total) in [
                 ("written", audit.written), ("spooled", audit.spooled), ("replayed", audit.replayed), ("dropped", audit.dropped),
                 ("quarantined", audit.quarantined),
             ] {
-                let counter = counter("apns_relay_audit_rows_total", [("result", result)])
+                let counter = counter(MetricCatalog.auditRowsTotal, AuditRowLabels(result: result))
                 auditTotals.withLock { seen in
                     let delta = total - seen[result, default: 0]
                     if delta > 0 { counter.increment(by: Int64(delta)) }
