@@ -50,6 +50,10 @@ let package = Package(
             linkerSettings: [.linkedLibrary("z")]
         ),
 
+        // MARK: zlib behind one fence (CRC-32, gzip, version), for Audit and HTTPServer
+
+        .target(name: "Zlib", dependencies: ["CZlib"], swiftSettings: strictSwift),
+
         // MARK: Pure-logic core
 
         .target(name: "RelayJSON", swiftSettings: strictSwift),
@@ -74,11 +78,11 @@ let package = Package(
 
         // MARK: The audit log
 
-        .target(name: "Audit", dependencies: ["CLibPQ", "CZlib", "Relay", "APNs", "RelayJSON"], swiftSettings: strictSwift),
+        .target(name: "Audit", dependencies: ["CLibPQ", "Zlib", "Relay", "APNs", "RelayJSON"], swiftSettings: strictSwift),
 
         // MARK: HTTP serving (metrics and the ingress)
 
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib"], swiftSettings: strictSwift),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Zlib"], swiftSettings: strictSwift),
 
         // MARK: Observability
 
@@ -192,6 +196,7 @@ let package = Package(
         ),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "RelayJSON", "TestSupport"], swiftSettings: strictSwift),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strictSwift),
+        .testTarget(name: "ZlibTests", dependencies: ["Zlib"], swiftSettings: strictSwift),
         .testTarget(
             name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON", "TestSupport"],
             swiftSettings: strictSwift),

@@ -1,5 +1,5 @@
 import Foundation
-internal import CZlib
+internal import Zlib
 
 /// Append-only segment files that hold audit rows while Postgres is away.
 ///
@@ -172,9 +172,7 @@ final class AuditSpool: @unchecked Sendable {
         bytes.append(contentsOf: body)
     }
 
-    static func crc(_ bytes: [UInt8]) -> UInt32 {
-        UInt32(bytes.withUnsafeBufferPointer { crc32(0, $0.baseAddress, uInt($0.count)) })
-    }
+    static func crc(_ bytes: [UInt8]) -> UInt32 { Zlib.crc32(bytes) }
 
     private static func appendUInt32(_ value: UInt32, to bytes: inout [UInt8]) {
         for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8((value >> UInt32(shift)) & 0xFF)) }
