@@ -144,12 +144,7 @@ public struct AuditRecord: Sendable, Hashable {
     }
 
     /// The row as one line of `COPY … FROM STDIN` text format.
-    public func copyLine() -> [UInt8] {
-        var line: [UInt8] = []
-        line.reserveCapacity(512)
-        appendCopyLine(to: &line)
-        return line
-    }
+    public func copyLine() -> [UInt8] { AuditRowLayout.standard.line(self) }
 
     /// Appends the row's COPY line (every column of ``AuditRowLayout/standard``) to a batch buffer.
     public func appendCopyLine(to line: inout [UInt8]) {
@@ -178,6 +173,11 @@ public struct DeadTokenRecord: Sendable, Hashable {
         reason = dead.reason
         apnsTimestampMilliseconds = dead.apnsTimestampMilliseconds
         seenAtNanoseconds = event.finishedAt
+    }
+
+    /// The text of field `column` in a dead-token COPY line (escapes kept).
+    static func field(_ column: String, of line: [UInt8]) -> String? {
+        columns.firstIndex(of: column).flatMap { CopyText.field($0, of: line) }
     }
 
     public func copyLine() -> [UInt8] {

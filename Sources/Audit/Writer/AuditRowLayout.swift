@@ -37,12 +37,15 @@ struct AuditRowLayout: Sendable {
 
     /// The text of the field `column` in a line of `format`, as COPY text (escapes kept).
     func field(_ column: String, of line: [UInt8], in format: AuditRowFormat) -> String? {
-        guard let index = names(in: format)?.firstIndex(of: column) else { return nil }
-        let fields = line.split(separator: 0x09, maxSplits: index + 1, omittingEmptySubsequences: false)
-        guard index < fields.count else { return nil }
-        var field = fields[index]
-        if field.last == 0x0A { field = field.dropLast() }
-        return String(decoding: field, as: UTF8.self)
+        names(in: format)?.firstIndex(of: column).flatMap { CopyText.field($0, of: line) }
+    }
+
+    /// The record's COPY line, in a buffer of its own.
+    func line(_ record: AuditRecord) -> [UInt8] {
+        var line: [UInt8] = []
+        line.reserveCapacity(512)
+        appendLine(record, to: &line)
+        return line
     }
 
     /// Appends the record's COPY line (in the layout's `format`: every column) to a batch buffer.

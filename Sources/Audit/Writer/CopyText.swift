@@ -9,6 +9,14 @@ enum CopyText {
         line = writer.finish()
     }
 
+    /// Field `index` (from 0) of a COPY line, as COPY text (escapes kept), without the line's newline.
+    static func field(_ index: Int, of line: [UInt8]) -> String? {
+        let fields = line.split(separator: 0x09, maxSplits: index + 1, omittingEmptySubsequences: false)
+        guard index < fields.count else { return nil }
+        let field = fields[index]
+        return String(decoding: field.last == 0x0A ? field.dropLast() : field, as: UTF8.self)
+    }
+
     static func timestamp(_ nanoseconds: UInt64) -> String {
         UnixTime.rfc3339(nanoseconds: nanoseconds)
     }
