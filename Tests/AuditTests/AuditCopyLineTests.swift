@@ -1,4 +1,6 @@
 @testable import Audit
+import APNs
+import Relay
 import Testing
 
 /// The exact bytes of an audit row's COPY line, pinned: the row's layout is
@@ -6,80 +8,59 @@ import Testing
 /// refactor of how the line is built must not change a single byte.
 @Suite("Audit COPY line")
 struct AuditCopyLineTests {
-    /// Every column set, nothing to escape.
+    static let apnsID = APNsID("7D3E5C2A-0F4B-4C8D-9E1A-2B3C4D5E6F70")!
+    static let startedAt: UInt64 = 1_763_800_000_000_000_000
+    static let finishedAt: UInt64 = 1_763_800_000_123_456_789
+
+    /// Every column set, nothing to escape: a send retried once past a 429.
     static func fullRecord() -> AuditRecord {
-        var record = AuditRecord(event: EventFactory.event(3), relayInstance: "relay-a")
-        record.id = "0b7c6f43-86e4-4a8e-9d55-1f0e7a6c2b11"
-        record.recordedAtNanoseconds = 1_763_800_000_123_456_789
-        record.startedAtNanoseconds = 1_763_800_000_000_000_000
-        record.finishedAtNanoseconds = 1_763_800_000_123_456_789
-        record.apnsID = "7D3E5C2A-0F4B-4C8D-9E1A-2B3C4D5E6F70"
-        record.apnsUniqueID = "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d"
-        record.traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
-        record.app = "alpha"
-        record.environment = "production"
-        record.operation = "alert"
-        record.pushType = "alert"
-        record.priority = 10
-        record.topic = "com.example.app"
-        record.tokenFingerprint = "fp-1234abcd"
-        record.channelID = "channel-9"
-        record.snapshotID = "snap-1"
-        record.surfaceID = "surface-2"
-        record.outcome = "success"
-        record.status = 200
-        record.reason = "TooManyRequests"
-        record.errorType = "TooManyRequests"
-        record.trapIDs = ["MS015", "TR-429"]
-        record.attempts = 2
-        record.retried = true
-        record.latencyMilliseconds = 12.5
-        record.attemptLog = #"[{"status":429,"reason":"TooManyRequests","duration_ms":4.0},{"status":200,"reason":null,"duration_ms":3.25}]"#
-        record.payloadBytes = 321
-        record.caller = "backend-1"
-        record.relayInstance = "relay-a"
+        let send = SendDescriptor(
+            app: "alpha", environment: .production, operation: .alert, apnsID: apnsID, pushType: .alert, priority: .immediate,
+            topic: "com.example.app", tokenFingerprint: "fp-1234abcd", channelID: "channel-9", snapshotID: "snap-1",
+            surfaceID: "surface-2", payloadBytes: 321, caller: "backend-1", traceID: "4bf92f3577b34da6a3ce929d0e0e4736")
+        let event = SendEvent(
+            send: send, outcome: .success, status: 200, reason: "TooManyRequests", errorType: "TooManyRequests", attempts: 2,
+            trapHits: [TrapID(rawValue: "MS015"), TrapID(rawValue: "TR-429")], latencySeconds: 0.25, startedAt: startedAt,
+            finishedAt: finishedAt, apnsUniqueID: "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d", unregisteredAt: nil, dropsToken: false,
+            attemptLog: [
+                AttemptSummary(status: 429, reason: "TooManyRequests", durationSeconds: 0.004),
+                AttemptSummary(status: 200, reason: nil, durationSeconds: 0.00325),
+            ],
+            deadToken: nil)
+        var record = AuditRecord(event: event, relayInstance: "relay-a")
+        record.id = "0b7c6f43-86e4-4a8e-9d55-1f0e7a6c2b11"  // random by design; fixed for the pin
         return record
     }
 
     /// Every optional column NULL, and text that COPY must escape (tab,
     /// newline, carriage return, backslash, NUL, quotes in an array element).
     static func awkwardRecord() -> AuditRecord {
-        var record = fullRecord()
-        record.apnsUniqueID = nil
-        record.traceID = nil
-        record.pushType = nil
-        record.priority = nil
-        record.topic = nil
-        record.tokenFingerprint = nil
-        record.channelID = nil
-        record.snapshotID = "snap\t1\n\\x\r"
-        record.surfaceID = nil
-        record.status = nil
-        record.reason = nil
-        record.errorType = nil
-        record.trapIDs = ["a\"b", "c\\d"]
-        record.retried = false
-        record.latencyMilliseconds = 0
-        record.attemptLog = "[]"
-        record.caller = "nul\u{0}here"
-        record.app = "tab\tapp"
+        let send = SendDescriptor(
+            app: "tab\tapp", environment: .production, operation: .alert, apnsID: apnsID, snapshotID: "snap\t1\n\\x\r",
+            payloadBytes: 321, caller: "nul\u{0}here")
+        let event = SendEvent(
+            send: send, outcome: .success, status: nil, reason: nil, errorType: nil, attempts: 1,
+            trapHits: [TrapID(rawValue: "a\"b"), TrapID(rawValue: "c\\d")], latencySeconds: 0, startedAt: startedAt,
+            finishedAt: finishedAt, apnsUniqueID: nil, unregisteredAt: nil, dropsToken: false, attemptLog: [], deadToken: nil)
+        var record = AuditRecord(event: event, relayInstance: "relay-a")
+        record.id = "0b7c6f43-86e4-4a8e-9d55-1f0e7a6c2b11"
         return record
     }
 
     static let fullLine = [
         "0b7c6f43-86e4-4a8e-9d55-1f0e7a6c2b11", "2025-11-22T08:26:40.123Z", "2025-11-22T08:26:40.000Z",
-        "2025-11-22T08:26:40.123Z", "7D3E5C2A-0F4B-4C8D-9E1A-2B3C4D5E6F70", "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
+        "2025-11-22T08:26:40.123Z", "7d3e5c2a-0f4b-4c8d-9e1a-2b3c4d5e6f70", "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
         "4bf92f3577b34da6a3ce929d0e0e4736", "alpha", "production", "alert", "alert", "10", "com.example.app", "fp-1234abcd",
         "channel-9", "snap-1", "surface-2", "success", "200", "TooManyRequests", "TooManyRequests", #"{"MS015","TR-429"}"#, "2",
-        "t", "12.5", #"[{"status":429,"reason":"TooManyRequests","duration_ms":4.0},{"status":200,"reason":null,"duration_ms":3.25}]"#,
+        "t", "250.0", #"[{"status":429,"reason":"TooManyRequests","duration_ms":4},{"status":200,"reason":null,"duration_ms":3.25}]"#,
         "321", "backend-1", "relay-a",
     ].joined(separator: "\t") + "\n"
 
     static let awkwardLine = [
         "0b7c6f43-86e4-4a8e-9d55-1f0e7a6c2b11", "2025-11-22T08:26:40.123Z", "2025-11-22T08:26:40.000Z",
-        "2025-11-22T08:26:40.123Z", "7D3E5C2A-0F4B-4C8D-9E1A-2B3C4D5E6F70", #"\N"#, #"\N"#, #"tab\tapp"#, "production",
+        "2025-11-22T08:26:40.123Z", "7d3e5c2a-0f4b-4c8d-9e1a-2b3c4d5e6f70", #"\N"#, #"\N"#, #"tab\tapp"#, "production",
         "alert", #"\N"#, #"\N"#, #"\N"#, #"\N"#, #"\N"#, #"snap\t1\n\\x\r"#, #"\N"#, "success", #"\N"#, #"\N"#, #"\N"#,
-        #"{"a\\"b","c\\\\d"}"#, "2", "f", "0.0", "[]", "321", "nul\u{FFFD}here", "relay-a",
+        #"{"a\\"b","c\\\\d"}"#, "1", "f", "0.0", "[]", "321", "nul\u{FFFD}here", "relay-a",
     ].joined(separator: "\t") + "\n"
 
     @Test("a full record's COPY line, byte for byte")

@@ -64,7 +64,7 @@ struct AuditSpoolFormatTests {
         #expect(AuditRowLayout.standard.format == .v1)
         #expect(Self.regionLayout.names(in: .v1) == Self.formatOneColumns)
         #expect(Self.regionLayout.names(in: Self.formatTwo) == Self.formatOneColumns + ["region"])
-        #expect(Self.regionLayout.field("apns_id", of: Self.formatOneLine(id: Self.rowID(1)), in: .v1) == "7D3E5C2A-0F4B-4C8D-9E1A-2B3C4D5E6F70")
+        #expect(Self.regionLayout.field("apns_id", of: Self.formatOneLine(id: Self.rowID(1)), in: .v1) == "7d3e5c2a-0f4b-4c8d-9e1a-2b3c4d5e6f70")
         #expect(Self.regionLayout.field("relay_instance", of: Self.formatOneLine(id: Self.rowID(1)), in: .v1) == "relay-a")
     }
 
@@ -101,9 +101,8 @@ struct AuditSpoolFormatTests {
 
         // The reference: the same lines written straight to Postgres by a
         // format 1 relay, then the migration.
-        let direct = try TestDatabase()
+        let direct = try TestDatabase.migrated()
         defer { direct.drop() }
-        _ = try Migrator().apply(conninfo: direct.conninfo)
         let connection = try direct.connect()
         _ = try connection.copyIn("COPY apns_audit (\(Self.formatOneColumns.joined(separator: ", "))) FROM STDIN", data: lines.flatMap { $0 })
         _ = try Migrator(migrations: Migration.all + [Self.regionMigration]).apply(conninfo: direct.conninfo)
@@ -121,9 +120,8 @@ struct AuditSpoolFormatTests {
             + Self.unversioned(Self.kindIntent, keyed("k6", lines[5]))
         try Data(journalSegment).write(to: URL(fileURLWithPath: directory + "/journal-0000000000000001.journal"))
 
-        let upgraded = try TestDatabase()
+        let upgraded = try TestDatabase.migrated(Migration.all + [Self.regionMigration])
         defer { upgraded.drop() }
-        _ = try Migrator(migrations: Migration.all + [Self.regionMigration]).apply(conninfo: upgraded.conninfo)
         var configuration = AuditWriter.Configuration(conninfo: upgraded.conninfo, spoolDirectory: directory, relayInstance: "relay-b")
         configuration.rowLayout = Self.regionLayout
         let writer = try AuditWriter(configuration: configuration, logger: quietLogger())
@@ -158,9 +156,8 @@ struct AuditSpoolFormatTests {
 
     @Test("a segment holding rows of a format newer than this build (a rollback) stays on disk, unreplayed")
     func newerFormatIsKept() async throws {
-        let database = try TestDatabase()
+        let database = try TestDatabase.migrated()
         defer { database.drop() }
-        _ = try Migrator().apply(conninfo: database.conninfo)
         let directory = temporaryDirectory()
         let url = URL(fileURLWithPath: directory + "/segment-0000000000000001.spool")
         let newer = Self.versioned(2, Self.kindAudit, Array((String(decoding: Self.formatOneLine(id: Self.rowID(1)), as: UTF8.self).dropLast() + "\teu-1\n").utf8))
