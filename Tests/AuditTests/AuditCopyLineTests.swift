@@ -82,4 +82,19 @@ struct AuditCopyLineTests {
         Self.awkwardRecord().appendCopyLine(to: &buffer)
         #expect(String(decoding: buffer, as: UTF8.self) == "previous\n" + Self.fullLine + Self.awkwardLine)
     }
+
+    @Test("a dead-token upsert's COPY line, byte for byte, with and without APNs' timestamp")
+    func deadTokenLine() throws {
+        func line(_ milliseconds: Int64?) throws -> String {
+            let event = SendEvent(
+                send: SendDescriptor(app: "alpha", environment: .development, operation: .alert, apnsID: Self.apnsID), outcome: .rejected,
+                status: 410, reason: "Unregistered", errorType: "Unregistered", attempts: 1, trapHits: [], latencySeconds: 0,
+                startedAt: Self.startedAt, finishedAt: Self.finishedAt, apnsUniqueID: nil, unregisteredAt: milliseconds,
+                dropsToken: true, attemptLog: [],
+                deadToken: DeadToken(token: "ab\tcd", fingerprint: "fp-1", reason: "Unregistered", apnsTimestampMilliseconds: milliseconds))
+            return String(decoding: try #require(DeadTokenRecord(event: event)).copyLine(), as: UTF8.self)
+        }
+        #expect(try line(1_763_700_000_000) == "alpha\tdevelopment\tab\\tcd\tfp-1\tUnregistered\t2025-11-21T04:40:00.000Z\t2025-11-22T08:26:40.123Z\t2025-11-22T08:26:40.123Z\n")
+        #expect(try line(nil) == "alpha\tdevelopment\tab\\tcd\tfp-1\tUnregistered\t\\N\t2025-11-22T08:26:40.123Z\t2025-11-22T08:26:40.123Z\n")
+    }
 }

@@ -162,7 +162,21 @@ public struct DeadTokenRecord: Sendable, Hashable {
     public var apnsTimestampMilliseconds: Int64?
     public var seenAtNanoseconds: UInt64
 
-    public static let columns = ["app", "environment", "token", "token_fingerprint", "reason", "apns_timestamp", "first_seen", "last_seen"]
+    /// `apns_dead_tokens` as the writer fills it, in COPY order. Its lines
+    /// have had one layout so far: a change here needs row formats as
+    /// ``AuditRowLayout`` has them.
+    static let layout: [CopyColumn<DeadTokenRecord>] = [
+        CopyColumn("app") { $1.text($0.app) },
+        CopyColumn("environment") { $1.text($0.environment) },
+        CopyColumn("token") { $1.text($0.token) },
+        CopyColumn("token_fingerprint") { $1.text($0.fingerprint) },
+        CopyColumn("reason") { $1.text($0.reason) },
+        CopyColumn("apns_timestamp") { $1.timestamp($0.apnsTimestampMilliseconds.map { UInt64(max(0, $0)) * 1_000_000 }) },
+        CopyColumn("first_seen") { $1.timestamp($0.seenAtNanoseconds) },
+        CopyColumn("last_seen") { $1.timestamp($0.seenAtNanoseconds) },
+    ]
+
+    public static let columns = layout.map(\.name)
 
     public init?(event: SendEvent) {
         guard let dead = event.deadToken else { return nil }
@@ -181,12 +195,8 @@ public struct DeadTokenRecord: Sendable, Hashable {
     }
 
     public func copyLine() -> [UInt8] {
-        var line: [UInt8] = []
-        let seen = CopyText.timestamp(seenAtNanoseconds)
-        CopyText.appendLine(
-            [app, environment, token, fingerprint, reason,
-             apnsTimestampMilliseconds.map { CopyText.timestamp(UInt64(max(0, $0)) * 1_000_000) }, seen, seen],
-            to: &line)
-        return line
+        var writer = CopyLineWriter(line: [])
+        for column in Self.layout { column.write(self, &writer) }
+        return writer.finish()
     }
 }

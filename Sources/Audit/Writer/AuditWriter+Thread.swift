@@ -284,12 +284,11 @@ extension AuditWriter {
     private func upsertDeadTokens(_ lines: [[UInt8]], on connection: PostgresConnection) throws {
         try connection.execute(
             "CREATE TEMP TABLE IF NOT EXISTS apns_dead_tokens_incoming (LIKE apns_dead_tokens) ON COMMIT DELETE ROWS")
-        try connection.copyIn(
-            "COPY apns_dead_tokens_incoming (\(DeadTokenRecord.columns.joined(separator: ", "))) FROM STDIN",
-            data: lines.flatMap { $0 })
+        let columns = DeadTokenRecord.columns.joined(separator: ", ")
+        try connection.copyIn("COPY apns_dead_tokens_incoming (\(columns)) FROM STDIN", data: lines.flatMap { $0 })
         try connection.execute("""
-            INSERT INTO apns_dead_tokens AS d (app, environment, token, token_fingerprint, reason, apns_timestamp, first_seen, last_seen)
-            SELECT DISTINCT ON (app, environment, token) app, environment, token, token_fingerprint, reason, apns_timestamp, first_seen, last_seen
+            INSERT INTO apns_dead_tokens AS d (\(columns))
+            SELECT DISTINCT ON (app, environment, token) \(columns)
             FROM apns_dead_tokens_incoming ORDER BY app, environment, token, last_seen DESC
             ON CONFLICT (app, environment, token) DO UPDATE SET
                 reason = excluded.reason,

@@ -2,13 +2,6 @@ import APNs
 
 /// PostgreSQL COPY text format.
 enum CopyText {
-    static func appendLine(_ fields: [String?], to line: inout [UInt8]) {
-        var writer = CopyLineWriter(line: line)
-        line = []
-        for field in fields { writer.text(field) }
-        line = writer.finish()
-    }
-
     /// Field `index` (from 0) of a COPY line, as COPY text (escapes kept), without the line's newline.
     static func field(_ index: Int, of line: [UInt8]) -> String? {
         let fields = line.split(separator: 0x09, maxSplits: index + 1, omittingEmptySubsequences: false)
@@ -76,8 +69,8 @@ struct CopyLineWriter {
     }
 
     /// A `timestamptz` (RFC 3339, UTC, milliseconds).
-    mutating func timestamp(_ nanoseconds: UInt64) {
-        text(CopyText.timestamp(nanoseconds))
+    mutating func timestamp(_ nanoseconds: UInt64?) {
+        text(nanoseconds.map(CopyText.timestamp))
     }
 
     /// A `boolean`: `t` or `f`.
