@@ -56,7 +56,11 @@ struct AuditRowLayout: Sendable {
     func appendLine(_ record: AuditRecord, to line: inout [UInt8]) {
         var writer = CopyLineWriter(line: line)
         line = []
-        for column in columns { column.write(record, &writer) }
+        // By index through the buffer: `for column in columns` copies each
+        // column (retaining its closure) per row, 10% of this function's time.
+        columns.withUnsafeBufferPointer { columns in
+            for index in columns.indices { columns[index].write(record, &writer) }
+        }
         line = writer.finish()
     }
 }
