@@ -40,7 +40,7 @@ public struct AuditRecord: Sendable, Hashable {
     public var relayInstance: String
 
     /// The table's columns in COPY order (``AuditRowLayout/standard``).
-    public static var columns: [String] { AuditRowLayout.standard.columns.map(\.name) }
+    public static let columns = AuditRowLayout.standard.columns.map(\.name)
 
     public init(event: SendEvent, relayInstance: String) {
         id = APNsID.random().value
