@@ -49,6 +49,10 @@ let package = Package(
             linkerSettings: [.linkedLibrary("z")]
         ),
 
+        // MARK: zlib behind one fence (CRC-32, gzip, version), for Audit and HTTPServer
+
+        .target(name: "Zlib", dependencies: ["CZlib"], swiftSettings: strictSwift),
+
         // MARK: Pure-logic core
 
         .target(name: "RelayJSON", swiftSettings: strictSwift),
@@ -73,11 +77,11 @@ let package = Package(
 
         // MARK: The audit log
 
-        .target(name: "Audit", dependencies: ["CLibPQ", "CZlib", "Relay", "APNs", "RelayJSON"], swiftSettings: strictSwift),
+        .target(name: "Audit", dependencies: ["CLibPQ", "Zlib", "Relay", "APNs", "RelayJSON"], swiftSettings: strictSwift),
 
         // MARK: HTTP serving (metrics and the ingress)
 
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib"], swiftSettings: strictSwift),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Zlib"], swiftSettings: strictSwift),
 
         // MARK: Observability
 
@@ -196,6 +200,7 @@ let package = Package(
             dependencies: ["Ingress", "HTTPServer", "APNs", "Telemetry", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift),
         .testTarget(name: "RelayServerTests", dependencies: ["RelayServer", "Audit", "APNs", "TestSupport"], swiftSettings: strictSwift),
+        .testTarget(name: "ZlibTests", dependencies: ["Zlib"], swiftSettings: strictSwift),
         .testTarget(
             name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON", "TestSupport"],
             swiftSettings: strictSwift),

@@ -166,8 +166,9 @@ struct AuditWriterTests {
 
     @Test("COPY text escapes tabs, newlines and backslashes, and writes NULL as \\N")
     func copyEscaping() {
-        var line: [UInt8] = []
-        CopyText.appendLine(["a\tb", nil, "c\nd\\e\r"], to: &line)
+        var writer = CopyLineWriter(line: [])
+        for field in ["a\tb", nil, "c\nd\\e\r"] { writer.text(field) }
+        let line = writer.finish()
         #expect(String(decoding: line, as: UTF8.self) == "a\\tb\t\\N\tc\\nd\\\\e\\r\n")
         #expect(CopyText.array(["MS015", "x\"y"]) == #"{"MS015","x\"y"}"#)
     }

@@ -24,6 +24,18 @@ struct TestDatabase {
         conninfo = Self.replacingDatabase(in: url, with: name)
     }
 
+    /// A fresh database with `migrations` applied.
+    static func migrated(_ migrations: [Migration] = Migration.all) throws -> TestDatabase {
+        let database = try TestDatabase()
+        do {
+            _ = try Migrator(migrations: migrations).apply(conninfo: database.conninfo)
+        } catch {
+            database.drop()
+            throw error
+        }
+        return database
+    }
+
     /// Connects to this test's database.
     func connect() throws -> PostgresConnection { try PostgresConnection(conninfo: conninfo) }
 

@@ -1,4 +1,4 @@
-internal import CZlib
+internal import Zlib
 
 /// One numbered schema change from `sql/migrations`.
 public struct Migration: Sendable, Hashable {
@@ -16,8 +16,7 @@ public struct Migration: Sendable, Hashable {
     /// CRC-32 of the SQL, recorded when applied so an edited, already
     /// applied migration is caught instead of silently skipped.
     public var checksum: String {
-        let bytes = Array(sql.utf8)
-        let value = bytes.withUnsafeBufferPointer { crc32(0, $0.baseAddress, uInt($0.count)) }
+        let value = Zlib.crc32(Array(sql.utf8))
         let text = String(value, radix: 16)
         return String(repeating: "0", count: max(0, 8 - text.count)) + text
     }

@@ -33,20 +33,20 @@ public final class AuditQuarantine: @unchecked Sendable {
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
-    /// Appends one row durably.
-    func append(kind: AuditSpool.Kind, line: [UInt8], error: PostgresError, at nanoseconds: UInt64) throws {
+    /// Appends one row durably: its line, the row format that names the
+    /// line's columns, and the send and app it is for (read by the caller).
+    func append(
+        kind: AuditSpool.Kind, format: AuditRowFormat, line: [UInt8], apnsID: String?, app: String?, error: PostgresError,
+        at nanoseconds: UInt64
+    ) throws {
         var object = JSONObject()
         object["quarantined_at"] = .string(CopyText.timestamp(nanoseconds))
         object["kind"] = .string(kind == .deadToken ? "dead_token" : "audit")
+        object["format"] = .integer(Int64(format.rawValue))
         object["sqlstate"] = error.sqlState.map { .string($0) } ?? .null
         object["error"] = .string(error.message)
-        let fields = line.split(separator: 0x09, omittingEmptySubsequences: false)
-        if kind == .audit, fields.count > 7 {
-            object["apns_id"] = .string(String(decoding: fields[4], as: UTF8.self))
-            object["app"] = .string(String(decoding: fields[7], as: UTF8.self))
-        } else if kind == .deadToken, let app = fields.first {
-            object["app"] = .string(String(decoding: app, as: UTF8.self))
-        }
+        if let apnsID { object["apns_id"] = .string(apnsID) }
+        if let app { object["app"] = .string(app) }
         object["line_base64"] = .string(Data(line).base64EncodedString())
         let text = JSONValue.object(object).encodedString() + "\n"
         if !FileManager.default.fileExists(atPath: file.path) {

@@ -1,10 +1,16 @@
 import Foundation
-internal import CZlib
+internal import Zlib
 
 /// Append-only segment files that hold audit rows while Postgres is away.
 ///
-/// Each record is `[length: UInt32 LE][crc32: UInt32 LE][kind: UInt8][COPY line]`,
-/// length counting kind and line. A batch is written with one `write` and
+/// Each record is `[length: UInt32 LE][crc32: UInt32 LE][format: UInt8][kind: UInt8][COPY line]`,
+/// length (and the checksum) covering format, kind and line. The format is
+/// the row layout the line was written in (``AuditRowFormat``), so a record
+/// spooled before a migration added a column is still copied with the
+/// columns it holds. Records written before records carried a format are
+/// `[kind][COPY line]`: a kind is an ASCII letter and a format byte is below
+/// 0x20, so the first byte tells them apart, and such a record is format 1.
+/// A batch is written with one `write` and
 /// made durable with `fsync` before the writer counts it as spooled. A crash
 /// mid-write leaves at most a torn last record, which replay detects by its
 /// length or checksum and skips with a warning.
@@ -24,8 +30,19 @@ final class AuditSpool: @unchecked Sendable {
 
     struct Record: Equatable {
         var kind: Kind
+        /// The layout of `line` (of the row inside it, for journal records).
+        var format: AuditRowFormat
         var line: [UInt8]
+
+        init(kind: Kind, format: AuditRowFormat = .current, line: [UInt8]) {
+            self.kind = kind
+            self.format = format
+            self.line = line
+        }
     }
+
+    /// Format bytes stay below this: the first byte of a record without one is its kind, a letter.
+    static let formatLimit: UInt8 = 0x20
 
     /// A segment's records, and how many bytes at its end were unreadable.
     struct SegmentContents {
@@ -131,9 +148,9 @@ final class AuditSpool: @unchecked Sendable {
             let length = Int(Self.uint32(bytes, at: offset))
             let checksum = Self.uint32(bytes, at: offset + 4)
             guard length >= 1, offset + 8 + length <= bytes.count else { break }
-            let body = Array(bytes[(offset + 8)..<(offset + 8 + length)])
-            guard Self.crc(body) == checksum, let kind = Kind(rawValue: body[0]) else { break }
-            records.append(Record(kind: kind, line: Array(body[1...])))
+            let body = bytes[(offset + 8)..<(offset + 8 + length)]
+            guard Self.crc(body) == checksum, let record = Self.decode(body) else { break }
+            records.append(record)
             offset += 8 + length
         }
         return SegmentContents(records: records, tornBytes: bytes.count - offset)
@@ -165,16 +182,27 @@ final class AuditSpool: @unchecked Sendable {
     }
 
     static func encode(_ record: Record, into bytes: inout [UInt8]) {
-        var body: [UInt8] = [record.kind.rawValue]
+        precondition(record.format.rawValue > 0 && record.format.rawValue < formatLimit, "a format byte must not read as a kind")
+        var body: [UInt8] = [record.format.rawValue, record.kind.rawValue]
         body.append(contentsOf: record.line)
         appendUInt32(UInt32(body.count), to: &bytes)
         appendUInt32(crc(body), to: &bytes)
         bytes.append(contentsOf: body)
     }
 
-    static func crc(_ bytes: [UInt8]) -> UInt32 {
-        UInt32(bytes.withUnsafeBufferPointer { crc32(0, $0.baseAddress, uInt($0.count)) })
+    /// A record's body, with its format byte or (written before records
+    /// carried one) without: nil if it is neither.
+    static func decode(_ body: ArraySlice<UInt8>) -> Record? {
+        guard let first = body.first else { return nil }
+        if first >= formatLimit {
+            guard let kind = Kind(rawValue: first) else { return nil }
+            return Record(kind: kind, format: .v1, line: Array(body.dropFirst()))
+        }
+        guard first > 0, body.count >= 2, let kind = Kind(rawValue: body[body.startIndex + 1]) else { return nil }
+        return Record(kind: kind, format: AuditRowFormat(rawValue: first), line: Array(body.dropFirst(2)))
     }
+
+    static func crc(_ bytes: some Collection<UInt8>) -> UInt32 { Zlib.crc32(bytes) }
 
     private static func appendUInt32(_ value: UInt32, to bytes: inout [UInt8]) {
         for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8((value >> UInt32(shift)) & 0xFF)) }

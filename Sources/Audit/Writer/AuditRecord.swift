@@ -39,13 +39,8 @@ public struct AuditRecord: Sendable, Hashable {
     public var caller: String?
     public var relayInstance: String
 
-    /// The table's columns in COPY order.
-    public static let columns = [
-        "id", "recorded_at", "started_at", "finished_at", "apns_id", "apns_unique_id", "trace_id", "app",
-        "environment", "operation", "push_type", "priority", "topic", "token_fingerprint", "channel_id", "snapshot_id",
-        "surface_id", "outcome", "status", "reason", "error_type", "trap_ids", "attempts", "retried", "latency_ms",
-        "attempt_log", "payload_bytes", "caller", "relay_instance",
-    ]
+    /// The table's columns in COPY order (``AuditRowLayout/standard``).
+    public static let columns = AuditRowLayout.standard.columns.map(\.name)
 
     public init(event: SendEvent, relayInstance: String) {
         id = APNsID.random().value
@@ -149,51 +144,11 @@ public struct AuditRecord: Sendable, Hashable {
     }
 
     /// The row as one line of `COPY … FROM STDIN` text format.
-    public func copyLine() -> [UInt8] {
-        var line: [UInt8] = []
-        line.reserveCapacity(512)
-        appendCopyLine(to: &line)
-        return line
-    }
+    public func copyLine() -> [UInt8] { AuditRowLayout.standard.line(self) }
 
-    /// Appends the row's COPY line to a batch buffer.
-    ///
-    /// Field by field into the buffer, with no array of strings in between:
-    /// the writer thread shares two cores with Postgres, so every microsecond
-    /// spent here is one the COPY does not get.
+    /// Appends the row's COPY line (every column of ``AuditRowLayout/standard``) to a batch buffer.
     public func appendCopyLine(to line: inout [UInt8]) {
-        var writer = CopyLineWriter(line: line)
-        line = []
-        writer.text(id)
-        writer.text(CopyText.timestamp(recordedAtNanoseconds))
-        writer.text(CopyText.timestamp(startedAtNanoseconds))
-        writer.text(CopyText.timestamp(finishedAtNanoseconds))
-        writer.text(apnsID)
-        writer.text(apnsUniqueID)
-        writer.text(traceID)
-        writer.text(app)
-        writer.text(environment)
-        writer.text(operation)
-        writer.text(pushType)
-        writer.integer(priority)
-        writer.text(topic)
-        writer.text(tokenFingerprint)
-        writer.text(channelID)
-        writer.text(snapshotID)
-        writer.text(surfaceID)
-        writer.text(outcome)
-        writer.integer(status)
-        writer.text(reason)
-        writer.text(errorType)
-        writer.text(CopyText.array(trapIDs))
-        writer.integer(attempts)
-        writer.text(retried ? "t" : "f")
-        writer.text(String(latencyMilliseconds))
-        writer.text(attemptLog)
-        writer.integer(payloadBytes)
-        writer.text(caller)
-        writer.text(relayInstance)
-        line = writer.finish()
+        AuditRowLayout.standard.appendLine(self, to: &line)
     }
 }
 
@@ -207,7 +162,21 @@ public struct DeadTokenRecord: Sendable, Hashable {
     public var apnsTimestampMilliseconds: Int64?
     public var seenAtNanoseconds: UInt64
 
-    public static let columns = ["app", "environment", "token", "token_fingerprint", "reason", "apns_timestamp", "first_seen", "last_seen"]
+    /// `apns_dead_tokens` as the writer fills it, in COPY order. Its lines
+    /// have had one layout so far: a change here needs row formats as
+    /// ``AuditRowLayout`` has them.
+    static let layout: [CopyColumn<DeadTokenRecord>] = [
+        CopyColumn("app") { $1.text($0.app) },
+        CopyColumn("environment") { $1.text($0.environment) },
+        CopyColumn("token") { $1.text($0.token) },
+        CopyColumn("token_fingerprint") { $1.text($0.fingerprint) },
+        CopyColumn("reason") { $1.text($0.reason) },
+        CopyColumn("apns_timestamp") { $1.timestamp($0.apnsTimestampMilliseconds.map { UInt64(max(0, $0)) * 1_000_000 }) },
+        CopyColumn("first_seen") { $1.timestamp($0.seenAtNanoseconds) },
+        CopyColumn("last_seen") { $1.timestamp($0.seenAtNanoseconds) },
+    ]
+
+    public static let columns = layout.map(\.name)
 
     public init?(event: SendEvent) {
         guard let dead = event.deadToken else { return nil }
@@ -220,86 +189,14 @@ public struct DeadTokenRecord: Sendable, Hashable {
         seenAtNanoseconds = event.finishedAt
     }
 
+    /// The text of field `column` in a dead-token COPY line (escapes kept).
+    static func field(_ column: String, of line: [UInt8]) -> String? {
+        columns.firstIndex(of: column).flatMap { CopyText.field($0, of: line) }
+    }
+
     public func copyLine() -> [UInt8] {
-        var line: [UInt8] = []
-        let seen = CopyText.timestamp(seenAtNanoseconds)
-        CopyText.appendLine(
-            [app, environment, token, fingerprint, reason,
-             apnsTimestampMilliseconds.map { CopyText.timestamp(UInt64(max(0, $0)) * 1_000_000) }, seen, seen],
-            to: &line)
-        return line
-    }
-}
-
-/// PostgreSQL COPY text format.
-enum CopyText {
-    static func appendLine(_ fields: [String?], to line: inout [UInt8]) {
-        var writer = CopyLineWriter(line: line)
-        line = []
-        for field in fields { writer.text(field) }
-        line = writer.finish()
-    }
-
-    static func timestamp(_ nanoseconds: UInt64) -> String {
-        UnixTime.rfc3339(nanoseconds: nanoseconds)
-    }
-
-    /// A text[] literal: every element double-quoted, `"` and `\` escaped.
-    static func array(_ values: [String]) -> String {
-        "{" + values.map { value in
-            "\"" + value.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\""
-        }.joined(separator: ",") + "}"
-    }
-}
-
-/// Builds one COPY text line: fields separated by tabs, `\N` for NULL,
-/// backslash, newline, carriage return and tab escaped.
-///
-/// A NUL character cannot be stored in a Postgres `text` value at all (COPY
-/// refuses the whole batch with "invalid byte sequence for encoding UTF8:
-/// 0x00"), so it is written as U+FFFD, the Unicode replacement character:
-/// the row lands, and the replacement shows where the input was odd.
-struct CopyLineWriter {
-    private var line: [UInt8]
-    private var first = true
-
-    init(line: [UInt8]) { self.line = line }
-
-    private mutating func separate() {
-        if first { first = false } else { line.append(0x09) }
-    }
-
-    mutating func text(_ value: String?) {
-        separate()
-        guard var value else {
-            line.append(contentsOf: [0x5C, UInt8(ascii: "N")])
-            return
-        }
-        value.withUTF8 { bytes in
-            // Most fields need no escaping: copy them whole.
-            if !bytes.contains(where: { $0 == 0x5C || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 == 0x00 }) {
-                line.append(contentsOf: bytes)
-                return
-            }
-            for byte in bytes {
-                switch byte {
-                case 0x5C: line.append(contentsOf: [0x5C, 0x5C])
-                case 0x0A: line.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-                case 0x0D: line.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-                case 0x09: line.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-                case 0x00: line.append(contentsOf: [0xEF, 0xBF, 0xBD])  // U+FFFD
-                default: line.append(byte)
-                }
-            }
-        }
-    }
-
-    mutating func integer(_ value: Int?) {
-        text(value.map(String.init))
-    }
-
-    mutating func finish() -> [UInt8] {
-        line.append(0x0A)
-        return line
+        var writer = CopyLineWriter(line: [])
+        for column in Self.layout { column.write(self, &writer) }
+        return writer.finish()
     }
 }

@@ -49,19 +49,20 @@ extension AuditWriter {
             encoded.reserveCapacity(entries.count)
             var bytes: [UInt8] = []
             bytes.reserveCapacity(entries.count * 600)
+            let layout = configuration.rowLayout
             for (entry, _) in entries {
                 switch entry {
                 case .intent(let send, let startedAt):
                     let key = AuditRecord.journalKey(apnsID: send.apnsID.value, startedAt: startedAt)
-                    let line = AuditRecord(intent: send, startedAt: startedAt, relayInstance: configuration.relayInstance).copyLine()
-                    AuditSpool.encode(AuditSpool.Record(kind: .intent, line: Self.keyed(key, line)), into: &bytes)
+                    let line = layout.line(AuditRecord(intent: send, startedAt: startedAt, relayInstance: configuration.relayInstance))
+                    AuditSpool.encode(AuditSpool.Record(kind: .intent, format: layout.format, line: Self.keyed(key, line)), into: &bytes)
                     encoded.append((true, key, line, nil))
                 case .completion(let event):
                     let key = AuditRecord.journalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt)
-                    let audit = AuditRecord(event: event, relayInstance: configuration.relayInstance).copyLine()
+                    let audit = layout.line(AuditRecord(event: event, relayInstance: configuration.relayInstance))
                     let dead = DeadTokenRecord(event: event)?.copyLine()
-                    AuditSpool.encode(AuditSpool.Record(kind: .completion, line: Self.keyed(key, audit)), into: &bytes)
-                    if let dead { AuditSpool.encode(AuditSpool.Record(kind: .deadToken, line: dead), into: &bytes) }
+                    AuditSpool.encode(AuditSpool.Record(kind: .completion, format: layout.format, line: Self.keyed(key, audit)), into: &bytes)
+                    if let dead { AuditSpool.encode(AuditSpool.Record(kind: .deadToken, format: layout.format, line: dead), into: &bytes) }
                     encoded.append((false, key, audit, dead))
                 case .barrier:
                     encoded.append(nil)
@@ -88,8 +89,10 @@ extension AuditWriter {
                     }
                     continue
                 }
-                queue.append(Row(kind: .audit, line: entry.audit, journalSegment: segment))
-                if let dead = entry.dead { queue.append(Row(kind: .deadToken, line: dead, journalSegment: segment)) }
+                queue.append(Row(kind: .audit, format: configuration.rowLayout.format, line: entry.audit, journalSegment: segment))
+                if let dead = entry.dead {
+                    queue.append(Row(kind: .deadToken, format: configuration.rowLayout.format, line: dead, journalSegment: segment))
+                }
                 if let segment { journalOutstanding[segment, default: 0] += entry.dead == nil ? 1 : 2 }
                 // The intent is answered; its segment may go once this
                 // completion's own segment does (deletion is oldest first).
@@ -163,7 +166,7 @@ extension AuditWriter {
     /// the journal's current segment, which the journal thread owns.
     func recoverJournal(_ segments: [URL]) throws -> (completed: Int, unknown: Int) {
         guard !segments.isEmpty else { return (0, 0) }
-        var intents: [String: [UInt8]] = [:]
+        var intents: [String: (format: AuditRowFormat, line: [UInt8])] = [:]
         var intentOrder: [String] = []
         var records: [AuditSpool.Record] = []
         var completed = 0
@@ -180,22 +183,22 @@ extension AuditWriter {
                     let key = String(decoding: record.line[..<tab], as: UTF8.self)
                     let line = Array(record.line[(tab + 1)...])
                     if record.kind == .intent {
-                        intents[key] = line
+                        intents[key] = (record.format, line)
                         intentOrder.append(key)
                     } else {
                         intents[key] = nil
-                        records.append(AuditSpool.Record(kind: .audit, line: line))
+                        records.append(AuditSpool.Record(kind: .audit, format: record.format, line: line))
                         completed += 1
                     }
                 case .deadToken, .audit:
-                    records.append(AuditSpool.Record(kind: record.kind == .audit ? .audit : .deadToken, line: record.line))
+                    records.append(AuditSpool.Record(kind: record.kind == .audit ? .audit : .deadToken, format: record.format, line: record.line))
                 }
             }
         }
         var unknown = 0
         for key in intentOrder {
-            guard let line = intents.removeValue(forKey: key) else { continue }
-            records.append(AuditSpool.Record(kind: .audit, line: line))
+            guard let intent = intents.removeValue(forKey: key) else { continue }
+            records.append(AuditSpool.Record(kind: .audit, format: intent.format, line: intent.line))
             unknown += 1
         }
         if !records.isEmpty {

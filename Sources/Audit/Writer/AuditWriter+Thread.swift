@@ -36,12 +36,12 @@ extension AuditWriter {
                 unsettled = []
             }
             connectIfDue()
-            if connection != nil, !spool.segments().isEmpty { replaySpool() }
+            if connection != nil, !replayableSegments().isEmpty { replaySpool() }
             if connection != nil { maintainPartitionsIfDue() }
             if !batch.isEmpty {
                 // Rows must reach Postgres in order: while older rows wait in
                 // the spool, newer ones queue behind them there.
-                if connection != nil, !catchingUp, spool.segments().isEmpty {
+                if connection != nil, !catchingUp, replayableSegments().isEmpty {
                     write(batch)
                 } else {
                     spoolBatch(batch)
@@ -59,7 +59,7 @@ extension AuditWriter {
         // Rows spooled while catching up or during a blip are replayed before
         // exit if Postgres answers one more try; otherwise they wait on disk
         // for the next start.
-        if !spool.segments().isEmpty {
+        if !replayableSegments().isEmpty {
             if connection == nil { nextConnectAttempt = .distantPast }
             connectIfDue()
             if connection != nil { replaySpool() }
@@ -98,6 +98,12 @@ extension AuditWriter {
             logger.critical("could not recover the audit journal a previous run left; it stays for the next start", metadata: ["error": "\(error)"])
         }
         leftoverJournal = []
+    }
+
+    /// Spool segments to replay, oldest first: all but those of a newer
+    /// relay's format, which wait for one (an error logged once each).
+    private func replayableSegments() -> [URL] {
+        spool.segments().filter { !unreplayableSegments.contains($0) }
     }
 
     /// Nothing pending for the journal and nothing being written by it.
@@ -146,7 +152,7 @@ extension AuditWriter {
     /// Marks the audit caught up (connected, nothing spooled) or behind.
     private func updateBehind() {
         guard !configuration.spoolOnly else { return }
-        let caughtUp = connection != nil && spool.segments().isEmpty && unsettled.isEmpty
+        let caughtUp = connection != nil && replayableSegments().isEmpty && unsettled.isEmpty
         condition.lock()
         if caughtUp {
             counters.behindSince = nil
@@ -191,28 +197,44 @@ extension AuditWriter {
     /// One transaction: the audit rows by COPY (straight into the table, or,
     /// for replay, through a temporary table so rows already there are
     /// skipped), then the dead-token upserts.
+    ///
+    /// Audit rows are copied with the columns of their format: a row spooled
+    /// before a migration added a column gets that column's default.
     private func insert(_ rows: ArraySlice<Row>, replay: Bool, on connection: PostgresConnection) throws {
-        var audit: [UInt8] = []
-        audit.reserveCapacity(rows.count * 450)
+        let layout = configuration.rowLayout
+        // Consecutive rows of one format share a COPY (live batches are all one).
+        var audit: [(format: AuditRowFormat, lines: [UInt8])] = []
         var dead: [[UInt8]] = []
         for row in rows {
-            if row.kind == .deadToken { dead.append(row.line) } else { audit.append(contentsOf: row.line) }
-        }
-        let columns = AuditRecord.columns.joined(separator: ", ")
-        // A lone COPY is atomic by itself; a transaction is needed when
-        // dead-token upserts ride along or rows go through the replay table.
-        let transaction = replay || !dead.isEmpty
-        if transaction { try connection.execute("BEGIN") }
-        if !audit.isEmpty {
-            if replay {
-                try connection.execute(
-                    "CREATE TEMP TABLE IF NOT EXISTS apns_audit_replay (LIKE apns_audit INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
-                try connection.copyIn("COPY apns_audit_replay (\(columns)) FROM STDIN", data: audit)
-                try connection.execute(
-                    "INSERT INTO apns_audit (\(columns)) SELECT \(columns) FROM apns_audit_replay ON CONFLICT DO NOTHING")
-            } else {
-                try connection.copyIn("COPY apns_audit (\(columns)) FROM STDIN", data: audit)
+            if row.kind == .deadToken {
+                dead.append(row.line)
+                continue
             }
+            if audit.last?.format != row.format {
+                audit.append((row.format, []))
+                audit[audit.count - 1].lines.reserveCapacity(rows.count * 450)
+            }
+            audit[audit.count - 1].lines.append(contentsOf: row.line)
+        }
+        // A lone COPY is atomic by itself; a transaction is needed when
+        // dead-token upserts ride along, rows go through the replay table,
+        // or rows of two formats need two COPYs.
+        let transaction = replay || !dead.isEmpty || audit.count > 1
+        if transaction { try connection.execute("BEGIN") }
+        if replay, !audit.isEmpty {
+            try connection.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS apns_audit_replay (LIKE apns_audit INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
+        }
+        for group in audit {
+            guard let columns = layout.columnList(in: group.format) else {
+                throw AuditFormatError(format: group.format, newest: layout.format)
+            }
+            try connection.copyIn("COPY \(replay ? "apns_audit_replay" : "apns_audit") (\(columns)) FROM STDIN", data: group.lines)
+        }
+        if replay, !audit.isEmpty, let columns = layout.columnList(in: layout.format) {
+            // Every column, so an older row's defaults (filled in by the temporary table) land too.
+            try connection.execute(
+                "INSERT INTO apns_audit (\(columns)) SELECT \(columns) FROM apns_audit_replay ON CONFLICT DO NOTHING")
         }
         if !dead.isEmpty { try upsertDeadTokens(dead, on: connection) }
         if transaction { try connection.execute("COMMIT") }
@@ -232,8 +254,15 @@ extension AuditWriter {
     /// Keeps a row Postgres refused for its data on disk, counted and logged
     /// (apns-id only: a dead-token row holds a token).
     private func quarantineRow(_ row: Row, error: PostgresError) {
+        // Which send (audit rows) or app the row is for, read by column name in the row's own format.
+        let apnsID = row.kind == .audit ? configuration.rowLayout.field("apns_id", of: row.line, in: row.format) : nil
+        let app =
+            row.kind == .audit
+            ? configuration.rowLayout.field("app", of: row.line, in: row.format)
+            : DeadTokenRecord.field("app", of: row.line)
         do {
-            try quarantine.append(kind: row.kind, line: row.line, error: error, at: UnixTime.nowNanoseconds())
+            try quarantine.append(
+                kind: row.kind, format: row.format, line: row.line, apnsID: apnsID, app: app, error: error, at: UnixTime.nowNanoseconds())
         } catch {
             // Not even the quarantine file: keep the row in the spool path,
             // whose replay will meet the same refusal and try again.
@@ -241,10 +270,9 @@ extension AuditWriter {
             unsettled.append(row)
             return
         }
-        let fields = row.line.split(separator: 0x09, omittingEmptySubsequences: false)
         logger.error("audit row refused by Postgres for its data; quarantined, the rest of its batch written", metadata: [
             "sqlstate": "\(error.sqlState ?? "")", "error": "\(error.message)",
-            "apns_id": "\(row.kind == .audit && fields.count > 4 ? String(decoding: fields[4], as: UTF8.self) : "")",
+            "apns_id": "\(apnsID ?? "")",
             "kind": "\(row.kind == .audit ? "audit" : "dead_token")",
         ])
         condition.lock()
@@ -256,12 +284,11 @@ extension AuditWriter {
     private func upsertDeadTokens(_ lines: [[UInt8]], on connection: PostgresConnection) throws {
         try connection.execute(
             "CREATE TEMP TABLE IF NOT EXISTS apns_dead_tokens_incoming (LIKE apns_dead_tokens) ON COMMIT DELETE ROWS")
-        try connection.copyIn(
-            "COPY apns_dead_tokens_incoming (\(DeadTokenRecord.columns.joined(separator: ", "))) FROM STDIN",
-            data: lines.flatMap { $0 })
+        let columns = DeadTokenRecord.columns.joined(separator: ", ")
+        try connection.copyIn("COPY apns_dead_tokens_incoming (\(columns)) FROM STDIN", data: lines.flatMap { $0 })
         try connection.execute("""
-            INSERT INTO apns_dead_tokens AS d (app, environment, token, token_fingerprint, reason, apns_timestamp, first_seen, last_seen)
-            SELECT DISTINCT ON (app, environment, token) app, environment, token, token_fingerprint, reason, apns_timestamp, first_seen, last_seen
+            INSERT INTO apns_dead_tokens AS d (\(columns))
+            SELECT DISTINCT ON (app, environment, token) \(columns)
             FROM apns_dead_tokens_incoming ORDER BY app, environment, token, last_seen DESC
             ON CONFLICT (app, environment, token) DO UPDATE SET
                 reason = excluded.reason,
@@ -276,7 +303,7 @@ extension AuditWriter {
     /// even a crash now loses none of them.
     private func spoolBatch(_ batch: [Row]) {
         guard !batch.isEmpty else { return }
-        let records = batch.map { AuditSpool.Record(kind: $0.kind == .deadToken ? .deadToken : .audit, line: $0.line) }
+        let records = batch.map { AuditSpool.Record(kind: $0.kind == .deadToken ? .deadToken : .audit, format: $0.format, line: $0.line) }
         do {
             try spool.append(records)
             let audited = batch.count { $0.kind != .deadToken }
@@ -299,10 +326,22 @@ extension AuditWriter {
     /// the others written, and the segment removed.
     private func replaySpool() {
         spool.sealCurrent()
-        for segment in spool.segments() {
+        for segment in replayableSegments() {
             guard connection != nil else { return }
             do {
                 let contents = try spool.read(segment)
+                if let newer = contents.records.first(where: { !configuration.rowLayout.knows($0.format) }) {
+                    // Written by a newer relay: its lines hold columns this build
+                    // cannot name. Kept whole for a relay that can.
+                    unreplayableSegments.insert(segment)
+                    logger.error(
+                        "audit spool segment holds rows of a newer format than this relay writes; kept on disk for a newer relay to replay",
+                        metadata: [
+                            "segment": "\(segment.lastPathComponent)", "format": "\(newer.format)",
+                            "newest_known_format": "\(configuration.rowLayout.format)",
+                        ])
+                    continue
+                }
                 if contents.tornBytes > 0 {
                     logger.warning(
                         "audit spool segment has a torn tail; skipping it",
@@ -311,7 +350,9 @@ extension AuditWriter {
                     counters.tornRecords += 1
                     condition.unlock()
                 }
-                let rows = contents.records.map { Row(kind: $0.kind == .deadToken ? .deadToken : .audit, line: $0.line, journalSegment: nil) }
+                let rows = contents.records.map {
+                    Row(kind: $0.kind == .deadToken ? .deadToken : .audit, format: $0.format, line: $0.line, journalSegment: nil)
+                }
                 var replayed = 0
                 var pending: [ArraySlice<Row>] = [rows[...]]
                 while let slice = pending.first {
@@ -371,4 +412,11 @@ extension PostgresError {
         guard let sqlState else { return false }
         return sqlState.hasPrefix("22") || sqlState.hasPrefix("23")
     }
+}
+
+/// A spooled row's format is newer than this build's layout.
+struct AuditFormatError: Error, CustomStringConvertible {
+    var format: AuditRowFormat
+    var newest: AuditRowFormat
+    var description: String { "audit row format \(format) is newer than this relay's (\(newest))" }
 }

@@ -54,6 +54,8 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         public var retentionDays: Int?
         /// Journal segment size before a new one is started, bytes.
         public var journalSegmentBytes = 4 << 20
+        /// The row's columns (tests describe a later layout with it).
+        var rowLayout = AuditRowLayout.standard
 
         public init(conninfo: String, spoolDirectory: String, relayInstance: String) {
             self.conninfo = conninfo
@@ -66,6 +68,8 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// that holds it until it is written or spooled (nil once it is on disk elsewhere).
     struct Row {
         var kind: AuditSpool.Kind
+        /// The layout `line` was written in: older than the writer's for rows replayed from the spool.
+        var format: AuditRowFormat
         var line: [UInt8]
         var journalSegment: Int?
     }
@@ -125,6 +129,9 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     var unsettled: [Row] = []
     /// Journal segments a previous run left, for the writer thread to recover.
     var leftoverJournal: [URL] = []
+    /// Spool segments holding rows of a format newer than this build knows
+    /// (a relay rolled back): kept on disk for a newer relay, not replayed.
+    var unreplayableSegments: Set<URL> = []
 
     /// Opens the spool, recovers what a previous run left in the journal
     /// (into the spool, so the writer replays it), and starts both threads.

@@ -1,5 +1,5 @@
 internal import CMicroHTTPD
-internal import CZlib
+internal import Zlib
 
 extension HTTPServer {
     /// The running libmicrohttpd's version, for `apns_relay_build_info`.
@@ -9,8 +9,5 @@ extension HTTPServer {
     }
 
     /// The running zlib's version.
-    public static var zlibVersion: String {
-        guard let text = CZlib.zlibVersion() else { return "unknown" }
-        return String(cString: text)
-    }
+    public static var zlibVersion: String { Zlib.version }
 }

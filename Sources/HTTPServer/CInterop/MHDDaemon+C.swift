@@ -1,4 +1,5 @@
 internal import CMicroHTTPD
+internal import Zlib
 import Synchronization
 
 #if canImport(Glibc)
@@ -296,7 +297,7 @@ private func queue(_ response: HTTPResponse, for exchange: PendingExchange, on c
     var headers = response.headers
     let acceptsGzip = exchange.headers.first { $0.name == "accept-encoding" }.map { AcceptEncoding.acceptsGzip($0.value) } ?? false
     if acceptsGzip, response.compressible, body.count >= core.configuration.gzipMinimumBytes,
-       !headers.contains(where: { $0.name.lowercased() == "content-encoding" }), let compressed = Gzip.compress(body)
+       !headers.contains(where: { $0.name.lowercased() == "content-encoding" }), let compressed = Zlib.gzip(body)
     {
         body = compressed
         headers.append(("content-encoding", "gzip"))

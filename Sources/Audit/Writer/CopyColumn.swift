@@ -1,0 +1,45 @@
+/// One column of an audit table as the writer sees it: its SQL name, the row
+/// format that first carried it, and how a record's value goes into a COPY line.
+///
+/// The columns of ``AuditRowLayout/standard`` are the one description of the
+/// `apns_audit` row: the COPY column list, the line writer and the spool's
+/// reading of old lines all iterate it, so no two lists have to agree by
+/// position. ``DeadTokenRecord/layout`` does the same for `apns_dead_tokens`.
+struct CopyColumn<Record>: Sendable {
+    /// The column's name in `apns_audit`.
+    let name: String
+    /// The first row format whose lines hold this column. Lines of an older
+    /// format (spool or journal records written before the column existed)
+    /// are copied without it, so Postgres gives them the column's default,
+    /// as the migration that added it gave the rows already in the table.
+    let since: AuditRowFormat
+    /// Appends the record's value as one field (the writer adds the separator).
+    let write: @Sendable (Record, inout CopyLineWriter) -> Void
+
+    init(_ name: String, since: AuditRowFormat = .v1, write: @escaping @Sendable (Record, inout CopyLineWriter) -> Void) {
+        self.name = name
+        self.since = since
+        self.write = write
+    }
+}
+
+/// A column of `apns_audit`.
+typealias AuditColumn = CopyColumn<AuditRecord>
+
+/// The version of the row layout of the COPY lines a spool or journal record
+/// holds: which columns, in which order. Format 1 is the layout of every
+/// record written before records carried a version (their lines are read as
+/// format 1). A new column raises the layout's format (see `since`).
+struct AuditRowFormat: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
+    let rawValue: UInt8
+
+    init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// The 29 columns of migration 0001, in their COPY order.
+    static let v1 = AuditRowFormat(rawValue: 1)
+    /// What this build writes.
+    static var current: AuditRowFormat { AuditRowLayout.standard.format }
+
+    static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    var description: String { String(rawValue) }
+}

@@ -1,0 +1,95 @@
+import APNs
+
+/// PostgreSQL COPY text format.
+enum CopyText {
+    /// Field `index` (from 0) of a COPY line, as COPY text (escapes kept), without the line's newline.
+    static func field(_ index: Int, of line: [UInt8]) -> String? {
+        let fields = line.split(separator: 0x09, maxSplits: index + 1, omittingEmptySubsequences: false)
+        guard index < fields.count else { return nil }
+        let field = fields[index]
+        return String(decoding: field.last == 0x0A ? field.dropLast() : field, as: UTF8.self)
+    }
+
+    static func timestamp(_ nanoseconds: UInt64) -> String {
+        UnixTime.rfc3339(nanoseconds: nanoseconds)
+    }
+
+    /// A text[] literal: every element double-quoted, `"` and `\` escaped.
+    static func array(_ values: [String]) -> String {
+        "{" + values.map { value in
+            "\"" + value.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\""
+        }.joined(separator: ",") + "}"
+    }
+}
+
+/// Builds one COPY text line: fields separated by tabs, `\N` for NULL,
+/// backslash, newline, carriage return and tab escaped.
+///
+/// A NUL character cannot be stored in a Postgres `text` value at all (COPY
+/// refuses the whole batch with "invalid byte sequence for encoding UTF8:
+/// 0x00"), so it is written as U+FFFD, the Unicode replacement character:
+/// the row lands, and the replacement shows where the input was odd.
+struct CopyLineWriter {
+    private var line: [UInt8]
+    private var first = true
+
+    init(line: [UInt8]) { self.line = line }
+
+    private mutating func separate() {
+        if first { first = false } else { line.append(0x09) }
+    }
+
+    mutating func text(_ value: String?) {
+        separate()
+        guard var value else {
+            line.append(contentsOf: [0x5C, UInt8(ascii: "N")])
+            return
+        }
+        value.withUTF8 { bytes in
+            // Most fields need no escaping: copy them whole.
+            if !bytes.contains(where: { $0 == 0x5C || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 == 0x00 }) {
+                line.append(contentsOf: bytes)
+                return
+            }
+            for byte in bytes {
+                switch byte {
+                case 0x5C: line.append(contentsOf: [0x5C, 0x5C])
+                case 0x0A: line.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+                case 0x0D: line.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+                case 0x09: line.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+                case 0x00: line.append(contentsOf: [0xEF, 0xBF, 0xBD])  // U+FFFD
+                default: line.append(byte)
+                }
+            }
+        }
+    }
+
+    mutating func integer(_ value: Int?) {
+        text(value.map(String.init))
+    }
+
+    /// A `timestamptz` (RFC 3339, UTC, milliseconds).
+    mutating func timestamp(_ nanoseconds: UInt64?) {
+        text(nanoseconds.map(CopyText.timestamp))
+    }
+
+    /// A `boolean`: `t` or `f`.
+    mutating func boolean(_ value: Bool) {
+        text(value ? "t" : "f")
+    }
+
+    /// A `double precision`, as Swift prints it (shortest round-trip form).
+    mutating func double(_ value: Double) {
+        text(String(value))
+    }
+
+    /// A `text[]`.
+    mutating func textArray(_ values: [String]) {
+        text(CopyText.array(values))
+    }
+
+    mutating func finish() -> [UInt8] {
+        line.append(0x0A)
+        return line
+    }
+}

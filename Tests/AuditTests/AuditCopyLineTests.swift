@@ -1,0 +1,100 @@
+@testable import Audit
+import APNs
+import Relay
+import Testing
+
+/// The exact bytes of an audit row's COPY line, pinned: the row's layout is
+/// a contract with the table and with spool segments already on disk, so a
+/// refactor of how the line is built must not change a single byte.
+@Suite("Audit COPY line")
+struct AuditCopyLineTests {
+    static let apnsID = APNsID("7D3E5C2A-0F4B-4C8D-9E1A-2B3C4D5E6F70")!
+    static let startedAt: UInt64 = 1_763_800_000_000_000_000
+    static let finishedAt: UInt64 = 1_763_800_000_123_456_789
+
+    /// Every column set, nothing to escape: a send retried once past a 429.
+    static func fullRecord() -> AuditRecord {
+        let send = SendDescriptor(
+            app: "alpha", environment: .production, operation: .alert, apnsID: apnsID, pushType: .alert, priority: .immediate,
+            topic: "com.example.app", tokenFingerprint: "fp-1234abcd", channelID: "channel-9", snapshotID: "snap-1",
+            surfaceID: "surface-2", payloadBytes: 321, caller: "backend-1", traceID: "4bf92f3577b34da6a3ce929d0e0e4736")
+        let event = SendEvent(
+            send: send, outcome: .success, status: 200, reason: "TooManyRequests", errorType: "TooManyRequests", attempts: 2,
+            trapHits: [TrapID(rawValue: "MS015"), TrapID(rawValue: "TR-429")], latencySeconds: 0.25, startedAt: startedAt,
+            finishedAt: finishedAt, apnsUniqueID: "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d", unregisteredAt: nil, dropsToken: false,
+            attemptLog: [
+                AttemptSummary(status: 429, reason: "TooManyRequests", durationSeconds: 0.004),
+                AttemptSummary(status: 200, reason: nil, durationSeconds: 0.00325),
+            ],
+            deadToken: nil)
+        var record = AuditRecord(event: event, relayInstance: "relay-a")
+        record.id = "0b7c6f43-86e4-4a8e-9d55-1f0e7a6c2b11"  // random by design; fixed for the pin
+        return record
+    }
+
+    /// Every optional column NULL, and text that COPY must escape (tab,
+    /// newline, carriage return, backslash, NUL, quotes in an array element).
+    static func awkwardRecord() -> AuditRecord {
+        let send = SendDescriptor(
+            app: "tab\tapp", environment: .production, operation: .alert, apnsID: apnsID, snapshotID: "snap\t1\n\\x\r",
+            payloadBytes: 321, caller: "nul\u{0}here")
+        let event = SendEvent(
+            send: send, outcome: .success, status: nil, reason: nil, errorType: nil, attempts: 1,
+            trapHits: [TrapID(rawValue: "a\"b"), TrapID(rawValue: "c\\d")], latencySeconds: 0, startedAt: startedAt,
+            finishedAt: finishedAt, apnsUniqueID: nil, unregisteredAt: nil, dropsToken: false, attemptLog: [], deadToken: nil)
+        var record = AuditRecord(event: event, relayInstance: "relay-a")
+        record.id = "0b7c6f43-86e4-4a8e-9d55-1f0e7a6c2b11"
+        return record
+    }
+
+    static let fullLine = [
+        "0b7c6f43-86e4-4a8e-9d55-1f0e7a6c2b11", "2025-11-22T08:26:40.123Z", "2025-11-22T08:26:40.000Z",
+        "2025-11-22T08:26:40.123Z", "7d3e5c2a-0f4b-4c8d-9e1a-2b3c4d5e6f70", "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
+        "4bf92f3577b34da6a3ce929d0e0e4736", "alpha", "production", "alert", "alert", "10", "com.example.app", "fp-1234abcd",
+        "channel-9", "snap-1", "surface-2", "success", "200", "TooManyRequests", "TooManyRequests", #"{"MS015","TR-429"}"#, "2",
+        "t", "250.0", #"[{"status":429,"reason":"TooManyRequests","duration_ms":4},{"status":200,"reason":null,"duration_ms":3.25}]"#,
+        "321", "backend-1", "relay-a",
+    ].joined(separator: "\t") + "\n"
+
+    static let awkwardLine = [
+        "0b7c6f43-86e4-4a8e-9d55-1f0e7a6c2b11", "2025-11-22T08:26:40.123Z", "2025-11-22T08:26:40.000Z",
+        "2025-11-22T08:26:40.123Z", "7d3e5c2a-0f4b-4c8d-9e1a-2b3c4d5e6f70", #"\N"#, #"\N"#, #"tab\tapp"#, "production",
+        "alert", #"\N"#, #"\N"#, #"\N"#, #"\N"#, #"\N"#, #"snap\t1\n\\x\r"#, #"\N"#, "success", #"\N"#, #"\N"#, #"\N"#,
+        #"{"a\\"b","c\\\\d"}"#, "1", "f", "0.0", "[]", "321", "nul\u{FFFD}here", "relay-a",
+    ].joined(separator: "\t") + "\n"
+
+    @Test("a full record's COPY line, byte for byte")
+    func fullRecordLine() {
+        let line = Self.fullRecord().copyLine()
+        #expect(String(decoding: line, as: UTF8.self) == Self.fullLine)
+    }
+
+    @Test("NULLs as \\N, and tab, newline, CR, backslash, NUL and quotes escaped, byte for byte")
+    func awkwardRecordLine() {
+        let line = Self.awkwardRecord().copyLine()
+        #expect(String(decoding: line, as: UTF8.self) == Self.awkwardLine)
+    }
+
+    @Test("appending to a batch buffer adds exactly the row's line after what is there")
+    func appendsToBuffer() {
+        var buffer = Array("previous\n".utf8)
+        Self.fullRecord().appendCopyLine(to: &buffer)
+        Self.awkwardRecord().appendCopyLine(to: &buffer)
+        #expect(String(decoding: buffer, as: UTF8.self) == "previous\n" + Self.fullLine + Self.awkwardLine)
+    }
+
+    @Test("a dead-token upsert's COPY line, byte for byte, with and without APNs' timestamp")
+    func deadTokenLine() throws {
+        func line(_ milliseconds: Int64?) throws -> String {
+            let event = SendEvent(
+                send: SendDescriptor(app: "alpha", environment: .development, operation: .alert, apnsID: Self.apnsID), outcome: .rejected,
+                status: 410, reason: "Unregistered", errorType: "Unregistered", attempts: 1, trapHits: [], latencySeconds: 0,
+                startedAt: Self.startedAt, finishedAt: Self.finishedAt, apnsUniqueID: nil, unregisteredAt: milliseconds,
+                dropsToken: true, attemptLog: [],
+                deadToken: DeadToken(token: "ab\tcd", fingerprint: "fp-1", reason: "Unregistered", apnsTimestampMilliseconds: milliseconds))
+            return String(decoding: try #require(DeadTokenRecord(event: event)).copyLine(), as: UTF8.self)
+        }
+        #expect(try line(1_763_700_000_000) == "alpha\tdevelopment\tab\\tcd\tfp-1\tUnregistered\t2025-11-21T04:40:00.000Z\t2025-11-22T08:26:40.123Z\t2025-11-22T08:26:40.123Z\n")
+        #expect(try line(nil) == "alpha\tdevelopment\tab\\tcd\tfp-1\tUnregistered\t\\N\t2025-11-22T08:26:40.123Z\t2025-11-22T08:26:40.123Z\n")
+    }
+}
