@@ -53,8 +53,11 @@ let package = Package(
         // MARK: Pure-logic core
 
         .target(name: "RelayJSON", swiftSettings: strictSwift),
-        .target(name: "Surfaces", dependencies: ["RelayJSON"], swiftSettings: strictSwift),
-        .target(name: "APNs", dependencies: ["RelayJSON", "COpenSSL"], swiftSettings: strictSwift),
+        // Unix time and RFC 3339, hex, Duration in seconds, the HTTP header
+        // type and W3C traceparent: one owner for each, Foundation-free.
+        .target(name: "RelayBasics", swiftSettings: strictSwift),
+        .target(name: "Surfaces", dependencies: ["RelayJSON", "RelayBasics"], swiftSettings: strictSwift),
+        .target(name: "APNs", dependencies: ["RelayJSON", "RelayBasics", "COpenSSL"], swiftSettings: strictSwift),
 
         // MARK: HTTP/2 transport (knows nothing about APNs)
 
@@ -65,7 +68,7 @@ let package = Package(
         .target(
             name: "Relay",
             dependencies: [
-                "APNs", "Surfaces", "RelayJSON", "HTTP2",
+                "APNs", "Surfaces", "RelayJSON", "RelayBasics", "HTTP2",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
@@ -74,7 +77,7 @@ let package = Package(
 
         // MARK: The audit log
 
-        .target(name: "Audit", dependencies: ["CLibPQ", "CZlib", "Relay", "APNs", "RelayJSON"], swiftSettings: strictSwift),
+        .target(name: "Audit", dependencies: ["CLibPQ", "CZlib", "Relay", "APNs", "RelayJSON", "RelayBasics"], swiftSettings: strictSwift),
 
         // MARK: HTTP serving (metrics and the ingress)
 
@@ -85,7 +88,7 @@ let package = Package(
         .target(
             name: "Telemetry",
             dependencies: [
-                "Relay", "APNs", "RelayJSON", "HTTPServer",
+                "Relay", "APNs", "RelayJSON", "RelayBasics", "HTTPServer",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
@@ -99,7 +102,7 @@ let package = Package(
         .target(
             name: "Ingress",
             dependencies: [
-                "HTTPServer", "Relay", "APNs", "RelayJSON", "Surfaces",
+                "HTTPServer", "Relay", "APNs", "RelayJSON", "RelayBasics", "Surfaces",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
@@ -124,7 +127,7 @@ let package = Package(
         // MARK: Mock APNs
         // Verifies provider tokens with its own OpenSSL calls (COpenSSL) rather
         // than the relay's signing code: a stand-in must not share the client's logic.
-        .target(name: "MockAPNs", dependencies: ["APNs", "RelayJSON", "HTTP2", "COpenSSL"], swiftSettings: strictSwift),
+        .target(name: "MockAPNs", dependencies: ["APNs", "RelayJSON", "RelayBasics", "HTTP2", "COpenSSL"], swiftSettings: strictSwift),
 
         // MARK: The command line
 
@@ -132,7 +135,7 @@ let package = Package(
             name: "apns-relay",
             dependencies: [
                 "APNs", "Surfaces", "RelayJSON", "HTTP2", "Relay", "MockAPNs", "Telemetry", "Audit", "Ingress", "RelayServer",
-                "HTTPServer",
+                "HTTPServer", "RelayBasics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -151,6 +154,7 @@ let package = Package(
         ),
 
         .testTarget(name: "RelayJSONTests", dependencies: ["RelayJSON"], swiftSettings: strictSwift),
+        .testTarget(name: "RelayBasicsTests", dependencies: ["RelayBasics"], swiftSettings: strictSwift),
         .testTarget(
             name: "SurfacesTests",
             dependencies: ["Surfaces", "RelayJSON", "TestSupport"],
@@ -175,14 +179,14 @@ let package = Package(
         .testTarget(
             name: "TelemetryTests",
             dependencies: [
-                "Telemetry", "Relay", "RelayJSON", "APNs", "HTTPServer", "MockAPNs", "TestSupport",
+                "Telemetry", "Relay", "RelayJSON", "RelayBasics", "APNs", "HTTPServer", "MockAPNs", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strictSwift
         ),
         .testTarget(
-            name: "AuditTests", dependencies: ["Audit", "Relay", "APNs", "RelayJSON", "TestSupport"], swiftSettings: strictSwift),
+            name: "AuditTests", dependencies: ["Audit", "Relay", "APNs", "RelayJSON", "RelayBasics", "TestSupport"], swiftSettings: strictSwift),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

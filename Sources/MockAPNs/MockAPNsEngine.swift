@@ -1,6 +1,7 @@
 public import APNs
 import RelayJSON
 import Synchronization
+public import RelayBasics
 
 /// Decides how a mock APNs answers each request: route, validate like APNs,
 /// then apply scripted rules and connection-level faults.

@@ -5,6 +5,7 @@ import Relay
 import Telemetry
 import TestSupport
 import Testing
+import RelayBasics
 
 @Suite("Transport metrics")
 struct TransportMetricsTests {

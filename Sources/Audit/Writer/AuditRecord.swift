@@ -1,6 +1,7 @@
 import APNs
 public import Relay
 import RelayJSON
+import RelayBasics
 
 /// One row of `apns_audit`, built from a finished send.
 ///
@@ -241,7 +242,7 @@ enum CopyText {
     }
 
     static func timestamp(_ nanoseconds: UInt64) -> String {
-        UnixTime.rfc3339(nanoseconds: nanoseconds)
+        RFC3339.format(nanoseconds: nanoseconds)
     }
 
     /// A text[] literal: every element double-quoted, `"` and `\` escaped.

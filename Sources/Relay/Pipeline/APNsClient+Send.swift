@@ -2,6 +2,7 @@ public import APNs
 import Instrumentation
 import Logging
 import Tracing
+import RelayBasics
 
 extension APNsClient {
     /// Sends `request` until APNs accepts it, rejects it for good, or the

@@ -1,5 +1,6 @@
 import APNs
 import Tracing
+import RelayBasics
 
 extension SendRun {
     /// Tells every observer about the attempt that just ended.

@@ -4,6 +4,7 @@ import Logging
 import RelayJSON
 import Surfaces
 import Tracing
+import RelayBasics
 
 extension RelayService {
     /// Turns an operation into its APNs request, running every check that

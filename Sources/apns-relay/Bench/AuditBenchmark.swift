@@ -3,6 +3,7 @@ import Audit
 import Foundation
 import Logging
 import Relay
+import RelayBasics
 
 /// Rows/s through the audit writer against `psql \copy` of the same rows into the same table.
 struct AuditBenchmark {

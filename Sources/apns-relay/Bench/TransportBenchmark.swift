@@ -2,6 +2,7 @@ import APNs
 import Foundation
 import HTTP2
 import MockAPNs
+import RelayBasics
 
 #if canImport(Glibc)
     import Glibc
