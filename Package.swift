@@ -81,7 +81,7 @@ let package = Package(
 
         // MARK: HTTP serving (metrics and the ingress)
 
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib"], swiftSettings: strictSwift),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "RelayBasics"], swiftSettings: strictSwift),
 
         // MARK: Observability
 

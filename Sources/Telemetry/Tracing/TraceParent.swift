@@ -1,3 +1,5 @@
+import RelayBasics
+
 /// A W3C Trace Context `traceparent` value: which trace a request belongs to
 /// and which span is its parent.
 ///
@@ -22,12 +24,12 @@ public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
     /// header starts a new trace rather than failing the request).
     public init?(header: String) {
         let parts = header.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count >= 4, parts[0].count == 2, Self.isLowerHex(parts[0]), parts[0] != "ff" else { return nil }
+        guard parts.count >= 4, parts[0].count == 2, Hex.isLowercase(parts[0]), parts[0] != "ff" else { return nil }
         // Version 00 has exactly four fields; later versions may append more.
         if parts[0] == "00", parts.count != 4 { return nil }
-        guard parts[1].count == 32, Self.isLowerHex(parts[1]), parts[1] != String(repeating: "0", count: 32),
-              parts[2].count == 16, Self.isLowerHex(parts[2]), parts[2] != String(repeating: "0", count: 16),
-              parts[3].count == 2, Self.isLowerHex(parts[3]), let flags = UInt8(parts[3], radix: 16)
+        guard parts[1].count == 32, Hex.isLowercase(parts[1]), parts[1] != String(repeating: "0", count: 32),
+              parts[2].count == 16, Hex.isLowercase(parts[2]), parts[2] != String(repeating: "0", count: 16),
+              parts[3].count == 2, Hex.isLowercase(parts[3]), let flags = UInt8(parts[3], radix: 16)
         else { return nil }
         self.init(traceID: parts[1], spanID: parts[2], flags: flags)
     }
@@ -39,10 +41,6 @@ public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var isSampled: Bool { flags & 1 == 1 }
-
-    private static func isLowerHex(_ text: String) -> Bool {
-        text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
-    }
 
     /// A fresh random trace id.
     public static func randomTraceID() -> String { randomHex(bytes: 16) }
