@@ -5,6 +5,7 @@ public import Relay
 import RelayJSON
 import Synchronization
 public import Tracing
+import RelayBasics
 
 /// The backend-facing API (docs/api.md): sends, batches, describe, channels,
 /// the dead-token feed, an APNs-compatible `/3/device/{token}`, and the
@@ -219,10 +220,6 @@ public final class Ingress: Sendable {
             throw IngressError(status: 403, type: "Forbidden", message: "API key \(key.name) may not send for app \(app)", field: field)
         }
     }
-}
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 /// Reads `traceparent` from the request's header list.

@@ -73,11 +73,7 @@ struct SendRun {
         }
     }
 
-    var elapsedSeconds: Double { seconds(clock.now - start) }
-
-    func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
+    var elapsedSeconds: Double { (clock.now - start).seconds }
 
     mutating func execute() async throws(SendFailure) -> SendResult {
         // The intent is durable before anything leaves: if the relay dies
@@ -117,7 +113,7 @@ struct SendRun {
             } catch {
                 answer = .failure(error)
             }
-            let duration = seconds(clock.now - attemptStart)
+            let duration = (clock.now - attemptStart).seconds
 
             switch answer {
             case .success(let response):

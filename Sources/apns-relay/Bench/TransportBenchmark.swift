@@ -101,7 +101,7 @@ struct TransportBenchmark {
                         let sent = clock.now
                         do {
                             let response = try await pool.send(request)
-                            if response.status == 200 { latencies.append(Self.seconds(clock.now - sent)) } else { failures += 1 }
+                            if response.status == 200 { latencies.append((clock.now - sent).seconds) } else { failures += 1 }
                         } catch {
                             failures += 1
                         }
@@ -117,11 +117,7 @@ struct TransportBenchmark {
             }
             return (all, failures)
         }
-        return ClientRun(seconds: Self.seconds(clock.now - start), latencies: results.0, failures: results.1)
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return ClientRun(seconds: (clock.now - start).seconds, latencies: results.0, failures: results.1)
     }
 
     static func h2load(requests: Int, connections: Int, streams: Int, body: String, headers: [(name: String, value: String)], url: String) throws -> (rate: Double, meanMilliseconds: Double) {
