@@ -61,7 +61,7 @@ let package = Package(
 
         // MARK: HTTP/2 transport (knows nothing about APNs)
 
-        .target(name: "HTTP2", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: strictSwift),
+        .target(name: "HTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "RelayBasics"], swiftSettings: strictSwift),
 
         // MARK: The send pipeline
 
@@ -163,7 +163,7 @@ let package = Package(
         ),
         .testTarget(
             name: "APNsTests",
-            dependencies: ["APNs", "RelayJSON", "TestSupport"],
+            dependencies: ["APNs", "RelayJSON", "RelayBasics", "TestSupport"],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSwift
         ),
@@ -179,7 +179,7 @@ let package = Package(
         .testTarget(
             name: "TelemetryTests",
             dependencies: [
-                "Telemetry", "Relay", "RelayJSON", "RelayBasics", "APNs", "HTTPServer", "MockAPNs", "TestSupport",
+                "Telemetry", "Relay", "RelayJSON", "RelayBasics", "APNs", "HTTPServer", "MockAPNs", "HTTP2", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
@@ -194,10 +194,10 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
-        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "RelayJSON", "TestSupport"], swiftSettings: strictSwift),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "RelayJSON", "RelayBasics", "TestSupport"], swiftSettings: strictSwift),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strictSwift),
         .testTarget(
-            name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON", "TestSupport"],
+            name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON", "RelayBasics", "TestSupport"],
             swiftSettings: strictSwift),
         .testTarget(
             name: "CInteropTests",

@@ -120,7 +120,7 @@ extension MockAPNsEngine {
     {
         let id = request.header(idHeader)?.lowercased() ?? APNsID.random().value
         return MockResponse(
-            status: status, headers: [MockHeader(idHeader, id), MockHeader("apns-unique-id", APNsID.random().value)],
+            status: status, headers: [HTTPHeader(idHeader, id), HTTPHeader("apns-unique-id", APNsID.random().value)],
             body: body)
     }
 }

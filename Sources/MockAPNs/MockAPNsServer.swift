@@ -26,7 +26,7 @@ public final class MockAPNsServer: Sendable {
         configuration.maxConcurrentStreams = UInt32(engine.configuration.maxConcurrentStreams)
         server = try HTTP2Server(configuration: configuration) { request, responder in
             let mockRequest = MockRequest(
-                method: request.method, path: request.path, headers: request.headers.map { MockHeader($0.name, $0.value) },
+                method: request.method, path: request.path, headers: request.headers,
                 body: request.body, connectionID: request.connectionID, streamID: request.streamID)
             switch engine.handle(mockRequest) {
             case .respond(let response, let delay):
@@ -49,6 +49,6 @@ public final class MockAPNsServer: Sendable {
     public func stop() { server.stop() }
 
     static func convert(_ response: MockResponse) -> HTTP2Response {
-        HTTP2Response(status: response.status, headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
+        HTTP2Response(status: response.status, headers: response.headers, body: response.body)
     }
 }

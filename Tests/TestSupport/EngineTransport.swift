@@ -1,4 +1,5 @@
-import APNs
+public import APNs
+public import HTTP2
 public import MockAPNs
 public import Relay
 
@@ -11,10 +12,8 @@ public struct EngineTransport: APNsTransport {
 
     public init(engine: MockAPNsEngine) { self.engine = engine }
 
-    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
-        let mockRequest = MockRequest(
-            method: request.method, path: request.path, headers: request.headers.map { MockHeader($0.name, $0.value) },
-            body: request.body, connectionID: 1)
+    public func send(_ request: HTTP2Request, to origin: Origin) async throws(TransportError) -> HTTP2Response {
+        let mockRequest = MockRequest(method: request.method, path: request.path, headers: request.headers, body: request.body, connectionID: 1)
         switch engine.handle(mockRequest) {
         case .respond(let response, let delay):
             if delay > 0 {
@@ -37,8 +36,7 @@ public struct EngineTransport: APNsTransport {
         }
     }
 
-    static func convert(_ response: MockResponse) -> TransportResponse {
-        TransportResponse(
-            status: response.status, headers: response.headers.map { HTTPHeader($0.name, $0.value) }, body: response.body)
+    static func convert(_ response: MockResponse) -> HTTP2Response {
+        HTTP2Response(status: response.status, headers: response.headers, body: response.body)
     }
 }

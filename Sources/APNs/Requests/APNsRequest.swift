@@ -1,3 +1,4 @@
+public import RelayBasics
 public import RelayJSON
 
 /// The exact HTTP/2 request one send issues, minus `authorization`, which the
@@ -31,10 +32,7 @@ public struct APNsRequest: Sendable, Hashable {
     public var channelID: String?
 
     /// The value of the first header called `name`.
-    public func header(_ name: String) -> String? {
-        let lowered = name.lowercased()
-        return headers.first(where: { $0.name == lowered })?.value
-    }
+    public func header(_ name: String) -> String? { headers.value(of: name) }
 
     /// The origin this request goes to under `endpoints`.
     public func origin(in endpoints: APNsEndpoints) -> Origin {

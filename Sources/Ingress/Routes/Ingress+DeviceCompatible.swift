@@ -2,6 +2,7 @@ import APNs
 import HTTPServer
 import Relay
 import RelayJSON
+import RelayBasics
 
 extension Ingress {
     /// `POST /3/device/{token}`: APNs' own request shape, so a script that

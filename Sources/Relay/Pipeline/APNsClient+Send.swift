@@ -1,4 +1,5 @@
 public import APNs
+import HTTP2
 import Instrumentation
 import Logging
 import Tracing
@@ -101,15 +102,15 @@ struct SendRun {
             // timeout now means the send ran out of time (504), not that APNs
             // could not be reached (502).
             let deadlineBoundsAttempt = remaining <= client.configuration.requestTimeout
-            let transportRequest = TransportRequest(
-                origin: request.origin(in: client.configuration.endpoints), method: request.method.rawValue,
-                path: request.path,
+            let origin = request.origin(in: client.configuration.endpoints)
+            let wireRequest = HTTP2Request(
+                method: request.method.rawValue, path: request.path, authority: origin.authority,
                 headers: request.headers + [HTTPHeader("authorization", authorization.headerValue)],
                 body: request.body, timeout: max(0.001, min(client.configuration.requestTimeout, remaining)))
 
-            let answer: Result<TransportResponse, TransportError>
+            let answer: Result<HTTP2Response, TransportError>
             do {
-                answer = .success(try await client.transport.send(transportRequest))
+                answer = .success(try await client.transport.send(wireRequest, to: origin))
             } catch {
                 answer = .failure(error)
             }

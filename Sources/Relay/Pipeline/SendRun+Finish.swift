@@ -1,4 +1,5 @@
 import APNs
+import HTTP2
 import Tracing
 import RelayBasics
 
@@ -15,7 +16,7 @@ extension SendRun {
     }
 
     /// Ends the send successfully: span, send event (durable), result.
-    func succeed(_ response: TransportResponse) async -> SendResult {
+    func succeed(_ response: HTTP2Response) async -> SendResult {
         let finishedAt = UnixTime.nowNanoseconds()
         let latency = elapsedSeconds
         let uniqueID = response.header("apns-unique-id")

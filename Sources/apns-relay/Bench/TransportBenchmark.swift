@@ -46,8 +46,9 @@ struct TransportBenchmark {
         let jwt = ProviderToken(credentials: credentials, issuedAt: UnixTime.nowSeconds()).authorizationHeaderValue
         let token = String(repeating: "ab", count: 32)
         let body = Array(#"{"aps":{"alert":{"title":"bench","body":"a push of typical size for the benchmark"}}}"#.utf8)
-        let headers: [(name: String, value: String)] = [
-            ("authorization", jwt), ("apns-topic", "com.example.bench"), ("apns-push-type", "alert"), ("apns-priority", "10"),
+        let headers = [
+            HTTPHeader("authorization", jwt), HTTPHeader("apns-topic", "com.example.bench"), HTTPHeader("apns-push-type", "alert"),
+            HTTPHeader("apns-priority", "10"),
         ]
 
         let rssBefore = Self.residentMegabytes()
@@ -73,7 +74,7 @@ struct TransportBenchmark {
         return lines.joined(separator: "\n")
     }
 
-    private func runClient(port: Int, caFile: String, headers: [(name: String, value: String)], body: [UInt8], path: String) async throws -> ClientRun {
+    private func runClient(port: Int, caFile: String, headers: [HTTPHeader], body: [UInt8], path: String) async throws -> ClientRun {
         var connectionConfiguration = HTTP2Connection.Configuration(host: "127.0.0.1", port: port)
         connectionConfiguration.tls = TLSClientConfiguration(caFile: caFile)
         connectionConfiguration.maxConcurrentStreams = streams
@@ -120,7 +121,7 @@ struct TransportBenchmark {
         return ClientRun(seconds: (clock.now - start).seconds, latencies: results.0, failures: results.1)
     }
 
-    static func h2load(requests: Int, connections: Int, streams: Int, body: String, headers: [(name: String, value: String)], url: String) throws -> (rate: Double, meanMilliseconds: Double) {
+    static func h2load(requests: Int, connections: Int, streams: Int, body: String, headers: [HTTPHeader], url: String) throws -> (rate: Double, meanMilliseconds: Double) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["h2load", "-n", String(requests), "-c", String(connections), "-m", String(streams), "-d", body]
