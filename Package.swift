@@ -55,7 +55,13 @@ let package = Package(
         .target(name: "RelayJSON", swiftSettings: strictSwift),
         // Unix time and RFC 3339, hex, Duration in seconds, the HTTP header
         // type and W3C traceparent: one owner for each, Foundation-free.
-        .target(name: "RelayBasics", swiftSettings: strictSwift),
+        // Instrumentation only for the Injector/Extractor protocols
+        // (Foundation-free, already a dependency of everything that traces).
+        .target(
+            name: "RelayBasics",
+            dependencies: [.product(name: "Instrumentation", package: "swift-distributed-tracing")],
+            swiftSettings: strictSwift
+        ),
         .target(name: "Surfaces", dependencies: ["RelayJSON", "RelayBasics"], swiftSettings: strictSwift),
         .target(name: "APNs", dependencies: ["RelayJSON", "RelayBasics", "COpenSSL"], swiftSettings: strictSwift),
 
@@ -154,7 +160,11 @@ let package = Package(
         ),
 
         .testTarget(name: "RelayJSONTests", dependencies: ["RelayJSON"], swiftSettings: strictSwift),
-        .testTarget(name: "RelayBasicsTests", dependencies: ["RelayBasics"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "RelayBasicsTests",
+            dependencies: ["RelayBasics", .product(name: "Tracing", package: "swift-distributed-tracing")],
+            swiftSettings: strictSwift
+        ),
         .testTarget(
             name: "SurfacesTests",
             dependencies: ["Surfaces", "RelayJSON", "TestSupport"],

@@ -159,9 +159,7 @@ public final class Ingress: Sendable {
                 if error.status >= 500 { span.setStatus(SpanStatus(code: .error, message: error.type)) }
             }
             span.attributes["http.response.status_code"] = response.status
-            var headers: [String: String] = [:]
-            tracer.inject(span.context, into: &headers, using: HeaderDictionaryInjector())
-            if let traceparent = headers["traceparent"] { response.headers.append(("traceparent", traceparent)) }
+            if let traceparent = tracer.traceParentHeader(for: span.context) { response.headers.append((TraceParent.headerName, traceparent)) }
             span.end()
             observer?(route, response.status, started.duration(to: .now).seconds)
             return response
@@ -227,11 +225,5 @@ struct HeaderListExtractor: Extractor {
     func extract(key: String, from carrier: [(name: String, value: String)]) -> String? {
         let lowered = key.lowercased()
         return carrier.first { $0.name == lowered }?.value
-    }
-}
-
-struct HeaderDictionaryInjector: Injector {
-    func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) {
-        carrier[key.lowercased()] = value
     }
 }

@@ -51,15 +51,13 @@ struct SendRun {
         policy = client.effectivePolicy(for: request.priority)
         let parent = context.instrumentation ?? InstrumentationContext.current ?? .topLevel
         span = client.tracer.startSpan("apns.send", context: parent, ofKind: .client)
-        var headers: [String: String] = [:]
-        client.tracer.inject(span.context, into: &headers, using: TraceHeaderPropagation())
         descriptor = SendDescriptor(
             app: client.configuration.app, environment: client.configuration.environment,
             operation: request.operation, apnsID: request.apnsID, pushType: request.pushType,
             priority: request.priority, topic: request.topic, tokenFingerprint: request.tokenFingerprint,
             channelID: request.channelID, snapshotID: context.snapshotID, surfaceID: context.surfaceID,
             payloadBytes: request.body.count, caller: context.caller,
-            traceID: headers["traceparent"].flatMap { TraceParentFields(header: $0)?.traceID })
+            traceID: client.tracer.traceParentHeader(for: span.context).flatMap { TraceParent(header: $0)?.traceID })
         span.updateAttributes { attributes in
             attributes["apns.operation"] = request.operation.rawValue
             attributes["apns.app"] = client.configuration.app
@@ -204,20 +202,3 @@ struct SendRun {
     }
 }
 
-/// Reads a `traceparent` a tracer injected, to learn the send's trace id
-/// without knowing which tracer is installed.
-struct TraceParentFields {
-    let traceID: String
-
-    init?(header: String) {
-        let parts = header.split(separator: "-")
-        guard parts.count >= 4, parts[1].count == 32 else { return nil }
-        traceID = String(parts[1])
-    }
-}
-
-struct TraceHeaderPropagation: Injector {
-    func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) {
-        carrier[key.lowercased()] = value
-    }
-}

@@ -1,12 +1,14 @@
-import RelayBasics
-
 /// A W3C Trace Context `traceparent` value: which trace a request belongs to
 /// and which span is its parent.
 ///
 /// `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`. Backends send it
 /// on the ingress; the relay makes its `apns.send` span a child of it and
-/// answers with its own.
+/// answers with its own. This is the one parser and formatter of the value;
+/// ``HTTPHeaderPropagation`` carries it in headers.
 public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
+    /// The header's name.
+    public static let headerName = "traceparent"
+
     /// 32 lowercase hex digits, not all zero.
     public var traceID: String
     /// 16 lowercase hex digits, not all zero.
@@ -51,17 +53,15 @@ public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
     /// not per byte (span ids are minted on every request).
     static func randomHex(bytes: Int) -> String {
         var generator = SystemRandomNumberGenerator()
-        let digits = Array("0123456789abcdef".utf8)
         while true {
             var text: [UInt8] = []
             text.reserveCapacity(bytes * 2)
             var word: UInt64 = 0
             for index in 0..<bytes {
                 if index % 8 == 0 { word = generator.next() }
-                let byte = UInt8(truncatingIfNeeded: word >> (UInt64(index % 8) * 8))
-                text.append(digits[Int(byte >> 4)])
-                text.append(digits[Int(byte & 0x0F)])
+                Hex.append(UInt8(truncatingIfNeeded: word >> (UInt64(index % 8) * 8)), to: &text)
             }
+            // All zeros is W3C's "invalid" id: draw again.
             if text.contains(where: { $0 != UInt8(ascii: "0") }) { return String(decoding: text, as: UTF8.self) }
         }
     }
