@@ -205,7 +205,7 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "RelayJSON", "RelayBasics", "TestSupport"], swiftSettings: strictSwift),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strictSwift),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RelayBasics"], swiftSettings: strictSwift),
         .testTarget(
             name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON", "RelayBasics", "TestSupport"],
             swiftSettings: strictSwift),

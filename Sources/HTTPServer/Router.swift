@@ -1,3 +1,5 @@
+import RelayBasics
+
 /// Maps method and path to a handler. Patterns are literal segments and
 /// `{name}` parameters: `/v1/channels/{id}`, `/3/device/{token}`; a last
 /// `{name...}` takes the rest of the path.
@@ -29,7 +31,7 @@ public struct Router: Sendable {
         }
         if !allowed.isEmpty {
             let allow = allowed.joined(separator: ", ")
-            return ({ _ in .json(405, Array(#"{"error":{"type":"MethodNotAllowed","message":"use \#(allow)"}}"#.utf8), headers: [("allow", allow)]) }, [:])
+            return ({ _ in .json(405, Array(#"{"error":{"type":"MethodNotAllowed","message":"use \#(allow)"}}"#.utf8), headers: [HTTPHeader("allow", allow)]) }, [:])
         }
         return ({ request in .json(404, Array(#"{"error":{"type":"NotFound","message":"no route for this path"}}"#.utf8)) }, [:])
     }

@@ -145,7 +145,7 @@ public final class Ingress: Sendable {
         { [self] request in
             let started = ContinuousClock.now
             var parent = ServiceContext.topLevel
-            tracer.extract(request.headers, into: &parent, using: HeaderListExtractor())
+            tracer.extract(request.headers, into: &parent, using: HTTPHeaderPropagation())
             let span = tracer.startSpan("ingress.request", context: parent, ofKind: .server)
             span.attributes["http.route"] = route
             span.attributes["http.request.method"] = request.method
@@ -159,7 +159,7 @@ public final class Ingress: Sendable {
                 if error.status >= 500 { span.setStatus(SpanStatus(code: .error, message: error.type)) }
             }
             span.attributes["http.response.status_code"] = response.status
-            if let traceparent = tracer.traceParentHeader(for: span.context) { response.headers.append((TraceParent.headerName, traceparent)) }
+            if let traceparent = tracer.traceParentHeader(for: span.context) { response.headers.append(HTTPHeader(TraceParent.headerName, traceparent)) }
             span.end()
             observer?(route, response.status, started.duration(to: .now).seconds)
             return response
@@ -217,13 +217,5 @@ public final class Ingress: Sendable {
         guard key.allows(app: app) else {
             throw IngressError(status: 403, type: "Forbidden", message: "API key \(key.name) may not send for app \(app)", field: field)
         }
-    }
-}
-
-/// Reads `traceparent` from the request's header list.
-struct HeaderListExtractor: Extractor {
-    func extract(key: String, from carrier: [(name: String, value: String)]) -> String? {
-        let lowered = key.lowercased()
-        return carrier.first { $0.name == lowered }?.value
     }
 }

@@ -1,5 +1,6 @@
 internal import CMicroHTTPD
 import Synchronization
+import RelayBasics
 
 #if canImport(Glibc)
     import Glibc
@@ -29,7 +30,7 @@ final class MHDServerCore: Sendable {
     /// be trusted).
     func refusal(_ status: Int, _ type: String, _ message: String, field: String? = nil) -> HTTPResponse {
         var response = configuration.errorRenderer(status, type, message, field)
-        response.headers.append(("connection", "close"))
+        response.headers.append(HTTPHeader("connection", "close"))
         return response
     }
 }
@@ -42,7 +43,7 @@ final class PendingExchange: @unchecked Sendable {
     // handler task, and it is guarded by its own lock.
     var method = ""
     var path = ""
-    var headers: [(name: String, value: String)] = []
+    var headers: [HTTPHeader] = []
     var query: [String: String] = [:]
     var body: [UInt8] = []
     var tooLarge = false
@@ -187,7 +188,7 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
         // First call for this request: headers are complete, the body is not.
         let exchange = PendingExchange()
         exchange.method = method.map { String(cString: $0) } ?? ""
-        exchange.headers = collectValues(connection, kind: headerKind).map { ($0.name.lowercased(), $0.value) }
+        exchange.headers = collectValues(connection, kind: headerKind).map { HTTPHeader($0.name, $0.value) }
         var undecodable: String?
         let rawPath = RequestTarget.originPath(url.map { String(cString: $0) } ?? "")
         if let path = RequestTarget.decoded(rawPath) { exchange.path = path } else { undecodable = "path" }
@@ -330,8 +331,8 @@ private func queue(_ response: HTTPResponse, for exchange: PendingExchange, on c
        !headers.contains(where: { $0.name.lowercased() == "content-encoding" }), let compressed = Gzip.compress(body)
     {
         body = compressed
-        headers.append(("content-encoding", "gzip"))
-        headers.append(("vary", "accept-encoding"))
+        headers.append(HTTPHeader("content-encoding", "gzip"))
+        headers.append(HTTPHeader("vary", "accept-encoding"))
     }
     let mhdResponse = body.withUnsafeMutableBytes { bytes in
         MHD_create_response_from_buffer(bytes.count, bytes.baseAddress, responseMustCopy)

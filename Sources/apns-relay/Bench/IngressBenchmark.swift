@@ -71,7 +71,7 @@ struct IngressBenchmark {
     static func closedLoop(environment: DemoEnvironment, requests: Int, connections: Int) async throws -> Run {
         let next = Atomic<Int>(0)
         let port = environment.ingressPort
-        let headers = [("authorization", "Bearer \(environment.apiKey)"), ("content-type", "application/json")]
+        let headers = [HTTPHeader("authorization", "Bearer \(environment.apiKey)"), HTTPHeader("content-type", "application/json")]
         let started = ContinuousClock.now
         let results = await onThreads(connections) { _ in
             let client = BlockingHTTPClient(host: "127.0.0.1", port: port)
@@ -95,7 +95,7 @@ struct IngressBenchmark {
     /// the ingress or straight into the relay service (same relay, same mock).
     static func paced(environment: DemoEnvironment, requests: Int, connections: Int, rate: Double, direct: Bool) async throws -> Run {
         let port = environment.ingressPort
-        let headers = [("authorization", "Bearer \(environment.apiKey)"), ("content-type", "application/json")]
+        let headers = [HTTPHeader("authorization", "Bearer \(environment.apiKey)"), HTTPHeader("content-type", "application/json")]
         let service = environment.server.service
         let snapshot = try LiveSurfaceSnapshot(json: JSONParser.parse(DemoWorkload.liveSnapshot))
         let interval = Double(connections) / rate

@@ -1,6 +1,7 @@
 import Foundation
 import RelayJSON
 import Synchronization
+import RelayBasics
 
 /// The demo's mixed workload, sent through the ingress like a backend would:
 /// successes, Unregistered, TooManyRequests with retries, PayloadTooLarge,
@@ -29,7 +30,7 @@ final class DemoWorkload: Sendable {
     }
 
     private func send(_ client: BlockingHTTPClient, _ label: String, _ path: String, _ body: String, method: String = "POST") throws {
-        let headers = [("authorization", "Bearer \(apiKey)"), ("content-type", "application/json")]
+        let headers = [HTTPHeader("authorization", "Bearer \(apiKey)"), HTTPHeader("content-type", "application/json")]
         record(label, try client.request(method, path, headers: headers, body: Array(body.utf8)))
     }
 
