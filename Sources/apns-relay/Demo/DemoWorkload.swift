@@ -90,7 +90,7 @@ final class DemoWorkload: Sendable {
 
         // A Live Activity's life: start, update, end.
         let activity = Self.token("", 9100)
-        let now = Int(Date().timeIntervalSince1970)
+        let now = Int(UnixTime.nowSeconds())
         for (index, operation) in ["start", "update", "end"].enumerated() {
             try send(client, "live-activity-\(operation)", "/v1/send",
                      #"{"app":"\#(DemoEnvironment.app)","environment":"development","operation":"\#(operation)","token":"\#(activity)","timestamp":\#(now + index),"snapshot":\#(Self.liveSnapshot)}"#)
