@@ -27,7 +27,7 @@ public struct HTTP2Request: Sendable {
 }
 
 /// A complete HTTP/2 response.
-public struct HTTP2Response: Sendable {
+public struct HTTP2Response: Sendable, Hashable {
     public var status: Int
     /// Response headers (pseudo-headers excluded), lowercase names.
     public var headers: [HTTPHeader]

@@ -30,13 +30,13 @@ public final class MockAPNsServer: Sendable {
                 body: request.body, connectionID: request.connectionID, streamID: request.streamID)
             switch engine.handle(mockRequest) {
             case .respond(let response, let delay):
-                responder.respond(Self.convert(response), delayMilliseconds: delay)
+                responder.respond(response, delayMilliseconds: delay)
             case .noAnswer:
                 responder.ignore()
             case .resetConnection:
                 responder.resetConnection()
             case .goAway(let graceful, let response):
-                responder.goAway(graceful: graceful, response: response.map(Self.convert))
+                responder.goAway(graceful: graceful, response: response)
             }
         }
     }
@@ -47,8 +47,4 @@ public final class MockAPNsServer: Sendable {
     public var acceptedConnections: Int { server.acceptedConnections }
 
     public func stop() { server.stop() }
-
-    static func convert(_ response: MockResponse) -> HTTP2Response {
-        HTTP2Response(status: response.status, headers: response.headers, body: response.body)
-    }
 }

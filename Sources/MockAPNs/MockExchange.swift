@@ -1,3 +1,4 @@
+public import HTTP2
 public import RelayBasics
 import RelayJSON
 
@@ -26,18 +27,12 @@ public struct MockRequest: Sendable, Hashable {
     public func header(_ name: String) -> String? { headers.value(of: name) }
 }
 
-/// An HTTP response the mock sends.
-public struct MockResponse: Sendable, Hashable {
-    public var status: Int
-    public var headers: [HTTPHeader]
-    public var body: [UInt8]
+/// An HTTP response the mock sends: the HTTP/2 server's own response type,
+/// so the server hands it to nghttp2 and the in-memory transport to the
+/// relay without copying it.
+public typealias MockResponse = HTTP2Response
 
-    public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = []) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-    }
-
+extension HTTP2Response {
     /// The `reason` in an APNs error body, if any.
     public var reason: String? {
         (try? JSONParser.parse(body))?["reason"]?.stringValue

@@ -21,7 +21,7 @@ public struct EngineTransport: APNsTransport {
                     throw TransportError(.cancelled, "cancelled while waiting for the answer")
                 }
             }
-            return Self.convert(response)
+            return response
         case .noAnswer:
             do { try await Task.sleep(nanoseconds: UInt64(request.timeout * 1_000_000_000)) } catch {
                 throw TransportError(.cancelled, "cancelled while waiting for the answer")
@@ -30,13 +30,9 @@ public struct EngineTransport: APNsTransport {
         case .resetConnection:
             throw TransportError(.connection, "connection reset by peer")
         case .goAway(true, let response?):
-            return Self.convert(response)
+            return response
         case .goAway:
             throw TransportError(.unprocessed, "GOAWAY: stream above last-stream-id")
         }
-    }
-
-    static func convert(_ response: MockResponse) -> HTTP2Response {
-        HTTP2Response(status: response.status, headers: response.headers, body: response.body)
     }
 }
