@@ -3,6 +3,12 @@ public import RelayJSON
 
 /// The exact HTTP/2 request one send issues, minus `authorization`, which the
 /// client adds at send time so a built request never holds a credential.
+///
+/// Built once per logical send; besides the wire fields it carries what the
+/// rest of the relay needs to know about the send (operation, apns-id, push
+/// type, token fingerprint), which is why it is not the HTTP/2 module's
+/// `HTTP2Request`. Each attempt turns it into one of those by adding the
+/// current `authorization`; the headers are the same `HTTPHeader` values.
 public struct APNsRequest: Sendable, Hashable {
     /// Which of an environment's two hosts the request goes to.
     public enum Destination: String, Sendable, Hashable {
