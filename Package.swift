@@ -56,19 +56,28 @@ let package = Package(
         // MARK: Pure-logic core
 
         .target(name: "RelayJSON", swiftSettings: strictSwift),
-        .target(name: "Surfaces", dependencies: ["RelayJSON"], swiftSettings: strictSwift),
-        .target(name: "APNs", dependencies: ["RelayJSON", "COpenSSL"], swiftSettings: strictSwift),
+        // Unix time and RFC 3339, hex, Duration in seconds, the HTTP header
+        // type and W3C traceparent: one owner for each, Foundation-free.
+        // Instrumentation only for the Injector/Extractor protocols
+        // (Foundation-free, already a dependency of everything that traces).
+        .target(
+            name: "RelayBasics",
+            dependencies: [.product(name: "Instrumentation", package: "swift-distributed-tracing")],
+            swiftSettings: strictSwift
+        ),
+        .target(name: "Surfaces", dependencies: ["RelayJSON", "RelayBasics"], swiftSettings: strictSwift),
+        .target(name: "APNs", dependencies: ["RelayJSON", "RelayBasics", "COpenSSL"], swiftSettings: strictSwift),
 
         // MARK: HTTP/2 transport (knows nothing about APNs)
 
-        .target(name: "HTTP2", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: strictSwift),
+        .target(name: "HTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "RelayBasics"], swiftSettings: strictSwift),
 
         // MARK: The send pipeline
 
         .target(
             name: "Relay",
             dependencies: [
-                "APNs", "Surfaces", "RelayJSON", "HTTP2",
+                "APNs", "Surfaces", "RelayJSON", "RelayBasics", "HTTP2",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
@@ -77,18 +86,18 @@ let package = Package(
 
         // MARK: The audit log
 
-        .target(name: "Audit", dependencies: ["CLibPQ", "Zlib", "Relay", "APNs", "RelayJSON"], swiftSettings: strictSwift),
+        .target(name: "Audit", dependencies: ["CLibPQ", "Zlib", "Relay", "APNs", "RelayJSON", "RelayBasics"], swiftSettings: strictSwift),
 
         // MARK: HTTP serving (metrics and the ingress)
 
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Zlib"], swiftSettings: strictSwift),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Zlib", "RelayBasics"], swiftSettings: strictSwift),
 
         // MARK: Observability
 
         .target(
             name: "Telemetry",
             dependencies: [
-                "Relay", "APNs", "RelayJSON", "HTTPServer",
+                "Relay", "APNs", "RelayJSON", "RelayBasics", "HTTPServer",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
@@ -101,7 +110,7 @@ let package = Package(
         .target(
             name: "Ingress",
             dependencies: [
-                "HTTPServer", "Relay", "APNs", "RelayJSON", "Surfaces",
+                "HTTPServer", "Relay", "APNs", "RelayJSON", "RelayBasics", "Surfaces",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
@@ -126,7 +135,7 @@ let package = Package(
         // MARK: Mock APNs
         // Verifies provider tokens with its own OpenSSL calls (COpenSSL) rather
         // than the relay's signing code: a stand-in must not share the client's logic.
-        .target(name: "MockAPNs", dependencies: ["APNs", "RelayJSON", "HTTP2", "COpenSSL"], swiftSettings: strictSwift),
+        .target(name: "MockAPNs", dependencies: ["APNs", "RelayJSON", "RelayBasics", "HTTP2", "COpenSSL"], swiftSettings: strictSwift),
 
         // MARK: The command line
 
@@ -134,7 +143,7 @@ let package = Package(
             name: "apns-relay",
             dependencies: [
                 "APNs", "Surfaces", "RelayJSON", "HTTP2", "Relay", "MockAPNs", "Telemetry", "Audit", "Ingress", "RelayServer",
-                "HTTPServer",
+                "HTTPServer", "RelayBasics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -154,6 +163,11 @@ let package = Package(
 
         .testTarget(name: "RelayJSONTests", dependencies: ["RelayJSON"], swiftSettings: strictSwift),
         .testTarget(
+            name: "RelayBasicsTests",
+            dependencies: ["RelayBasics", .product(name: "Tracing", package: "swift-distributed-tracing")],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
             name: "SurfacesTests",
             dependencies: ["Surfaces", "RelayJSON", "TestSupport"],
             resources: [.copy("Fixtures")],
@@ -161,7 +175,7 @@ let package = Package(
         ),
         .testTarget(
             name: "APNsTests",
-            dependencies: ["APNs", "RelayJSON", "TestSupport"],
+            dependencies: ["APNs", "RelayJSON", "RelayBasics", "TestSupport"],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSwift
         ),
@@ -177,14 +191,14 @@ let package = Package(
         .testTarget(
             name: "TelemetryTests",
             dependencies: [
-                "Telemetry", "Relay", "RelayJSON", "APNs", "HTTPServer", "MockAPNs", "TestSupport",
+                "Telemetry", "Relay", "RelayJSON", "RelayBasics", "APNs", "HTTPServer", "MockAPNs", "HTTP2", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strictSwift
         ),
         .testTarget(
-            name: "AuditTests", dependencies: ["Audit", "Relay", "APNs", "RelayJSON", "TestSupport"], swiftSettings: strictSwift),
+            name: "AuditTests", dependencies: ["Audit", "Relay", "APNs", "RelayJSON", "RelayBasics", "TestSupport"], swiftSettings: strictSwift),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
@@ -197,12 +211,12 @@ let package = Package(
         // The ingress' steps and route table, and the assembled server's parts, without the whole stack.
         .testTarget(
             name: "IngressTests",
-            dependencies: ["Ingress", "HTTPServer", "APNs", "Telemetry", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Ingress", "HTTPServer", "APNs", "RelayBasics", "Telemetry", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift),
         .testTarget(name: "RelayServerTests", dependencies: ["RelayServer", "Audit", "APNs", "TestSupport"], swiftSettings: strictSwift),
         .testTarget(name: "ZlibTests", dependencies: ["Zlib"], swiftSettings: strictSwift),
         .testTarget(
-            name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON", "TestSupport"],
+            name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON", "RelayBasics", "TestSupport"],
             swiftSettings: strictSwift),
         .testTarget(
             name: "CInteropTests",

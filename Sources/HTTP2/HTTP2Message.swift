@@ -1,16 +1,22 @@
-/// One HTTP/2 request: pseudo-headers come from the fields, headers are
-/// lowercase name/value pairs sent in order.
+public import RelayBasics
+
+/// One HTTP/2 request: pseudo-headers come from the fields, headers are sent
+/// in order.
+///
+/// The message types know nothing about APNs: the relay builds this request
+/// from an `APNsRequest` once per attempt (adding `authorization`) and hands
+/// it through its transport protocol unchanged.
 public struct HTTP2Request: Sendable {
     public var method: String
     public var path: String
     /// `host` or `host:port`; defaults to the connection's origin.
     public var authority: String?
-    public var headers: [(name: String, value: String)]
+    public var headers: [HTTPHeader]
     public var body: [UInt8]
     /// Seconds to wait for the complete answer before the stream is reset.
     public var timeout: Double
 
-    public init(method: String, path: String, authority: String? = nil, headers: [(name: String, value: String)] = [], body: [UInt8] = [], timeout: Double = 10) {
+    public init(method: String, path: String, authority: String? = nil, headers: [HTTPHeader] = [], body: [UInt8] = [], timeout: Double = 10) {
         self.method = method
         self.path = path
         self.authority = authority
@@ -21,21 +27,20 @@ public struct HTTP2Request: Sendable {
 }
 
 /// A complete HTTP/2 response.
-public struct HTTP2Response: Sendable {
+public struct HTTP2Response: Sendable, Hashable {
     public var status: Int
     /// Response headers (pseudo-headers excluded), lowercase names.
-    public var headers: [(name: String, value: String)]
+    public var headers: [HTTPHeader]
     public var body: [UInt8]
 
-    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+    public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
-    public func header(_ name: String) -> String? {
-        headers.first(where: { $0.name == name })?.value
-    }
+    /// The value of the first header called `name` (any case).
+    public func header(_ name: String) -> String? { headers.value(of: name) }
 }
 
 /// Why a request got no complete HTTP answer.

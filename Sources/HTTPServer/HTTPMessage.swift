@@ -1,3 +1,5 @@
+public import RelayBasics
+
 /// A request the server received, fully read.
 public struct HTTPRequest: Sendable {
     public var method: String
@@ -6,7 +8,7 @@ public struct HTTPRequest: Sendable {
     /// Decoded query parameters; a repeated name keeps its last value.
     public var query: [String: String]
     /// Headers with lowercase names, in arrival order.
-    public var headers: [(name: String, value: String)]
+    public var headers: [HTTPHeader]
     public var body: [UInt8]
     /// Path parameters filled in by the router (`/v1/channels/{id}` → `id`).
     public var pathParameters: [String: String] = [:]
@@ -24,7 +26,7 @@ public struct HTTPRequest: Sendable {
     /// blocking; false for requests not built by ``HTTPServer``.
     public var isClientGone: Bool { clientProbe?() ?? false }
 
-    public init(method: String, path: String, query: [String: String] = [:], headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+    public init(method: String, path: String, query: [String: String] = [:], headers: [HTTPHeader] = [], body: [UInt8] = []) {
         self.method = method
         self.path = path
         self.query = query
@@ -33,21 +35,18 @@ public struct HTTPRequest: Sendable {
     }
 
     /// The first value of header `name` (case-insensitive).
-    public func header(_ name: String) -> String? {
-        let lowered = name.lowercased()
-        return headers.first(where: { $0.name == lowered })?.value
-    }
+    public func header(_ name: String) -> String? { headers.value(of: name) }
 }
 
 /// A response to send.
 public struct HTTPResponse: Sendable {
     public var status: Int
-    public var headers: [(name: String, value: String)]
+    public var headers: [HTTPHeader]
     public var body: [UInt8]
     /// Whether the server may gzip the body for clients that accept it.
     public var compressible: Bool
 
-    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], compressible: Bool = true) {
+    public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = [], compressible: Bool = true) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -55,13 +54,13 @@ public struct HTTPResponse: Sendable {
     }
 
     /// A plain-text response.
-    public static func text(_ status: Int, _ text: String, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("content-type", "text/plain; charset=utf-8")] + headers, body: Array(text.utf8))
+    public static func text(_ status: Int, _ text: String, headers: [HTTPHeader] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [HTTPHeader("content-type", "text/plain; charset=utf-8")] + headers, body: Array(text.utf8))
     }
 
     /// A JSON response from already-encoded bytes.
-    public static func json(_ status: Int, _ body: [UInt8], headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("content-type", "application/json")] + headers, body: body)
+    public static func json(_ status: Int, _ body: [UInt8], headers: [HTTPHeader] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [HTTPHeader("content-type", "application/json")] + headers, body: body)
     }
 }
 

@@ -1,4 +1,5 @@
 import Synchronization
+import RelayBasics
 
 /// An HTTP/1.1 server on libmicrohttpd with async handlers.
 ///
@@ -108,7 +109,7 @@ public final class HTTPServer: Sendable {
             // Past the drain timeout: answer what is left (libmicrohttpd cannot
             // stop with suspended connections) and give it a moment to go out.
             var draining = daemon.core.configuration.errorRenderer(503, "Draining", "the relay stopped before this request finished", nil)
-            draining.headers.append(("retry-after", "1"))
+            draining.headers.append(HTTPHeader("retry-after", "1"))
             daemon.resumeSuspended(with: draining)
             let flushed = clock.now + .seconds(2)
             while inFlight > 0, clock.now < flushed {

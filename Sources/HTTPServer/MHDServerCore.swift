@@ -1,3 +1,4 @@
+import RelayBasics
 import Synchronization
 
 /// State shared by libmicrohttpd's callbacks for one server.
@@ -30,7 +31,7 @@ final class MHDServerCore: Sendable {
     /// be trusted).
     func refusal(_ status: Int, _ type: String, _ message: String, field: String? = nil) -> HTTPResponse {
         var response = configuration.errorRenderer(status, type, message, field)
-        response.headers.append(("connection", "close"))
+        response.headers.append(HTTPHeader("connection", "close"))
         return response
     }
 }

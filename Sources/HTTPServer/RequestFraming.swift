@@ -1,3 +1,5 @@
+import RelayBasics
+
 /// Checks of a request head that libmicrohttpd lets through, made before any
 /// body byte is read.
 ///
@@ -21,7 +23,7 @@ enum RequestFraming {
         var field: String? = nil
     }
 
-    static func check(version: String, headers: [(name: String, value: String)], maximumBodyBytes: Int) -> Refusal? {
+    static func check(version: String, headers: [HTTPHeader], maximumBodyBytes: Int) -> Refusal? {
         for header in headers {
             guard !header.name.isEmpty, header.name.utf8.allSatisfy(isTokenCharacter) else {
                 return invalid("header name \(quoted(header.name)) is not a token: no spaces, separators or control characters before the colon")

@@ -1,3 +1,5 @@
+import RelayBasics
+
 /// The request target as the router and handlers see it.
 ///
 /// libmicrohttpd is told to leave percent-escapes alone (its unescaping
@@ -36,7 +38,7 @@ enum RequestTarget {
                 index += 1
                 continue
             }
-            guard index + 2 < input.count, let high = hexValue(input[index + 1]), let low = hexValue(input[index + 2]) else {
+            guard index + 2 < input.count, let high = Hex.value(of: input[index + 1]), let low = Hex.value(of: input[index + 2]) else {
                 return nil
             }
             output.append(high << 4 | low)
@@ -47,13 +49,4 @@ enum RequestTarget {
     }
 
     private static func isControl(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x7F }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
 }

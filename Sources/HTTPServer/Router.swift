@@ -1,3 +1,5 @@
+import RelayBasics
+
 /// Maps method and path to a handler. Patterns are literal segments and
 /// `{name}` parameters: `/v1/channels/{id}`, `/3/device/{token}`; a last
 /// `{name...}` takes the rest of the path.
@@ -61,7 +63,7 @@ public struct Router: Sendable {
         case .methodNotAllowed(let allowed):
             let allow = allowed.joined(separator: ", ")
             var response = errors(405, "MethodNotAllowed", "use \(allow)", nil)
-            response.headers.append(("allow", allow))
+            response.headers.append(HTTPHeader("allow", allow))
             return response
         case .notFound:
             return errors(404, "NotFound", "no route for this path", nil)

@@ -1,6 +1,7 @@
 public import HTTPServer
 import Instrumentation
 import Tracing
+import RelayBasics
 
 extension Ingress {
     /// Fits the ingress' HTTP server to the API: the server's own errors
@@ -16,16 +17,14 @@ extension Ingress {
         server.errorRenderer = IngressError.serverErrorRenderer
         let tracer = tracer
         server.responseFinisher = { request, response in
-            guard !response.headers.contains(where: { $0.name.lowercased() == "traceparent" }) else { return }
+            guard !response.headers.contains(where: { $0.name.lowercased() == TraceParent.headerName }) else { return }
             var parent = ServiceContext.topLevel
-            tracer.extract(request.headers, into: &parent, using: HeaderListExtractor())
+            tracer.extract(request.headers, into: &parent, using: HTTPHeaderPropagation())
             let span = tracer.startSpan("ingress.request", context: parent, ofKind: .server)
             span.attributes["http.request.method"] = request.method
             span.attributes["http.response.status_code"] = response.status
             if response.status >= 500 { span.setStatus(SpanStatus(code: .error)) }
-            var headers: [String: String] = [:]
-            tracer.inject(span.context, into: &headers, using: HeaderDictionaryInjector())
-            if let traceparent = headers["traceparent"] { response.headers.append(("traceparent", traceparent)) }
+            if let traceparent = tracer.traceParentHeader(for: span.context) { response.headers.append(HTTPHeader(TraceParent.headerName, traceparent)) }
             span.end()
         }
     }

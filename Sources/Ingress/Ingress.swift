@@ -5,6 +5,7 @@ public import Relay
 import RelayJSON
 import Synchronization
 public import Tracing
+import RelayBasics
 
 /// The backend-facing API (docs/api.md): sends, batches, describe, channels,
 /// the dead-token feed, an APNs-compatible `/3/device/{token}`, and the
@@ -148,23 +149,5 @@ public final class Ingress: Sendable {
         guard key.allows(app: app) else {
             throw IngressError(status: 403, type: .forbidden, message: "API key \(key.name) may not send for app \(app)", field: field)
         }
-    }
-}
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}
-
-/// Reads `traceparent` from the request's header list.
-struct HeaderListExtractor: Extractor {
-    func extract(key: String, from carrier: [(name: String, value: String)]) -> String? {
-        let lowered = key.lowercased()
-        return carrier.first { $0.name == lowered }?.value
-    }
-}
-
-struct HeaderDictionaryInjector: Injector {
-    func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) {
-        carrier[key.lowercased()] = value
     }
 }

@@ -1,5 +1,6 @@
 import APNs
 import RelayJSON
+import RelayBasics
 
 extension MockAPNsEngine {
     /// Channel create (`POST …/channels`), list (`GET …/all-channels`) and
@@ -47,7 +48,7 @@ extension MockAPNsEngine {
         }
         guard created else { return error("CannotCreateChannelConfig", request: request) }
         var response = success(request, idHeader: "apns-request-id", status: 201)
-        response.headers.append(MockHeader("apns-channel-id", channelID))
+        response.headers.append(HTTPHeader("apns-channel-id", channelID))
         return response
     }
 

@@ -1,4 +1,5 @@
 import APNs
+import RelayBasics
 import RelayJSON
 
 /// The mock's own rule tables. They restate Apple's documentation rather than
@@ -11,12 +12,12 @@ enum MockRules {
     ]
 
     static func isHexToken(_ token: Substring) -> Bool {
-        (64...200).contains(token.count) && token.count % 2 == 0 && token.allSatisfy(\.isHexDigit)
+        (64...200).contains(token.utf8.count) && token.utf8.count % 2 == 0 && token.utf8.allSatisfy(Hex.isDigit)
     }
 
     static func isUUID(_ text: String) -> Bool {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        return parts.map(\.count) == [8, 4, 4, 4, 12] && parts.allSatisfy { $0.allSatisfy(\.isHexDigit) }
+        return parts.map(\.count) == [8, 4, 4, 4, 12] && parts.allSatisfy { $0.utf8.allSatisfy(Hex.isDigit) }
     }
 
     static func isBase64(_ text: String) -> Bool {
@@ -119,7 +120,7 @@ extension MockAPNsEngine {
     {
         let id = request.header(idHeader)?.lowercased() ?? APNsID.random().value
         return MockResponse(
-            status: status, headers: [MockHeader(idHeader, id), MockHeader("apns-unique-id", APNsID.random().value)],
+            status: status, headers: [HTTPHeader(idHeader, id), HTTPHeader("apns-unique-id", APNsID.random().value)],
             body: body)
     }
 }

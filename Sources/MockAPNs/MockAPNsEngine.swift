@@ -1,6 +1,7 @@
 public import APNs
 import RelayJSON
 import Synchronization
+public import RelayBasics
 
 /// Decides how a mock APNs answers each request: route, validate like APNs,
 /// then apply scripted rules and connection-level faults.
@@ -110,8 +111,8 @@ public final class MockAPNsEngine: Sendable {
     func error(
         _ reason: String, status: Int? = nil, request: MockRequest, retryAfter: Int? = nil, timestamp: Int64? = nil
     ) -> MockResponse {
-        var headers = [MockHeader("apns-id", request.header("apns-id")?.lowercased() ?? APNsID.random().value)]
-        if let retryAfter { headers.append(MockHeader("retry-after", String(retryAfter))) }
+        var headers = [HTTPHeader("apns-id", request.header("apns-id")?.lowercased() ?? APNsID.random().value)]
+        if let retryAfter { headers.append(HTTPHeader("retry-after", String(retryAfter))) }
         var body = JSONObject()
         body["reason"] = .string(reason)
         if let timestamp { body["timestamp"] = .integer(timestamp) }

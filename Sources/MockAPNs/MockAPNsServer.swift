@@ -26,17 +26,17 @@ public final class MockAPNsServer: Sendable {
         configuration.maxConcurrentStreams = UInt32(engine.configuration.maxConcurrentStreams)
         server = try HTTP2Server(configuration: configuration) { request, responder in
             let mockRequest = MockRequest(
-                method: request.method, path: request.path, headers: request.headers.map { MockHeader($0.name, $0.value) },
+                method: request.method, path: request.path, headers: request.headers,
                 body: request.body, connectionID: request.connectionID, streamID: request.streamID)
             switch engine.handle(mockRequest) {
             case .respond(let response, let delay):
-                responder.respond(Self.convert(response), delayMilliseconds: delay)
+                responder.respond(response, delayMilliseconds: delay)
             case .noAnswer:
                 responder.ignore()
             case .resetConnection:
                 responder.resetConnection()
             case .goAway(let graceful, let response):
-                responder.goAway(graceful: graceful, response: response.map(Self.convert))
+                responder.goAway(graceful: graceful, response: response)
             }
         }
     }
@@ -47,8 +47,4 @@ public final class MockAPNsServer: Sendable {
     public var acceptedConnections: Int { server.acceptedConnections }
 
     public func stop() { server.stop() }
-
-    static func convert(_ response: MockResponse) -> HTTP2Response {
-        HTTP2Response(status: response.status, headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
-    }
 }

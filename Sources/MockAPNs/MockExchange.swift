@@ -1,3 +1,5 @@
+public import HTTP2
+public import RelayBasics
 import RelayJSON
 
 /// A request as the mock's transport received it.
@@ -6,13 +8,13 @@ public struct MockRequest: Sendable, Hashable {
     public var path: String
     /// Headers in arrival order, names lowercase; repeats are kept so the
     /// mock can answer DuplicateHeaders like APNs.
-    public var headers: [MockHeader]
+    public var headers: [HTTPHeader]
     public var body: [UInt8]
     /// Which connection and stream carried it (0 when the transport has none).
     public var connectionID: Int
     public var streamID: Int32
 
-    public init(method: String, path: String, headers: [MockHeader], body: [UInt8] = [], connectionID: Int = 0, streamID: Int32 = 0) {
+    public init(method: String, path: String, headers: [HTTPHeader], body: [UInt8] = [], connectionID: Int = 0, streamID: Int32 = 0) {
         self.method = method
         self.path = path
         self.headers = headers
@@ -22,34 +24,15 @@ public struct MockRequest: Sendable, Hashable {
     }
 
     /// The first value of header `name`.
-    public func header(_ name: String) -> String? {
-        headers.first(where: { $0.name == name })?.value
-    }
+    public func header(_ name: String) -> String? { headers.value(of: name) }
 }
 
-/// One header.
-public struct MockHeader: Sendable, Hashable {
-    public var name: String
-    public var value: String
+/// An HTTP response the mock sends: the HTTP/2 server's own response type,
+/// so the server hands it to nghttp2 and the in-memory transport to the
+/// relay without copying it.
+public typealias MockResponse = HTTP2Response
 
-    public init(_ name: String, _ value: String) {
-        self.name = name.lowercased()
-        self.value = value
-    }
-}
-
-/// An HTTP response the mock sends.
-public struct MockResponse: Sendable, Hashable {
-    public var status: Int
-    public var headers: [MockHeader]
-    public var body: [UInt8]
-
-    public init(status: Int, headers: [MockHeader] = [], body: [UInt8] = []) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-    }
-
+extension HTTP2Response {
     /// The `reason` in an APNs error body, if any.
     public var reason: String? {
         (try? JSONParser.parse(body))?["reason"]?.stringValue

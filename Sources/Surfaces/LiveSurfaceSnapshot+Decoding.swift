@@ -1,4 +1,5 @@
 public import RelayJSON
+import RelayBasics
 
 extension LiveSurfaceSnapshot {
     /// The top-level fields every kind carries.
@@ -51,7 +52,7 @@ extension LiveSurfaceSnapshot {
         var updatedSeconds: Double?
         let updatedAt = reader.string(root, "updatedAt", at: path, required: true)
         if let updatedAt {
-            updatedSeconds = RFC3339Timestamp.parse(updatedAt)
+            updatedSeconds = RFC3339.parse(updatedAt)
             if updatedSeconds == nil {
                 reader.fail(path.appending("updatedAt"), "format", "must be an RFC 3339 date-time like 2026-05-12T18:30:00Z (got \"\(updatedAt)\")")
             }

@@ -1,6 +1,7 @@
 import APNs
 import RelayJSON
 import Testing
+import RelayBasics
 
 /// One bad input, and the error preflight must answer with.
 struct PreflightCase: Sendable, CustomTestStringConvertible {

@@ -1,6 +1,7 @@
 import APNs
 import RelayJSON
 import Testing
+import RelayBasics
 
 /// A builder with a fixed clock and a fixed apns-id, so requests are exact.
 func fixedBuilder(bundleID: String = "com.example.app") throws -> RequestBuilder {

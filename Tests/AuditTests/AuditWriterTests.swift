@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Relay
 import Testing
+import RelayBasics
 
 func quietLogger() -> Logger { Logger(label: "audit-test") { _ in SwiftLogNoOpLogHandler() } }
 
@@ -54,7 +55,7 @@ struct AuditWriterTests {
         #expect(row[9] == "backend-2")
         #expect(row[10] == "test-1")
         #expect(row[11] == String(format: "%032x", 4242))
-        #expect(row[12].map { UnixTime.rfc3339(nanoseconds: event.finishedAt).hasPrefix($0) } == true)
+        #expect(row[12].map { RFC3339.format(nanoseconds: event.finishedAt).hasPrefix($0) } == true)
     }
 
     @Test("Postgres unreachable: rows spool to disk, then replay exactly once when it answers")

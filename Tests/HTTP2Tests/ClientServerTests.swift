@@ -2,6 +2,7 @@ import Foundation
 @testable import HTTP2
 import Synchronization
 import Testing
+import RelayBasics
 
 /// Our client against our server, for the behaviours a mock APNs needs.
 struct LocalServer {
@@ -39,7 +40,7 @@ let echoHandler: HTTP2ServerHandler = { request, responder in
     case let path where path.hasPrefix("/slow/"):
         responder.respond(HTTP2Response(status: 200, body: Array(path.utf8)), delayMilliseconds: Int(path.dropFirst(6)) ?? 0)
     default:
-        let headers = [("x-method", request.method), ("x-connection", String(request.connectionID))]
+        let headers = [HTTPHeader("x-method", request.method), HTTPHeader("x-connection", String(request.connectionID))]
         responder.respond(HTTP2Response(status: request.path == "/created" ? 201 : 200, headers: headers, body: request.body.isEmpty ? Array(request.path.utf8) : request.body))
     }
 }
@@ -190,7 +191,7 @@ struct ClientServerTests {
         defer { local.stop() }
         let events = EventLog()
         let connection = local.connection(events: events.observer)
-        let response = try await connection.send(HTTP2Request(method: "POST", path: "/created", headers: [("apns-topic", "a.b")], body: Array("payload".utf8)))
+        let response = try await connection.send(HTTP2Request(method: "POST", path: "/created", headers: [HTTPHeader("apns-topic", "a.b")], body: Array("payload".utf8)))
         #expect(response.status == 201)
         #expect(response.header("x-method") == "POST")
         #expect(response.body == Array("payload".utf8))

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP2
 import Testing
+import RelayBasics
 import TestSupport
 
 /// Our client against nghttpd, an HTTP/2 server nobody here wrote.
@@ -46,7 +47,7 @@ struct NGHTTPDInteropTests {
         #expect(get.status == 200)
         #expect(String(decoding: get.body, as: UTF8.self) == "hello from nghttpd\n")
         let payload = Array(String(repeating: "{\"aps\":{}}", count: 3000).utf8)  // 30 KB: several DATA frames
-        let post = try await connection.send(HTTP2Request(method: "POST", path: "/echo", headers: [("content-type", "application/json")], body: payload))
+        let post = try await connection.send(HTTP2Request(method: "POST", path: "/echo", headers: [HTTPHeader("content-type", "application/json")], body: payload))
         #expect(post.status == 200)
         #expect(post.body == payload)
         #expect(try await connection.send(HTTP2Request(method: "GET", path: "/missing")).status == 404)

@@ -2,6 +2,7 @@ import Foundation
 @testable import HTTPServer
 import Synchronization
 import Testing
+import RelayBasics
 
 /// A server with a few routes for the tests.
 func makeServer(_ configure: (inout HTTPServer.Configuration) -> Void = { _ in }, extra: (inout Router) -> Void = { _ in })
@@ -12,7 +13,7 @@ func makeServer(_ configure: (inout HTTPServer.Configuration) -> Void = { _ in }
         .text(200, "hello \(request.pathParameters["name"] ?? "?") \(request.query["greeting"] ?? "")")
     }
     router.add("POST", "/echo") { request in
-        .json(201, request.body, headers: [("x-body-bytes", String(request.body.count)), ("x-content-type", request.header("content-type") ?? "")])
+        .json(201, request.body, headers: [HTTPHeader("x-body-bytes", String(request.body.count)), HTTPHeader("x-content-type", request.header("content-type") ?? "")])
     }
     router.add("GET", "/big") { _ in .text(200, String(repeating: "metric_line 1\n", count: 2000)) }
     router.add("GET", "/slow") { _ in

@@ -1,6 +1,7 @@
 import Foundation
 @testable import HTTPServer
 import Testing
+import RelayBasics
 
 /// Bytes an attacker sends, exactly as sent: each must get a prompt answer
 /// in the JSON error envelope, never a crash, a hang or an HTML page.
@@ -11,7 +12,7 @@ struct HardeningTests {
         try makeServer { configuration in
             configuration.maximumBodyBytes = 64 * 1024
             configuration.responseFinisher = { request, response in
-                response.headers.append(("x-finished", "\(request.method) \(request.path)"))
+                response.headers.append(HTTPHeader("x-finished", "\(request.method) \(request.path)"))
             }
             configure(&configuration)
         }
@@ -213,12 +214,12 @@ struct ParsingTests {
             let length = Int.random(in: 0...40, using: &generator)
             _ = AcceptEncoding.acceptsGzip(Self.noise(&generator, length: length))
             let headers = (0..<Int.random(in: 0...4, using: &generator)).map { _ in
-                (name: Self.noise(&generator, length: Int.random(in: 0...6, using: &generator)).lowercased(),
-                 value: Self.noise(&generator, length: Int.random(in: 0...20, using: &generator)))
+                HTTPHeader(Self.noise(&generator, length: Int.random(in: 0...6, using: &generator)).lowercased(),
+                           Self.noise(&generator, length: Int.random(in: 0...20, using: &generator)))
             }
-            let named = headers + [("content-length", Self.noise(&generator, length: Int.random(in: 0...25, using: &generator)))]
+            let named = headers + [HTTPHeader("content-length", Self.noise(&generator, length: Int.random(in: 0...25, using: &generator)))]
             _ = RequestFraming.check(version: round % 2 == 0 ? "HTTP/1.1" : "HTTP/1.0", headers: named, maximumBodyBytes: 1 << 20)
-            _ = RequestFraming.check(version: "HTTP/1.1", headers: headers + [("transfer-encoding", Self.noise(&generator, length: 8))], maximumBodyBytes: 0)
+            _ = RequestFraming.check(version: "HTTP/1.1", headers: headers + [HTTPHeader("transfer-encoding", Self.noise(&generator, length: 8))], maximumBodyBytes: 0)
             let path = Self.noise(&generator, length: Int.random(in: 0...30, using: &generator))
             _ = router.lookup("GET", path)
             _ = router.lookup("DELETE", "/v1/channels/" + path)
@@ -229,7 +230,7 @@ struct ParsingTests {
     @Test("Content-Length: digits only, at most the limit; huge values are 413, not a trap")
     func contentLength() {
         func status(_ value: String) -> Int? {
-            RequestFraming.check(version: "HTTP/1.1", headers: [("host", "x"), ("content-length", value)], maximumBodyBytes: 100)?.status
+            RequestFraming.check(version: "HTTP/1.1", headers: [HTTPHeader("host", "x"), HTTPHeader("content-length", value)], maximumBodyBytes: 100)?.status
         }
         #expect(status("100") == nil)
         #expect(status(" 7 ") == nil)

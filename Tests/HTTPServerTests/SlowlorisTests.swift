@@ -1,6 +1,7 @@
 import Foundation
 @testable import HTTPServer
 import Testing
+import RelayBasics
 
 #if canImport(Glibc)
     import Glibc
@@ -64,7 +65,7 @@ final class SlowAttack: Sendable {
                 }
                 if !closed { closed = !RawHTTP.send(socket.fd, Array("X-Slow-\(line): y\r\n".utf8)) }
                 if closed {
-                    lifetimes.append(Self.seconds(socket.since.duration(to: clock.now)))
+                    lifetimes.append(socket.since.duration(to: clock.now).seconds)
                     close(socket.fd)
                 } else {
                     still.append(socket)
@@ -74,10 +75,6 @@ final class SlowAttack: Sendable {
         }
         for socket in open { close(socket.fd) }
         return Report(opened: opened, lifetimes: lifetimes, stillOpen: open.count)
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
 

@@ -1,5 +1,6 @@
 import APNs
 import HTTPServer
+import RelayBasics
 @testable import Ingress
 import Logging
 import Synchronization
@@ -45,9 +46,9 @@ struct IngressStepsTests {
     }
 
     static func request(key: String?, traceparent: String? = nil) -> HTTPRequest {
-        var headers: [(name: String, value: String)] = []
-        if let key { headers.append(("authorization", "Bearer \(key)")) }
-        if let traceparent { headers.append(("traceparent", traceparent)) }
+        var headers: [HTTPHeader] = []
+        if let key { headers.append(HTTPHeader("authorization", "Bearer \(key)")) }
+        if let traceparent { headers.append(HTTPHeader("traceparent", traceparent)) }
         var request = HTTPRequest(method: "POST", path: "/v1/send", headers: headers)
         request.route = "/v1/send"
         return request

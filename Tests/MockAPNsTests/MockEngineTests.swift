@@ -3,6 +3,7 @@ import MockAPNs
 import RelayJSON
 import TestSupport
 import Testing
+import RelayBasics
 
 let now: Int64 = 1_700_000_000
 let token64 = String(repeating: "0a", count: 32)
@@ -30,11 +31,11 @@ struct MockFixture {
     }
 
     func send(
-        path: String = "/3/device/\(token64)", method: String = "POST", headers: [MockHeader]? = nil,
+        path: String = "/3/device/\(token64)", method: String = "POST", headers: [HTTPHeader]? = nil,
         body: String = #"{"aps":{"alert":"hi"}}"#, authorization: String? = nil, connection: Int = 1
     ) -> MockAction {
-        var all = [MockHeader("authorization", authorization ?? "bearer \(validToken)")]
-        all += headers ?? [MockHeader("apns-push-type", "alert"), MockHeader("apns-topic", bundle)]
+        var all = [HTTPHeader("authorization", authorization ?? "bearer \(validToken)")]
+        all += headers ?? [HTTPHeader("apns-push-type", "alert"), HTTPHeader("apns-topic", bundle)]
         return engine.handle(MockRequest(method: method, path: path, headers: all, body: Array(body.utf8), connectionID: connection))
     }
 }
@@ -81,7 +82,7 @@ struct MockValidationTests {
     func success() throws {
         let mock = try MockFixture()
         let id = "7f1c8f0e-3d2b-4b7a-9c1d-2e3f4a5b6c7d"
-        let action = mock.send(headers: [MockHeader("apns-push-type", "alert"), MockHeader("apns-topic", bundle), MockHeader("apns-id", id.uppercased())])
+        let action = mock.send(headers: [HTTPHeader("apns-push-type", "alert"), HTTPHeader("apns-topic", bundle), HTTPHeader("apns-id", id.uppercased())])
         guard case .respond(let response, _) = action else { Issue.record("no response"); return }
         #expect(response.status == 200)
         #expect(response.headers.first(where: { $0.name == "apns-id" })?.value == id)
@@ -115,7 +116,7 @@ struct MockValidationTests {
     @Test("header and path rules answer the catalog's status and reason", arguments: rejectCases)
     func rejects(_ testCase: RejectCase) throws {
         let mock = try MockFixture()
-        let headers = testCase.headers.map { MockHeader($0.0, $0.1) }
+        let headers = testCase.headers.map { HTTPHeader($0.0, $0.1) }
         let result = answer(mock.send(path: testCase.path, method: testCase.method, headers: headers))
         #expect(result.reason == testCase.reason, "\(testCase.path) \(testCase.headers)")
         #expect(result.status == APNsReason.named(testCase.reason)?.status)
@@ -127,7 +128,7 @@ struct MockValidationTests {
         #expect(answer(mock.send(body: "")) == (400, "PayloadEmpty"))
         #expect(answer(mock.send(body: String(repeating: " ", count: 4096))).status == 200)
         #expect(answer(mock.send(body: String(repeating: " ", count: 4097))) == (413, "PayloadTooLarge"))
-        let voip = [MockHeader("apns-push-type", "voip"), MockHeader("apns-topic", bundle + ".voip")]
+        let voip = [HTTPHeader("apns-push-type", "voip"), HTTPHeader("apns-topic", bundle + ".voip")]
         #expect(answer(mock.send(headers: voip, body: String(repeating: " ", count: 5120))).status == 200)
     }
 }
@@ -150,7 +151,7 @@ struct MockChannelTests {
         #expect(try JSONParser.parse(listed.body) == ["channels": [.string(channel)]])
 
         let broadcastHeaders = { (expiration: String) in
-            [MockHeader("apns-push-type", "liveactivity"), MockHeader("apns-channel-id", channel), MockHeader("apns-expiration", expiration)]
+            [HTTPHeader("apns-push-type", "liveactivity"), HTTPHeader("apns-channel-id", channel), HTTPHeader("apns-expiration", expiration)]
         }
         let path = "/4/broadcasts/apps/\(bundle)"
         #expect(answer(mock.send(path: path, headers: broadcastHeaders("0"))).status == 200)
@@ -159,7 +160,7 @@ struct MockChannelTests {
         let otherEnvironment = try MockFixture { $0.environment = "production" }
         #expect(answer(otherEnvironment.send(path: path, headers: broadcastHeaders("0"))) == (404, "ChannelNotRegistered"))
 
-        let delete = [MockHeader("apns-channel-id", channel)]
+        let delete = [HTTPHeader("apns-channel-id", channel)]
         #expect(answer(mock.send(path: "/1/apps/\(bundle)/channels", method: "DELETE", headers: delete, body: "")).status == 204)
         #expect(answer(mock.send(path: "/1/apps/\(bundle)/channels", method: "DELETE", headers: delete, body: "")) == (404, "ChannelNotRegistered"))
     }
@@ -169,10 +170,10 @@ struct MockChannelTests {
         let mock = try MockFixture()
         mock.engine.registerChannel(bundleID: bundle, id: "dHJhaW4tY2hhbm5lbC0x", storagePolicy: 1)
         let path = "/4/broadcasts/apps/\(bundle)"
-        #expect(answer(mock.send(path: path, headers: [MockHeader("apns-push-type", "liveactivity")])) == (400, "MissingChannelId"))
-        #expect(answer(mock.send(path: path, headers: [MockHeader("apns-push-type", "liveactivity"), MockHeader("apns-channel-id", "dHJhaW4%3D")])) == (400, "BadChannelId"))
-        #expect(answer(mock.send(path: path, headers: [MockHeader("apns-push-type", "alert"), MockHeader("apns-channel-id", "dHJhaW4tY2hhbm5lbC0x")])) == (400, "InvalidPushType"))
-        #expect(answer(mock.send(path: path, headers: [MockHeader("apns-push-type", "liveactivity"), MockHeader("apns-channel-id", "dHJhaW4tY2hhbm5lbC0x"), MockHeader("apns-expiration", "1700003600")])).status == 200)
+        #expect(answer(mock.send(path: path, headers: [HTTPHeader("apns-push-type", "liveactivity")])) == (400, "MissingChannelId"))
+        #expect(answer(mock.send(path: path, headers: [HTTPHeader("apns-push-type", "liveactivity"), HTTPHeader("apns-channel-id", "dHJhaW4%3D")])) == (400, "BadChannelId"))
+        #expect(answer(mock.send(path: path, headers: [HTTPHeader("apns-push-type", "alert"), HTTPHeader("apns-channel-id", "dHJhaW4tY2hhbm5lbC0x")])) == (400, "InvalidPushType"))
+        #expect(answer(mock.send(path: path, headers: [HTTPHeader("apns-push-type", "liveactivity"), HTTPHeader("apns-channel-id", "dHJhaW4tY2hhbm5lbC0x"), HTTPHeader("apns-expiration", "1700003600")])).status == 200)
         let disabled = try MockFixture { $0.broadcastEnabled = false }
         #expect(answer(disabled.send(path: "/1/apps/\(bundle)/all-channels", method: "GET", headers: [], body: "")) == (400, "FeatureNotEnabled"))
     }
@@ -195,7 +196,7 @@ struct MockScriptTests {
     func sequences() throws {
         let mock = try MockFixture { $0.rules = [MockRule(.any, [.reject(reason: "ServiceUnavailable"), .reject(reason: "ServiceUnavailable"), .succeed])] }
         for id in ["11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"] {
-            let headers = [MockHeader("apns-push-type", "alert"), MockHeader("apns-topic", bundle), MockHeader("apns-id", id)]
+            let headers = [HTTPHeader("apns-push-type", "alert"), HTTPHeader("apns-topic", bundle), HTTPHeader("apns-id", id)]
             #expect(answer(mock.send(headers: headers)) == (503, "ServiceUnavailable"))
             #expect(answer(mock.send(headers: headers)) == (503, "ServiceUnavailable"))
             #expect(answer(mock.send(headers: headers)).status == 200)
@@ -219,7 +220,7 @@ struct MockScriptTests {
         let token = { (prefix: String) in "/3/device/" + prefix + String(repeating: "0", count: 62) }
         guard case .respond(let limited, let delay) = mock.send(path: token("aa")) else { Issue.record("no response"); return }
         #expect(limited.status == 429)
-        #expect(limited.headers.contains(MockHeader("retry-after", "7")))
+        #expect(limited.headers.contains(HTTPHeader("retry-after", "7")))
         #expect(delay == 50)
         #expect(mock.send(path: token("bb")) == .noAnswer)
         #expect(mock.send(path: token("cc")) == .resetConnection)

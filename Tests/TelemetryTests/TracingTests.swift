@@ -5,6 +5,7 @@ import Synchronization
 import Telemetry
 import Testing
 import Tracing
+import RelayBasics
 
 /// Every JSON line a sink received.
 final class LineCollector: Sendable {
@@ -12,31 +13,6 @@ final class LineCollector: Sendable {
     var all: [String] { lines.withLock { $0 } }
     var sink: LogSink { LogSink { line in self.lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) } } }
     func parsed() throws -> [JSONValue] { try all.map { try JSONParser.parse($0) } }
-}
-
-@Suite("W3C traceparent")
-struct TraceParentTests {
-    @Test("parses and formats version 00")
-    func roundTrip() throws {
-        let header = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-        let parent = try #require(TraceParent(header: header))
-        #expect(parent.traceID == "4bf92f3577b34da6a3ce929d0e0e4736")
-        #expect(parent.spanID == "00f067aa0ba902b7")
-        #expect(parent.isSampled)
-        #expect(parent.description == header)
-    }
-
-    @Test(
-        "rejects malformed values",
-        arguments: [
-            "", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7", "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
-            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
-        ]
-    )
-    func rejects(header: String) {
-        #expect(TraceParent(header: header) == nil)
-    }
 }
 
 @Suite("JSON span tracer and log handler")
@@ -47,7 +23,7 @@ struct JSONTracerTests {
         let logger = Logger(label: "trace") { JSONLogHandler(label: $0, sink: collector.sink) }
         let tracer = JSONSpanTracer(logger: logger)
         var context = InstrumentationContext.topLevel
-        tracer.extract(["traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"], into: &context, using: HeaderDictionaryPropagation())
+        tracer.extract([HTTPHeader("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")], into: &context, using: HTTPHeaderPropagation())
 
         let send = tracer.startSpan("apns.send", context: context)
         send.attributes["apns.operation"] = "alert"
@@ -75,9 +51,9 @@ struct JSONTracerTests {
         #expect(attemptRecord["duration_ms"]?.numberValue.map { $0 >= 0 } == true)
         #expect(sendRecord["start"]?.stringValue?.hasSuffix("Z") == true)
 
-        var headers: [String: String] = [:]
-        tracer.inject(send.context, into: &headers, using: HeaderDictionaryPropagation())
-        #expect(headers["traceparent"] == "00-4bf92f3577b34da6a3ce929d0e0e4736-\(sendRecord["span_id"]!.stringValue!)-01")
+        var headers: [HTTPHeader] = []
+        tracer.inject(send.context, into: &headers, using: HTTPHeaderPropagation())
+        #expect(headers.value(of: "traceparent") == "00-4bf92f3577b34da6a3ce929d0e0e4736-\(sendRecord["span_id"]!.stringValue!)-01")
     }
 
     @Test("log lines written inside a span carry its trace id")

@@ -5,6 +5,8 @@ import Relay
 import Telemetry
 import TestSupport
 import Testing
+import RelayBasics
+import HTTP2
 
 @Suite("Transport metrics")
 struct TransportMetricsTests {
@@ -26,9 +28,9 @@ struct TransportMetricsTests {
         let origin = Origin(host: "127.0.0.1", port: mock.port)
         let request = try RequestBuilder(bundleID: "com.example.app").alert(token: String(repeating: "ab", count: 32), payload: ["aps": ["alert": "x"]])
         for _ in 0..<3 {
-            let response = try await transport.send(TransportRequest(
-                origin: origin, method: "POST", path: request.path,
-                headers: request.headers + [HTTPHeader("authorization", authorization)], body: request.body, timeout: 5))
+            let response = try await transport.send(HTTP2Request(
+                method: "POST", path: request.path, authority: origin.authority,
+                headers: request.headers + [HTTPHeader("authorization", authorization)], body: request.body, timeout: 5), to: origin)
             #expect(response.status == 200)
         }
         metrics.refresh(MetricSources(inflightStreams: { transport.inFlight }, connections: { transport.connectionStates }))

@@ -1,4 +1,5 @@
-import APNs
+public import APNs
+public import HTTP2
 public import MockAPNs
 public import Relay
 
@@ -11,10 +12,8 @@ public struct EngineTransport: APNsTransport {
 
     public init(engine: MockAPNsEngine) { self.engine = engine }
 
-    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
-        let mockRequest = MockRequest(
-            method: request.method, path: request.path, headers: request.headers.map { MockHeader($0.name, $0.value) },
-            body: request.body, connectionID: 1)
+    public func send(_ request: HTTP2Request, to origin: Origin) async throws(TransportError) -> HTTP2Response {
+        let mockRequest = MockRequest(method: request.method, path: request.path, headers: request.headers, body: request.body, connectionID: 1)
         switch engine.handle(mockRequest) {
         case .respond(let response, let delay):
             if delay > 0 {
@@ -22,7 +21,7 @@ public struct EngineTransport: APNsTransport {
                     throw TransportError(.cancelled, "cancelled while waiting for the answer")
                 }
             }
-            return Self.convert(response)
+            return response
         case .noAnswer:
             do { try await Task.sleep(nanoseconds: UInt64(request.timeout * 1_000_000_000)) } catch {
                 throw TransportError(.cancelled, "cancelled while waiting for the answer")
@@ -31,16 +30,11 @@ public struct EngineTransport: APNsTransport {
         case .resetConnection:
             throw TransportError(.connection, "connection reset by peer")
         case .goAway(true, let response?):
-            return Self.convert(response)
+            return response
         case .goAway:
             // What HTTP2Transport reports once its pool's own resends are
             // spent (that bound is tested over the real pool, GoAwayResendTests).
             throw TransportError(.unprocessed, "GOAWAY: stream above last-stream-id")
         }
-    }
-
-    static func convert(_ response: MockResponse) -> TransportResponse {
-        TransportResponse(
-            status: response.status, headers: response.headers.map { HTTPHeader($0.name, $0.value) }, body: response.body)
     }
 }

@@ -1,4 +1,5 @@
 import Synchronization
+public import RelayBasics
 
 /// Hands out the current provider token for one set of credentials, minting a
 /// new one only when APNs' rules say so.

@@ -1,3 +1,5 @@
+import RelayBasics
+
 /// The `apns-id` of a send: a lowercase UUID that names one logical send.
 ///
 /// Every attempt of a send carries the same id, so APNs treats a retry as the
@@ -27,13 +29,11 @@ public struct APNsID: Sendable, Hashable, Codable, CustomStringConvertible {
         bytes[6] = (bytes[6] & 0x0F) | 0x40  // version 4
         bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 4122 variant
         // Hex straight into one buffer: this runs on every send.
-        let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(36)
         for (index, byte) in bytes.enumerated() {
             if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
+            Hex.append(byte, to: &text)
         }
         return APNsID(uncheckedValue: String(decoding: text, as: UTF8.self))
     }
@@ -46,7 +46,7 @@ public struct APNsID: Sendable, Hashable, Codable, CustomStringConvertible {
             if [8, 13, 18, 23].contains(position) {
                 guard byte == UInt8(ascii: "-") else { return nil }
             } else {
-                guard byte.isHexDigit else { return nil }
+                guard Hex.isDigit(byte) else { return nil }
             }
         }
         value = text.lowercased()
@@ -67,13 +67,5 @@ public struct APNsID: Sendable, Hashable, Codable, CustomStringConvertible {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(value)
-    }
-}
-
-extension UInt8 {
-    var isHexDigit: Bool {
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
-            || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
-            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
     }
 }

@@ -1,3 +1,5 @@
+import RelayBasics
+
 /// A device, push-to-start or per-activity token: the hex string APNs puts in
 /// `/3/device/<token>`.
 ///
@@ -25,7 +27,7 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
     public static func brokenRule(_ hex: String) -> String? {
         let utf8 = hex.utf8
         if utf8.isEmpty { return "must not be empty" }
-        if let bad = utf8.first(where: { !$0.isHexDigit }) {
+        if let bad = utf8.first(where: { !Hex.isDigit($0) }) {
             let shown = bad >= 0x20 && bad < 0x7F ? "'\(Character(Unicode.Scalar(bad)))'" : "byte 0x\(String(bad, radix: 16))"
             return "must contain only hexadecimal digits (found \(shown))"
         }

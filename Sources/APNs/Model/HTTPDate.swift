@@ -1,3 +1,5 @@
+import RelayBasics
+
 /// HTTP dates (RFC 9110 §5.6.7) to and from unix seconds, without Foundation's
 /// formatters: the relay parses APNs' `Date` header on every response to watch
 /// clock skew, and `Retry-After` on every 429.
@@ -32,7 +34,7 @@ public enum HTTPDate {
     public static func format(_ seconds: Int64) -> String {
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
-        let (year, month, day) = civil(fromDays: days)
+        let (year, month, day) = CivilDate.date(days: days)
         let weekday = weekdays[Int(((days % 7) + 7) % 7)]
         func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return "\(weekday), \(two(day)) \(months[Int(month) - 1]) \(year) "
@@ -45,39 +47,9 @@ public enum HTTPDate {
         // The year is bounded before any arithmetic: a hostile Date header
         // ("Sun, 06 Nov 9223372036854775807 …") must be unreadable, not a trap.
         guard (1...9999).contains(year), clock.count == 3, (0...23).contains(clock[0]), (0...59).contains(clock[1]), (0...60).contains(clock[2]),
-              (1...31).contains(day), day <= daysIn(month: monthIndex + 1, year: year)
+              (1...31).contains(day), Int64(day) <= CivilDate.daysIn(month: Int64(monthIndex + 1), year: Int64(year))
         else { return nil }
-        let days = daysFromCivil(year: Int64(year), month: Int64(monthIndex + 1), day: Int64(day))
+        let days = CivilDate.days(year: Int64(year), month: Int64(monthIndex + 1), day: Int64(day))
         return days * 86_400 + Int64(clock[0] * 3600 + clock[1] * 60 + clock[2])
-    }
-
-    private static func daysIn(month: Int, year: Int) -> Int {
-        switch month {
-        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
-    }
-
-    // Howard Hinnant's days-from-civil algorithm (proleptic Gregorian).
-    public static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
-
-    public static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }

@@ -1,4 +1,5 @@
 internal import COpenSSL
+import RelayBasics
 
 /// A SHA-256 digest computed with OpenSSL.
 struct SHA256Digest: Sendable, Hashable {
@@ -14,14 +15,5 @@ struct SHA256Digest: Sendable, Hashable {
         return SHA256Digest(bytes: digest)
     }
 
-    var hexString: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
+    var hexString: String { Hex.encode(bytes) }
 }

@@ -1,7 +1,14 @@
+public import RelayBasics
 public import RelayJSON
 
 /// The exact HTTP/2 request one send issues, minus `authorization`, which the
 /// client adds at send time so a built request never holds a credential.
+///
+/// Built once per logical send; besides the wire fields it carries what the
+/// rest of the relay needs to know about the send (operation, apns-id, push
+/// type, token fingerprint), which is why it is not the HTTP/2 module's
+/// `HTTP2Request`. Each attempt turns it into one of those by adding the
+/// current `authorization`; the headers are the same `HTTPHeader` values.
 public struct APNsRequest: Sendable, Hashable {
     /// Which of an environment's two hosts the request goes to.
     public enum Destination: String, Sendable, Hashable {
@@ -31,10 +38,7 @@ public struct APNsRequest: Sendable, Hashable {
     public var channelID: String?
 
     /// The value of the first header called `name`.
-    public func header(_ name: String) -> String? {
-        let lowered = name.lowercased()
-        return headers.first(where: { $0.name == lowered })?.value
-    }
+    public func header(_ name: String) -> String? { headers.value(of: name) }
 
     /// The origin this request goes to under `endpoints`.
     public func origin(in endpoints: APNsEndpoints) -> Origin {

@@ -26,16 +26,3 @@ public enum Operation: String, Sendable, Hashable, CaseIterable, Codable {
 public enum HTTPMethod: String, Sendable, Hashable, Codable {
     case GET, POST, DELETE
 }
-
-/// One request header. Names are lowercase, as HTTP/2 requires.
-public struct HTTPHeader: Sendable, Hashable, CustomStringConvertible {
-    public var name: String
-    public var value: String
-
-    public init(_ name: String, _ value: String) {
-        self.name = name.lowercased()
-        self.value = value
-    }
-
-    public var description: String { "\(name): \(value)" }
-}

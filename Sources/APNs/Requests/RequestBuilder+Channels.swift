@@ -1,4 +1,5 @@
 import RelayJSON
+import RelayBasics
 
 extension RequestBuilder {
     /// Creates a broadcast channel on the channel-management host:

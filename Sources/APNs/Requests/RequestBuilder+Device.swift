@@ -1,4 +1,5 @@
 public import RelayJSON
+public import RelayBasics
 
 extension RequestBuilder {
     /// An alert push from a Live Activity snapshot's alert projection: push

@@ -1,4 +1,5 @@
 import RelayJSON
+import RelayBasics
 
 extension RequestBuilder {
     /// A Live Activity push to a device token: `start` goes to a push-to-start

@@ -1,4 +1,5 @@
 import RelayJSON
+public import RelayBasics
 
 /// Builds the exact APNs request for every operation, after running every
 /// preflight check that can be run without I/O.

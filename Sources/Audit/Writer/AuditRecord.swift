@@ -1,6 +1,7 @@
 import APNs
 public import Relay
 import RelayJSON
+import RelayBasics
 
 /// One row of `apns_audit`, built from a finished send.
 ///

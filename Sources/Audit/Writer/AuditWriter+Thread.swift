@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import Logging
+import RelayBasics
 
 extension AuditWriter {
     /// The writer thread: take a batch, replay the spool if Postgres is back,

@@ -1,4 +1,4 @@
-import APNs
+import RelayBasics
 
 /// PostgreSQL COPY text format.
 enum CopyText {
@@ -11,7 +11,7 @@ enum CopyText {
     }
 
     static func timestamp(_ nanoseconds: UInt64) -> String {
-        UnixTime.rfc3339(nanoseconds: nanoseconds)
+        RFC3339.format(nanoseconds: nanoseconds)
     }
 
     /// A text[] literal: every element double-quoted, `"` and `\` escaped.

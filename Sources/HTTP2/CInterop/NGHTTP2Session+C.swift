@@ -1,4 +1,5 @@
 internal import CNGHTTP2
+import RelayBasics
 
 #if canImport(Glibc)
     import Glibc
@@ -86,7 +87,7 @@ final class NGHTTP2Session {
     }
 
     /// Submits a request; returns its stream id.
-    func submitRequest(headers: [(String, String)], body: [UInt8]) throws(HTTP2Error) -> Int32 {
+    func submitRequest(headers: [HTTPHeader], body: [UInt8]) throws(HTTP2Error) -> Int32 {
         let stream = withHeaderBlock(headers) { nva, count in
             body.isEmpty
                 ? nghttp2_submit_request(session, nil, nva, count, nil, nil)
@@ -98,7 +99,7 @@ final class NGHTTP2Session {
     }
 
     /// Submits a response on `stream`.
-    func submitResponse(stream: Int32, headers: [(String, String)], body: [UInt8]) {
+    func submitResponse(stream: Int32, headers: [HTTPHeader], body: [UInt8]) {
         let status = withHeaderBlock(headers) { nva, count in
             body.isEmpty
                 ? nghttp2_submit_response(session, stream, nva, count, nil)
@@ -122,9 +123,9 @@ final class NGHTTP2Session {
     /// The highest stream id the peer opened (servers use it for GOAWAY).
     var lastProcessedPeerStream: Int32 { nghttp2_session_get_last_proc_stream_id(session) }
 
-    private func withHeaderBlock(_ headers: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32) -> Int32 {
-        let names = headers.map { strdup($0.0)! }
-        let values = headers.map { strdup($0.1)! }
+    private func withHeaderBlock(_ headers: [HTTPHeader], _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32) -> Int32 {
+        let names = headers.map { strdup($0.name)! }
+        let values = headers.map { strdup($0.value)! }
         defer {
             names.forEach { free($0) }
             values.forEach { free($0) }

@@ -1,4 +1,5 @@
 import Foundation
+import RelayBasics
 
 extension ConnectionCore {
     /// The connection thread: connect, then serve until closed or broken.
@@ -80,12 +81,12 @@ extension ConnectionCore {
     private func submit(_ pending: PendingRequest, on session: NGHTTP2Session, now: UInt64) {
         let request = pending.request
         var headers = [
-            (":method", request.method), (":scheme", "https"),
-            (":authority", request.authority ?? (configuration.port == 443 ? configuration.host : configuration.origin)),
-            (":path", request.path),
+            HTTPHeader(":method", request.method), HTTPHeader(":scheme", "https"),
+            HTTPHeader(":authority", request.authority ?? (configuration.port == 443 ? configuration.host : configuration.origin)),
+            HTTPHeader(":path", request.path),
         ]
-        headers.append(contentsOf: request.headers.map { ($0.name.lowercased(), $0.value) })
-        if !request.body.isEmpty { headers.append(("content-length", String(request.body.count))) }
+        headers.append(contentsOf: request.headers)
+        if !request.body.isEmpty { headers.append(HTTPHeader("content-length", String(request.body.count))) }
         do {
             let stream = try session.submitRequest(headers: headers, body: request.body)
             streams[stream] = StreamState(pending: pending, deadline: pending.deadline)

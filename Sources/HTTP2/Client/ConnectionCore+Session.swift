@@ -1,3 +1,5 @@
+import RelayBasics
+
 extension ConnectionCore: NGHTTP2SessionDelegate {
     func sessionBeganHeaders(stream: Int32) {}
 
@@ -6,7 +8,7 @@ extension ConnectionCore: NGHTTP2SessionDelegate {
         if name == ":status" {
             streams[stream]?.status = Int(value)
         } else if !name.hasPrefix(":") {
-            streams[stream]?.headers.append((name, value))
+            streams[stream]?.headers.append(HTTPHeader(name, value))
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import RelayBasics
 
 /// The connection's state: a part any thread may touch (under `shared`), and
 /// a part only the connection thread touches (everything else).
@@ -52,7 +53,7 @@ final class ConnectionCore: @unchecked Sendable {
         var pending: PendingRequest
         var deadline: UInt64
         var status: Int?
-        var headers: [(name: String, value: String)] = []
+        var headers: [HTTPHeader] = []
         var body: [UInt8] = []
         var ended = false
     }

@@ -1,4 +1,5 @@
 import Foundation
+public import RelayBasics
 import Synchronization
 
 /// A request as the server received it.
@@ -7,7 +8,7 @@ public struct HTTP2ServerRequest: Sendable {
     public var path: String
     public var authority: String?
     /// Regular headers in arrival order (pseudo-headers excluded), repeats kept.
-    public var headers: [(name: String, value: String)]
+    public var headers: [HTTPHeader]
     public var body: [UInt8]
     /// Which accepted connection carried it (1, 2, … in accept order).
     public var connectionID: Int

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import RelayBasics
 
 /// One accepted connection of an ``HTTP2Server``, on its own thread.
 final class ServerConnection: @unchecked Sendable {
@@ -17,7 +18,7 @@ final class ServerConnection: @unchecked Sendable {
         var method = ""
         var path = ""
         var authority: String?
-        var headers: [(name: String, value: String)] = []
+        var headers: [HTTPHeader] = []
         var body: [UInt8] = []
     }
 
@@ -89,8 +90,7 @@ final class ServerConnection: @unchecked Sendable {
             let now = Clock.now()
             scheduled.removeAll { item in
                 guard item.due <= now else { return false }
-                var headers = [(":status", String(item.response.status))]
-                headers += item.response.headers.map { ($0.name.lowercased(), $0.value) }
+                let headers = [HTTPHeader(":status", String(item.response.status))] + item.response.headers
                 session.submitResponse(stream: item.stream, headers: headers, body: item.response.body)
                 return true
             }
@@ -152,7 +152,7 @@ extension ServerConnection: NGHTTP2SessionDelegate {
         case ":method": incoming[stream]?.method = value
         case ":path": incoming[stream]?.path = value
         case ":authority": incoming[stream]?.authority = value
-        default: if !name.hasPrefix(":") { incoming[stream]?.headers.append((name, value)) }
+        default: if !name.hasPrefix(":") { incoming[stream]?.headers.append(HTTPHeader(name, value)) }
         }
     }
 

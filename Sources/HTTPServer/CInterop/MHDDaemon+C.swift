@@ -1,6 +1,7 @@
 internal import CMicroHTTPD
 internal import Zlib
 import Synchronization
+import RelayBasics
 
 #if canImport(Glibc)
     import Glibc
@@ -14,7 +15,7 @@ final class PendingExchange: @unchecked Sendable {
     // handler task, and it is guarded by its own lock.
     var method = ""
     var path = ""
-    var headers: [(name: String, value: String)] = []
+    var headers: [HTTPHeader] = []
     var query: [String: String] = [:]
     var body: [UInt8] = []
     var tooLarge = false
@@ -159,7 +160,7 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
         // First call for this request: headers are complete, the body is not.
         let exchange = PendingExchange()
         exchange.method = method.map { String(cString: $0) } ?? ""
-        exchange.headers = collectValues(connection, kind: headerKind).map { ($0.name.lowercased(), $0.value) }
+        exchange.headers = collectValues(connection, kind: headerKind).map { HTTPHeader($0.name, $0.value) }
         var undecodable: String?
         let rawPath = RequestTarget.originPath(url.map { String(cString: $0) } ?? "")
         if let path = RequestTarget.decoded(rawPath) { exchange.path = path } else { undecodable = "path" }
@@ -300,8 +301,8 @@ private func queue(_ response: HTTPResponse, for exchange: PendingExchange, on c
        !headers.contains(where: { $0.name.lowercased() == "content-encoding" }), let compressed = Zlib.gzip(body)
     {
         body = compressed
-        headers.append(("content-encoding", "gzip"))
-        headers.append(("vary", "accept-encoding"))
+        headers.append(HTTPHeader("content-encoding", "gzip"))
+        headers.append(HTTPHeader("vary", "accept-encoding"))
     }
     let mhdResponse = body.withUnsafeMutableBytes { bytes in
         MHD_create_response_from_buffer(bytes.count, bytes.baseAddress, responseMustCopy)

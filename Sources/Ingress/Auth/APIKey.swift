@@ -1,4 +1,5 @@
 import APNs
+import RelayBasics
 
 /// A backend's API key, as configured: only its SHA-256 is kept, so the
 /// configuration file does not hold a usable secret.
@@ -17,7 +18,7 @@ public struct APIKey: Sendable, Hashable {
 
     /// - Parameter sha256Hex: 64 hex digits (`printf %s "$KEY" | sha256sum`).
     public init?(name: String, sha256Hex: String, apps: Set<String>?, isAdmin: Bool = false, ratePerSecond: Double? = nil, burst: Double? = nil) {
-        guard let hash = Self.bytes(hex: sha256Hex), hash.count == 32 else { return nil }
+        guard let hash = Hex.decode(sha256Hex), hash.count == 32 else { return nil }
         self.name = name
         self.hash = hash
         self.apps = apps
@@ -27,28 +28,6 @@ public struct APIKey: Sendable, Hashable {
     }
 
     public func allows(app: String) -> Bool { apps?.contains(app) ?? true }
-
-    static func bytes(hex: String) -> [UInt8]? {
-        let digits = Array(hex.lowercased().utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        var index = 0
-        while index < digits.count {
-            guard let high = Self.nibble(digits[index]), let low = Self.nibble(digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        return bytes
-    }
-
-    private static func nibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case 0x30...0x39: digit - 0x30
-        case 0x61...0x66: digit - 0x61 + 10
-        default: nil
-        }
-    }
 }
 
 /// Finds the key a request presents.
@@ -79,7 +58,7 @@ public struct APIKeyring: Sendable {
     }
 
     static func bytesOfSHA256(_ text: String) -> [UInt8] {
-        APIKey.bytes(hex: Fingerprint.sha256Hex(Array(text.utf8))) ?? []
+        Hex.decode(Fingerprint.sha256Hex(Array(text.utf8))) ?? []
     }
 
     static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {

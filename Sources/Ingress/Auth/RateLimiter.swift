@@ -1,4 +1,5 @@
 import Synchronization
+import RelayBasics
 
 /// Token buckets per API key: each key gets `burst` requests at once and
 /// `ratePerSecond` sustained; beyond that the ingress answers 429 with the
@@ -20,7 +21,7 @@ final class RateLimiter: Sendable {
         return buckets.withLock { buckets in
             var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
             let elapsed = bucket.updated.duration(to: now)
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = elapsed.seconds
             bucket.tokens = min(burst, bucket.tokens + seconds * ratePerSecond)
             bucket.updated = now
             defer { buckets[key] = bucket }

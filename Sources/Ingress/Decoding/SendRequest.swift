@@ -2,6 +2,7 @@ public import APNs
 public import Relay
 import RelayJSON
 import Surfaces
+import RelayBasics
 
 /// One decoded send: the app and environment it is for, and the operation
 /// (several when a batch item fans out to `tokens`).

@@ -3,6 +3,7 @@ import HTTPServer
 import Relay
 import RelayJSON
 import Surfaces
+public import RelayBasics
 
 /// An error the ingress answers with: `{"error": {type, message, field?, …}}`
 /// and a status that fits it.
@@ -29,7 +30,7 @@ public struct IngressError: Error, Sendable {
     public var trapHits: [TrapID]?
     /// Seconds for a `retry-after` header (429, 503).
     public var retryAfter: Int?
-    public var extraHeaders: [(name: String, value: String)] = []
+    public var extraHeaders: [HTTPHeader] = []
     /// For 410: when APNs learned the token was gone (unix ms).
     public var unregisteredAt: Int64?
     /// Set by the decoder for an invalid snapshot, so the refusal is audited.
@@ -48,7 +49,7 @@ public struct IngressError: Error, Sendable {
 
     static let unauthorized: IngressError = {
         var error = IngressError(status: 401, type: .unauthorized, message: "send an API key as 'Authorization: Bearer <key>'")
-        error.extraHeaders = [("www-authenticate", #"Bearer realm="apns-relay""#)]
+        error.extraHeaders = [HTTPHeader("www-authenticate", #"Bearer realm="apns-relay""#)]
         return error
     }()
 
@@ -67,10 +68,10 @@ public struct IngressError: Error, Sendable {
     }
 
     /// `www-authenticate`, `retry-after` and `apns-id`, as they apply.
-    var headers: [(name: String, value: String)] {
+    var headers: [HTTPHeader] {
         var headers = extraHeaders
-        if let retryAfter { headers.append(("retry-after", String(retryAfter))) }
-        if let apnsID { headers.append(("apns-id", apnsID.description)) }
+        if let retryAfter { headers.append(HTTPHeader("retry-after", String(retryAfter))) }
+        if let apnsID { headers.append(HTTPHeader("apns-id", apnsID.description)) }
         return headers
     }
 

@@ -1,5 +1,6 @@
 import HTTPServer
 import Instrumentation
+import RelayBasics
 import Tracing
 
 /// The request span: child of the caller's `traceparent` when it sent a valid
@@ -10,7 +11,7 @@ struct RequestSpan: IngressMiddleware {
 
     func handle(_ request: HTTPRequest, _ context: IngressContext, next: IngressResponder) async throws(IngressError) -> HTTPResponse {
         var parent = ServiceContext.topLevel
-        tracer.extract(request.headers, into: &parent, using: HeaderListExtractor())
+        tracer.extract(request.headers, into: &parent, using: HTTPHeaderPropagation())
         let span = tracer.startSpan("ingress.request", context: parent, ofKind: .server)
         defer { span.end() }
         span.attributes["http.route"] = context.route
@@ -19,9 +20,7 @@ struct RequestSpan: IngressMiddleware {
         context.span = span
         var response = try await next(request, context)
         span.attributes["http.response.status_code"] = response.status
-        var headers: [String: String] = [:]
-        tracer.inject(span.context, into: &headers, using: HeaderDictionaryInjector())
-        if let traceparent = headers["traceparent"] { response.headers.append(("traceparent", traceparent)) }
+        if let traceparent = tracer.traceParentHeader(for: span.context) { response.headers.append(HTTPHeader(TraceParent.headerName, traceparent)) }
         return response
     }
 }

@@ -2,6 +2,7 @@ import APNs
 import HTTPServer
 import Relay
 import RelayJSON
+import RelayBasics
 
 extension Ingress {
     /// `POST /v1/channels` `{app, environment, storagePolicy?}` → 201 with the new channel id.
@@ -18,7 +19,7 @@ extension Ingress {
         }
         var body = Self.successBody(result)
         body["channelId"] = .string(channelID)
-        return .json(201, JSONValue.object(body).encoded(), headers: [("apns-id", result.apnsID.description)])
+        return .json(201, JSONValue.object(body).encoded(), headers: [HTTPHeader("apns-id", result.apnsID.description)])
     }
 
     /// `GET /v1/channels?app=&environment=` → the app's channels in that environment.
@@ -32,7 +33,7 @@ extension Ingress {
         }
         var body = Self.successBody(result)
         body["channels"] = .array(channels)
-        return .json(200, JSONValue.object(body).encoded(), headers: [("apns-id", result.apnsID.description)])
+        return .json(200, JSONValue.object(body).encoded(), headers: [HTTPHeader("apns-id", result.apnsID.description)])
     }
 
     /// `DELETE /v1/channels/{channelId}?app=&environment=`.
@@ -41,7 +42,7 @@ extension Ingress {
         try authorize(call.key, app: app)
         let channelID = call.request.pathParameters["channelId"] ?? ""
         let result = try await perform(app, environment, .deleteChannel(channelID: channelID), call)
-        return .json(200, JSONValue.object(Self.successBody(result)).encoded(), headers: [("apns-id", result.apnsID.description)])
+        return .json(200, JSONValue.object(Self.successBody(result)).encoded(), headers: [HTTPHeader("apns-id", result.apnsID.description)])
     }
 
     /// Fails on the first query parameter the route does not read.

@@ -2,6 +2,7 @@ import APNs
 import Foundation
 import HTTPServer
 import Relay
+import RelayBasics
 import RelayJSON
 
 extension Ingress {
@@ -44,9 +45,9 @@ extension Ingress {
                 ("token", .string(record.token)),
                 ("environment", .string(record.environment)),
                 ("reason", .string(record.reason)),
-                ("apnsTimestamp", record.apnsTimestampMilliseconds.map { .string(Self.rfc3339($0)) } ?? .null),
-                ("firstSeen", .string(Self.rfc3339(record.firstSeenMilliseconds))),
-                ("lastSeen", .string(Self.rfc3339(record.lastSeenMilliseconds))),
+                ("apnsTimestamp", record.apnsTimestampMilliseconds.map { .string(RFC3339.format(milliseconds: $0)) } ?? .null),
+                ("firstSeen", .string(RFC3339.format(milliseconds: record.firstSeenMilliseconds))),
+                ("lastSeen", .string(RFC3339.format(milliseconds: record.lastSeenMilliseconds))),
             ]))
         }
         return .json(200, JSONValue.object(JSONObject([("deadTokens", .array(items))])).encoded())
@@ -106,11 +107,5 @@ extension Ingress {
         let value = (date.timeIntervalSince1970 * 1000).rounded(.down)
         guard value.isFinite, value >= -9.0e18, value <= 9.0e18 else { return nil }
         return Int64(value)
-    }
-
-    static func rfc3339(_ milliseconds: Int64) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
     }
 }

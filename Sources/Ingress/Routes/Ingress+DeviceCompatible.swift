@@ -2,6 +2,7 @@ import APNs
 import HTTPServer
 import Relay
 import RelayJSON
+import RelayBasics
 
 extension Ingress {
     /// `POST /3/device/{token}`: APNs' own request shape, so a script that
@@ -12,10 +13,7 @@ extension Ingress {
         do {
             let token = call.request.pathParameters["token"] ?? ""
             let payload = try body(call.request, checksContentType: false)
-            var headers: [HTTPHeader] = []
-            for (name, value) in call.request.headers where name.hasPrefix("apns-") && !name.hasPrefix("apns-relay-") {
-                headers.append(HTTPHeader(name, value))
-            }
+            var headers = call.request.headers.filter { $0.name.hasPrefix("apns-") && !$0.name.hasPrefix("apns-relay-") }
             // APNs treats a missing push type as an alert on iOS; so does the relay here.
             if !headers.contains(where: { $0.name == "apns-push-type" }) { headers.append(HTTPHeader("apns-push-type", "alert")) }
             let topic = call.request.header("apns-topic")
@@ -23,8 +21,8 @@ extension Ingress {
             try authorize(call.key, app: app)
             let environment = try compatibleEnvironment(call, app: app)
             let result = try await perform(app, environment, .raw(token: token, payload: payload, headers: headers), call)
-            var responseHeaders = [("apns-id", result.apnsID.description)]
-            if let unique = result.apnsUniqueID { responseHeaders.append(("apns-unique-id", unique)) }
+            var responseHeaders = [HTTPHeader("apns-id", result.apnsID.description)]
+            if let unique = result.apnsUniqueID { responseHeaders.append(HTTPHeader("apns-unique-id", unique)) }
             return HTTPResponse(status: result.status, headers: responseHeaders, body: [])
         } catch {
             // APNs clients read "reason" (and "timestamp" on 410); the relay's

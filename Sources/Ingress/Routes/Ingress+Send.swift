@@ -2,13 +2,14 @@ import APNs
 import HTTPServer
 import Relay
 import RelayJSON
+import RelayBasics
 
 extension Ingress {
     /// `POST /v1/send`: one send, answered with its result or its error.
     @Sendable func send(_ call: Call) async throws(IngressError) -> HTTPResponse {
         let request = try decodeSend(try body(call.request), call)
         let result = try await perform(request.app, request.environment, request.operations[0], call)
-        return .json(200, JSONValue.object(Self.successBody(result)).encoded(), headers: [("apns-id", result.apnsID.description)])
+        return .json(200, JSONValue.object(Self.successBody(result)).encoded(), headers: [HTTPHeader("apns-id", result.apnsID.description)])
     }
 
     /// `POST /v1/describe`: the exact APNs request a send would make; nothing is sent.

@@ -1,7 +1,9 @@
 public import APNs
+import HTTP2
 import Instrumentation
 import Logging
 import Tracing
+import RelayBasics
 
 extension APNsClient {
     /// Sends `request` until APNs accepts it, rejects it for good, or the
@@ -50,15 +52,13 @@ struct SendRun {
         policy = client.configuration.retryPolicy.effective(for: request.priority)
         let parent = context.instrumentation ?? InstrumentationContext.current ?? .topLevel
         span = client.tracer.startSpan("apns.send", context: parent, ofKind: .client)
-        var headers: [String: String] = [:]
-        client.tracer.inject(span.context, into: &headers, using: TraceHeaderPropagation())
         descriptor = SendDescriptor(
             app: client.configuration.app, environment: client.configuration.environment,
             operation: request.operation, apnsID: request.apnsID, pushType: request.pushType,
             priority: request.priority, topic: request.topic, tokenFingerprint: request.tokenFingerprint,
             channelID: request.channelID, snapshotID: context.snapshotID, surfaceID: context.surfaceID,
             payloadBytes: request.body.count, caller: context.caller,
-            traceID: headers["traceparent"].flatMap { TraceParentFields(header: $0)?.traceID })
+            traceID: client.tracer.traceParentHeader(for: span.context).flatMap { TraceParent(header: $0)?.traceID })
         span.updateAttributes { attributes in
             attributes["apns.operation"] = request.operation.rawValue
             attributes["apns.app"] = client.configuration.app
@@ -73,11 +73,7 @@ struct SendRun {
         }
     }
 
-    var elapsedSeconds: Double { seconds(clock.now - start) }
-
-    func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
+    var elapsedSeconds: Double { (clock.now - start).seconds }
 
     mutating func execute() async throws(SendFailure) -> SendResult {
         // The intent is durable before anything leaves: if the relay dies
@@ -105,19 +101,19 @@ struct SendRun {
             // timeout now means the send ran out of time (504), not that APNs
             // could not be reached (502).
             let deadlineBoundsAttempt = remaining <= client.configuration.requestTimeout
-            let transportRequest = TransportRequest(
-                origin: request.origin(in: client.configuration.endpoints), method: request.method.rawValue,
-                path: request.path,
+            let origin = request.origin(in: client.configuration.endpoints)
+            let wireRequest = HTTP2Request(
+                method: request.method.rawValue, path: request.path, authority: origin.authority,
                 headers: request.headers + [HTTPHeader("authorization", authorization.headerValue)],
                 body: request.body, timeout: max(0.001, min(client.configuration.requestTimeout, remaining)))
 
-            let answer: Result<TransportResponse, TransportError>
+            let answer: Result<HTTP2Response, TransportError>
             do {
-                answer = .success(try await client.transport.send(transportRequest))
+                answer = .success(try await client.transport.send(wireRequest, to: origin))
             } catch {
                 answer = .failure(error)
             }
-            let duration = seconds(clock.now - attemptStart)
+            let duration = (clock.now - attemptStart).seconds
 
             let failure: RetryPolicy.Outcome
             switch answer {
@@ -172,20 +168,3 @@ struct SendRun {
     }
 }
 
-/// Reads a `traceparent` a tracer injected, to learn the send's trace id
-/// without knowing which tracer is installed.
-struct TraceParentFields {
-    let traceID: String
-
-    init?(header: String) {
-        let parts = header.split(separator: "-")
-        guard parts.count >= 4, parts[1].count == 32 else { return nil }
-        traceID = String(parts[1])
-    }
-}
-
-struct TraceHeaderPropagation: Injector {
-    func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) {
-        carrier[key.lowercased()] = value
-    }
-}

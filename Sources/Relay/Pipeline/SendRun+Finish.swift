@@ -1,5 +1,7 @@
 import APNs
+import HTTP2
 import Tracing
+import RelayBasics
 
 extension SendRun {
     /// Tells every observer about a failed attempt and what was decided after it.
@@ -21,7 +23,7 @@ extension SendRun {
     }
 
     /// Ends the send successfully: span, send event (durable), result.
-    func succeed(_ response: TransportResponse) async -> SendResult {
+    func succeed(_ response: HTTP2Response) async -> SendResult {
         let finishedAt = UnixTime.nowNanoseconds()
         let latency = elapsedSeconds
         let uniqueID = response.header("apns-unique-id")

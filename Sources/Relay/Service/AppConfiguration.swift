@@ -1,4 +1,5 @@
 public import APNs
+public import RelayBasics
 
 /// One app the relay sends for: its bundle id, its signing key, and the
 /// environments it may use.

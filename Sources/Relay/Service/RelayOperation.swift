@@ -1,6 +1,7 @@
 public import APNs
 public import RelayJSON
 public import Surfaces
+public import RelayBasics
 
 /// One logical send, as a backend asks for it.
 public enum RelayOperation: Sendable {

@@ -4,6 +4,7 @@ import Logging
 import RelayJSON
 import Surfaces
 import Tracing
+import RelayBasics
 
 extension RelayService {
     /// Turns an operation into its APNs request, running every check that
@@ -114,15 +115,13 @@ extension RelayService {
             attributes["apns.attempts"] = 0
             if let trap = trapHits.first { attributes["apns.trap"] = trap.rawValue }
         }
-        var headers: [String: String] = [:]
-        tracer.inject(span.context, into: &headers, using: TraceHeaderPropagation())
         span.setStatus(SpanStatus(code: .error, message: failure.errorType))
         span.end()
         let event = SendEvent(
             send: SendDescriptor(
                 app: app, environment: environment, operation: operation, apnsID: apnsID,
                 snapshotID: context.snapshotID, surfaceID: context.surfaceID, caller: context.caller,
-                traceID: headers["traceparent"].flatMap { TraceParentFields(header: $0)?.traceID }),
+                traceID: tracer.traceParentHeader(for: span.context).flatMap { TraceParent(header: $0)?.traceID }),
             outcome: .rejected, status: nil, reason: nil, errorType: failure.errorType, attempts: 0, trapHits: trapHits,
             latencySeconds: 0, startedAt: now, finishedAt: now, apnsUniqueID: nil, unregisteredAt: nil, dropsToken: false,
             attemptLog: [], deadToken: nil)

@@ -1,53 +1,25 @@
 public import APNs
+public import HTTP2
 
 /// Carries one HTTP/2 request to an origin and brings back the answer.
 ///
 /// The relay's send pipeline talks to this protocol, not to a socket: in
-/// production it is the nghttp2 connection pool, in unit tests an in-memory
-/// mock APNs. Retries, JWTs and events stay in the pipeline either way.
+/// production it is the nghttp2 connection pool (``HTTP2Transport``), in unit
+/// tests an in-memory mock APNs. Retries, JWTs and events stay in the
+/// pipeline either way. The protocol speaks the HTTP/2 module's own message
+/// types: the pipeline builds one `HTTP2Request` per attempt from the
+/// `APNsRequest` (adding `authorization`) and gets the `HTTP2Response` back
+/// as the pool delivered it, so no layer copies or converts headers. What it
+/// adds is the `Origin` (which pool; HTTP2 knows nothing of APNs hosts) and
+/// ``TransportError``, the failures as the retry engine classifies them.
 public protocol APNsTransport: Sendable {
-    func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse
+    /// Sends `request` to `origin`; `request.authority` is already set for it.
+    func send(_ request: HTTP2Request, to origin: Origin) async throws(TransportError) -> HTTP2Response
 }
 
-/// A request as the transport sends it, `authorization` included.
-public struct TransportRequest: Sendable {
-    public var origin: Origin
-    public var method: String
-    public var path: String
-    public var headers: [HTTPHeader]
-    public var body: [UInt8]
-    /// How long to wait for the answer, in seconds.
-    public var timeout: Double
-
-    public init(origin: Origin, method: String, path: String, headers: [HTTPHeader], body: [UInt8], timeout: Double) {
-        self.origin = origin
-        self.method = method
-        self.path = path
-        self.headers = headers
-        self.body = body
-        self.timeout = timeout
-    }
-}
-
-/// What came back.
-public struct TransportResponse: Sendable {
-    public var status: Int
-    public var headers: [HTTPHeader]
-    public var body: [UInt8]
-
-    public init(status: Int, headers: [HTTPHeader], body: [UInt8]) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-    }
-
-    public func header(_ name: String) -> String? {
-        let lowered = name.lowercased()
-        return headers.first(where: { $0.name == lowered })?.value
-    }
-}
-
-/// Why a request got no HTTP answer.
+/// Why a request got no HTTP answer, in the retry engine's terms: fewer
+/// kinds than `HTTP2Error` has codes, each with one retry meaning, and the
+/// vocabulary a fake transport throws in tests.
 public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Kind: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
         public let rawValue: String

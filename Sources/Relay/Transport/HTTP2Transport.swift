@@ -30,15 +30,12 @@ public final class HTTP2Transport: APNsTransport {
         self.observer = observer
     }
 
-    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
+    /// Hands `request` to `origin`'s pool as it is; only a failure is
+    /// translated (``convert(_:)``), into the retry engine's terms.
+    public func send(_ request: HTTP2Request, to origin: Origin) async throws(TransportError) -> HTTP2Response {
         guard !isClosed.load(ordering: .acquiring) else { throw TransportError(.closed, "the relay is shutting down") }
-        let pool = pool(for: request.origin)
-        let http2Request = HTTP2Request(
-            method: request.method, path: request.path, authority: request.origin.authority,
-            headers: request.headers.map { ($0.name, $0.value) }, body: request.body, timeout: request.timeout)
         do {
-            let response = try await pool.send(http2Request)
-            return TransportResponse(status: response.status, headers: response.headers.map { HTTPHeader($0.name, $0.value) }, body: response.body)
+            return try await pool(for: origin).send(request)
         } catch {
             throw Self.convert(error)
         }

@@ -1,8 +1,8 @@
-import APNs
 public import Instrumentation
 public import Logging
 import RelayJSON
 import Synchronization
+import RelayBasics
 
 #if canImport(Glibc)
     import Glibc
@@ -42,7 +42,7 @@ public struct JSONLogHandler: LogHandler {
         if let eventMetadata = event.metadata { merged.merge(eventMetadata) { _, new in new } }
 
         var object = JSONObject()
-        object["ts"] = .string(UnixTime.rfc3339(nanoseconds: UnixTime.nowNanoseconds()))
+        object["ts"] = .string(RFC3339.format(nanoseconds: UnixTime.nowNanoseconds()))
         object["level"] = .string(event.level.rawValue)
         object["logger"] = .string(label)
         object["msg"] = .string(event.message.description)

@@ -1,5 +1,6 @@
 public import HTTPServer
 import Prometheus
+import RelayBasics
 
 /// The metrics listener: `/metrics` (Prometheus text format, gzipped for
 /// scrapers that ask), `/healthz` (the process answers) and `/readyz` (the
@@ -27,7 +28,7 @@ public struct MetricsEndpoint: Sendable {
         router.add("GET", "/metrics") { _ in
             metrics.refresh(sources)
             return HTTPResponse(
-                status: 200, headers: [("content-type", "text/plain; version=0.0.4; charset=utf-8")],
+                status: 200, headers: [HTTPHeader("content-type", "text/plain; version=0.0.4; charset=utf-8")],
                 body: metrics.registry.emitToBuffer())
         }
         HealthProbes(readiness: readiness).install(on: &router)

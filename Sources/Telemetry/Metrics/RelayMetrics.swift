@@ -2,6 +2,7 @@ import APNs
 public import Prometheus
 public import Relay
 import Synchronization
+import RelayBasics
 
 /// Turns the relay's events into Prometheus metrics.
 ///

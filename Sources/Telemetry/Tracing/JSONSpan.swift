@@ -1,8 +1,8 @@
 public import Instrumentation
 public import Logging
-import APNs
 import Synchronization
 public import Tracing
+import RelayBasics
 
 /// A span from ``JSONSpanTracer``; logs itself as one JSON record when it ends.
 public final class JSONSpan: Span {
@@ -84,7 +84,7 @@ public final class JSONSpan: Span {
             "span_id": .string(identity.spanID),
             "name": .string(finished.operationName),
             "kind": .string("\(kind)"),
-            "start": .string(UnixTime.rfc3339(nanoseconds: startNanoseconds)),
+            "start": .string(RFC3339.format(nanoseconds: startNanoseconds)),
             "duration_ms": .stringConvertible(Double(endNanoseconds &- startNanoseconds) / 1_000_000),
             "status": .string(finished.status?.code == .error ? "error" : finished.status?.code == .ok ? "ok" : "unset"),
             "attributes": .dictionary(attributes),

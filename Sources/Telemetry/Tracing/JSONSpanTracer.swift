@@ -1,6 +1,7 @@
 public import Instrumentation
 public import Logging
 public import Tracing
+import RelayBasics
 
 /// A tracer that writes every finished span as one JSON log line.
 ///
@@ -8,12 +9,11 @@ public import Tracing
 /// (`trace_id`, `span_id`, `parent_span_id`, `name`, `start`, `duration_ms`,
 /// `status`, `attributes`) that any log pipeline can index, and log lines
 /// written inside a span carry the same `trace_id` (see
-/// ``TraceMetadataProvider``). W3C `traceparent` is extracted and injected.
+/// ``TraceMetadataProvider``). W3C `traceparent` is extracted and injected
+/// (the value is RelayBasics' `TraceParent`; any carrier works, the relay's
+/// own is `HTTPHeaderPropagation`).
 public struct JSONSpanTracer: Tracer {
     public typealias Span = JSONSpan
-
-    /// The header this tracer reads and writes.
-    public static let traceParentHeader = "traceparent"
 
     let logger: Logger
 
@@ -57,7 +57,7 @@ public struct JSONSpanTracer: Tracer {
     public func extract<Carrier, Extract: Extractor>(
         _ carrier: Carrier, into context: inout InstrumentationContext, using extractor: Extract
     ) where Extract.Carrier == Carrier {
-        guard let header = extractor.extract(key: Self.traceParentHeader, from: carrier),
+        guard let header = extractor.extract(key: TraceParent.headerName, from: carrier),
               let parent = TraceParent(header: header)
         else { return }
         context.remoteParent = parent
@@ -67,22 +67,9 @@ public struct JSONSpanTracer: Tracer {
         _ context: InstrumentationContext, into carrier: inout Carrier, using injector: Inject
     ) where Inject.Carrier == Carrier {
         if let identity = context.spanIdentity {
-            injector.inject(identity.traceParent.description, forKey: Self.traceParentHeader, into: &carrier)
+            injector.inject(identity.traceParent.description, forKey: TraceParent.headerName, into: &carrier)
         } else if let remote = context.remoteParent {
-            injector.inject(remote.description, forKey: Self.traceParentHeader, into: &carrier)
+            injector.inject(remote.description, forKey: TraceParent.headerName, into: &carrier)
         }
-    }
-}
-
-/// Extracts from and injects into a header dictionary (lowercase names).
-public struct HeaderDictionaryPropagation: Extractor, Injector {
-    public init() {}
-
-    public func extract(key: String, from carrier: [String: String]) -> String? {
-        carrier[key.lowercased()]
-    }
-
-    public func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) {
-        carrier[key.lowercased()] = value
     }
 }

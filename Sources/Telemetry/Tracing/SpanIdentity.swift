@@ -1,5 +1,6 @@
 public import Instrumentation
 public import Tracing
+public import RelayBasics
 
 /// Where a span sits in its trace, stored in the instrumentation context.
 public struct SpanIdentity: Sendable, Hashable {

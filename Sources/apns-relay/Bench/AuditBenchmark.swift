@@ -3,6 +3,7 @@ import Audit
 import Foundation
 import Logging
 import Relay
+import RelayBasics
 
 /// Rows/s through the audit writer against `psql \copy` of the same rows into the same table.
 struct AuditBenchmark {
@@ -26,9 +27,9 @@ struct AuditBenchmark {
         let clock = ContinuousClock()
         let writerStart = clock.now
         events.forEach(writer.sendFinished)
-        let queuedSeconds = Self.seconds(clock.now - writerStart)
+        let queuedSeconds = (clock.now - writerStart).seconds
         await writer.shutdown()
-        let writerSeconds = Self.seconds(clock.now - writerStart)
+        let writerSeconds = (clock.now - writerStart).seconds
         let statistics = writer.statistics
         guard statistics.written == rows else { throw BenchmarkError(description: "writer wrote \(statistics.written) of \(rows) rows (spooled \(statistics.spooled))") }
 
@@ -40,7 +41,7 @@ struct AuditBenchmark {
         try data.write(to: URL(fileURLWithPath: file))
         let psqlStart = clock.now
         try psql("\\copy apns_audit (\(AuditRecord.columns.joined(separator: ", "))) FROM '\(file)'")
-        let psqlSeconds = Self.seconds(clock.now - psqlStart)
+        let psqlSeconds = (clock.now - psqlStart).seconds
         let copied = try psql("SELECT count(*) FROM apns_audit;").trimmingCharacters(in: .whitespacesAndNewlines)
         guard copied == String(rows) else { throw BenchmarkError(description: "psql copied \(copied) rows") }
         try psql("TRUNCATE apns_audit;")
@@ -80,9 +81,5 @@ struct AuditBenchmark {
             outcome: .success, status: 200, reason: nil, errorType: nil, attempts: 1, trapHits: [], latencySeconds: 0.004,
             startedAt: finished - 4_000_000, finishedAt: finished, apnsUniqueID: nil, unregisteredAt: nil, dropsToken: false,
             attemptLog: [AttemptSummary(status: 200, reason: nil, durationSeconds: 0.004)], deadToken: nil)
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }

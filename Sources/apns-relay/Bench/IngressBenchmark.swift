@@ -5,6 +5,7 @@ import Relay
 import RelayJSON
 import Surfaces
 import Synchronization
+import RelayBasics
 
 /// End-to-end sends/s through the ingress (HTTP/1.1 keep-alive clients on
 /// threads of their own → relay → TLS HTTP/2 → mock APNs, audit on), the
@@ -70,7 +71,7 @@ struct IngressBenchmark {
     static func closedLoop(environment: DemoEnvironment, requests: Int, connections: Int) async throws -> Run {
         let next = Atomic<Int>(0)
         let port = environment.ingressPort
-        let headers = [("authorization", "Bearer \(environment.apiKey)"), ("content-type", "application/json")]
+        let headers = [HTTPHeader("authorization", "Bearer \(environment.apiKey)"), HTTPHeader("content-type", "application/json")]
         let started = ContinuousClock.now
         let results = await onThreads(connections) { _ in
             let client = BlockingHTTPClient(host: "127.0.0.1", port: port)
@@ -94,7 +95,7 @@ struct IngressBenchmark {
     /// the ingress or straight into the relay service (same relay, same mock).
     static func paced(environment: DemoEnvironment, requests: Int, connections: Int, rate: Double, direct: Bool) async throws -> Run {
         let port = environment.ingressPort
-        let headers = [("authorization", "Bearer \(environment.apiKey)"), ("content-type", "application/json")]
+        let headers = [HTTPHeader("authorization", "Bearer \(environment.apiKey)"), HTTPHeader("content-type", "application/json")]
         let service = environment.server.service
         let snapshot = try LiveSurfaceSnapshot(json: JSONParser.parse(DemoWorkload.liveSnapshot))
         let interval = Double(connections) / rate
@@ -154,5 +155,5 @@ struct IngressBenchmark {
 }
 
 extension Duration {
-    var milliseconds: Double { Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 }
+    var milliseconds: Double { seconds * 1000 }
 }

@@ -2,6 +2,7 @@ import APNs
 import Foundation
 import HTTP2
 import MockAPNs
+import RelayBasics
 
 #if canImport(Glibc)
     import Glibc
@@ -45,8 +46,9 @@ struct TransportBenchmark {
         let jwt = ProviderToken(credentials: credentials, issuedAt: UnixTime.nowSeconds()).authorizationHeaderValue
         let token = String(repeating: "ab", count: 32)
         let body = Array(#"{"aps":{"alert":{"title":"bench","body":"a push of typical size for the benchmark"}}}"#.utf8)
-        let headers: [(name: String, value: String)] = [
-            ("authorization", jwt), ("apns-topic", "com.example.bench"), ("apns-push-type", "alert"), ("apns-priority", "10"),
+        let headers = [
+            HTTPHeader("authorization", jwt), HTTPHeader("apns-topic", "com.example.bench"), HTTPHeader("apns-push-type", "alert"),
+            HTTPHeader("apns-priority", "10"),
         ]
 
         let rssBefore = Self.residentMegabytes()
@@ -72,7 +74,7 @@ struct TransportBenchmark {
         return lines.joined(separator: "\n")
     }
 
-    private func runClient(port: Int, caFile: String, headers: [(name: String, value: String)], body: [UInt8], path: String) async throws -> ClientRun {
+    private func runClient(port: Int, caFile: String, headers: [HTTPHeader], body: [UInt8], path: String) async throws -> ClientRun {
         var connectionConfiguration = HTTP2Connection.Configuration(host: "127.0.0.1", port: port)
         connectionConfiguration.tls = TLSClientConfiguration(caFile: caFile)
         connectionConfiguration.maxConcurrentStreams = streams
@@ -100,7 +102,7 @@ struct TransportBenchmark {
                         let sent = clock.now
                         do {
                             let response = try await pool.send(request)
-                            if response.status == 200 { latencies.append(Self.seconds(clock.now - sent)) } else { failures += 1 }
+                            if response.status == 200 { latencies.append((clock.now - sent).seconds) } else { failures += 1 }
                         } catch {
                             failures += 1
                         }
@@ -116,14 +118,10 @@ struct TransportBenchmark {
             }
             return (all, failures)
         }
-        return ClientRun(seconds: Self.seconds(clock.now - start), latencies: results.0, failures: results.1)
+        return ClientRun(seconds: (clock.now - start).seconds, latencies: results.0, failures: results.1)
     }
 
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
-    static func h2load(requests: Int, connections: Int, streams: Int, body: String, headers: [(name: String, value: String)], url: String) throws -> (rate: Double, meanMilliseconds: Double) {
+    static func h2load(requests: Int, connections: Int, streams: Int, body: String, headers: [HTTPHeader], url: String) throws -> (rate: Double, meanMilliseconds: Double) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["h2load", "-n", String(requests), "-c", String(connections), "-m", String(streams), "-d", body]

@@ -1,5 +1,6 @@
 import APNs
 import ArgumentParser
+import RelayBasics
 
 /// `apns-relay api-key`: makes API keys, so nobody has to invent one.
 struct APIKeyCommand: ParsableCommand {
@@ -52,13 +53,8 @@ enum APIKeyGenerator {
     /// (getrandom). The prefix lets secret scanners recognise a leaked key.
     static func newKey() -> String {
         var generator = SystemRandomNumberGenerator()
-        var hex = ""
-        for _ in 0..<4 {
-            let word = generator.next()
-            let digits = String(word, radix: 16)
-            hex += String(repeating: "0", count: 16 - digits.count) + digits
-        }
-        return "apnsrelay_" + hex
+        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return "apnsrelay_" + Hex.encode(bytes)
     }
 
     /// The YAML list item for `api_keys`.

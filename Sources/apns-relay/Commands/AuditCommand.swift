@@ -4,6 +4,7 @@ import Audit
 import Foundation
 import RelayJSON
 import RelayServer
+import RelayBasics
 
 /// `apns-relay audit`: the on-call questions, answered from the audit table.
 struct AuditCommand: ParsableCommand {
@@ -135,7 +136,7 @@ struct AuditCommand: ParsableCommand {
         case "d": seconds = amount * 86_400
         default: throw ValidationError("durations look like 30m, 1h or 7d (got \(duration))")
         }
-        return UnixTime.rfc3339(nanoseconds: UInt64(UnixTime.nowSeconds() - seconds) * 1_000_000_000)
+        return RFC3339.format(nanoseconds: UInt64(UnixTime.nowSeconds() - seconds) * 1_000_000_000)
     }
 }
 

@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import HTTP2
 import MockAPNs
+import RelayBasics
 
 /// `apns-relay mock-apns`: the APNs stand-in, on its own.
 struct MockAPNsCommand: AsyncParsableCommand {

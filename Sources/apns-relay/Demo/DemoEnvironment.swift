@@ -5,6 +5,7 @@ import Logging
 import MockAPNs
 import Relay
 import RelayServer
+import RelayBasics
 
 /// A relay wired to a mock APNs on loopback, with a generated key and API
 /// keys: what `apns-relay demo` and `apns-relay bench ingress` run against.

@@ -1,6 +1,7 @@
 import Foundation
 import RelayJSON
 import Synchronization
+import RelayBasics
 
 /// The demo's mixed workload, sent through the ingress like a backend would:
 /// successes, Unregistered, TooManyRequests with retries, PayloadTooLarge,
@@ -29,7 +30,7 @@ final class DemoWorkload: Sendable {
     }
 
     private func send(_ client: BlockingHTTPClient, _ label: String, _ path: String, _ body: String, method: String = "POST") throws {
-        let headers = [("authorization", "Bearer \(apiKey)"), ("content-type", "application/json")]
+        let headers = [HTTPHeader("authorization", "Bearer \(apiKey)"), HTTPHeader("content-type", "application/json")]
         record(label, try client.request(method, path, headers: headers, body: Array(body.utf8)))
     }
 
@@ -89,7 +90,7 @@ final class DemoWorkload: Sendable {
 
         // A Live Activity's life: start, update, end.
         let activity = Self.token("", 9100)
-        let now = Int(Date().timeIntervalSince1970)
+        let now = Int(UnixTime.nowSeconds())
         for (index, operation) in ["start", "update", "end"].enumerated() {
             try send(client, "live-activity-\(operation)", "/v1/send",
                      #"{"app":"\#(DemoEnvironment.app)","environment":"development","operation":"\#(operation)","token":"\#(activity)","timestamp":\#(now + index),"snapshot":\#(Self.liveSnapshot)}"#)

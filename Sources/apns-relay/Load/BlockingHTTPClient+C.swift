@@ -1,3 +1,5 @@
+import RelayBasics
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -10,10 +12,10 @@
 final class BlockingHTTPClient {
     struct Response {
         var status: Int
-        var headers: [(name: String, value: String)]
+        var headers: [HTTPHeader]
         var body: [UInt8]
 
-        func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+        func header(_ name: String) -> String? { headers.value(of: name) }
     }
 
     struct Failure: Error, CustomStringConvertible {
@@ -61,7 +63,7 @@ final class BlockingHTTPClient {
 
     /// Sends one request and reads its answer; reconnects once if the server
     /// closed the kept-alive connection in between.
-    func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) throws -> Response {
+    func request(_ method: String, _ path: String, headers: [HTTPHeader] = [], body: [UInt8] = []) throws -> Response {
         do {
             return try exchange(method, path, headers, body)
         } catch {
@@ -75,10 +77,10 @@ final class BlockingHTTPClient {
         descriptor = -1
     }
 
-    private func exchange(_ method: String, _ path: String, _ headers: [(String, String)], _ body: [UInt8]) throws -> Response {
+    private func exchange(_ method: String, _ path: String, _ headers: [HTTPHeader], _ body: [UInt8]) throws -> Response {
         try connectIfNeeded()
         var head = "\(method) \(path) HTTP/1.1\r\nhost: \(host):\(port)\r\ncontent-length: \(body.count)\r\n"
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        for header in headers { head += "\(header.name): \(header.value)\r\n" }
         head += "\r\n"
         try write(Array(head.utf8) + body)
         return try readResponse()
@@ -109,13 +111,13 @@ final class BlockingHTTPClient {
         var lines = headText.split(separator: "\r\n", omittingEmptySubsequences: false)
         let statusLine = lines.removeFirst().split(separator: " ")
         guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw Failure(description: "bad status line") }
-        var headers: [(name: String, value: String)] = []
+        var headers: [HTTPHeader] = []
         var length = 0
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }
             let name = line[..<colon].lowercased()
             let value = line[line.index(after: colon)...].trimmingCharacters(in: " ")
-            headers.append((name, value))
+            headers.append(HTTPHeader(name, value))
             if name == "content-length" { length = Int(value) ?? 0 }
         }
         let bodyStart = headerEnd! + 4

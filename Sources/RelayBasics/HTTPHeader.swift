@@ -1,0 +1,27 @@
+/// One HTTP header field, name lowercase.
+///
+/// The one header type from the request builder to the wire and back: an
+/// `APNsRequest`'s headers, the HTTP/2 client's request and response, the
+/// HTTP/2 server's and the mock's exchanges all hold `[HTTPHeader]`, so a
+/// send passes its headers down without converting them. Names are
+/// lowercased once, here, as HTTP/2 requires (RFC 9113 §8.2.1); the name is
+/// immutable so the rule cannot be broken later.
+public struct HTTPHeader: Sendable, Hashable, CustomStringConvertible {
+    public let name: String
+    public var value: String
+
+    public init(_ name: String, _ value: String) {
+        self.name = name.lowercased()
+        self.value = value
+    }
+
+    public var description: String { "\(name): \(value)" }
+}
+
+extension Sequence where Element == HTTPHeader {
+    /// The value of the first header called `name` (any case), or nil.
+    public func value(of name: String) -> String? {
+        let lowered = name.lowercased()
+        return first(where: { $0.name == lowered })?.value
+    }
+}

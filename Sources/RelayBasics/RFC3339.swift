@@ -1,0 +1,135 @@
+/// RFC 3339 date-times in UTC, without Foundation's formatters.
+///
+/// Formatting always writes the relay's one form, `YYYY-MM-DDTHH:MM:SS.mmmZ`
+/// (milliseconds, `Z`): audit rows, log lines, spans and API answers all use
+/// it, so they sort and compare as text. Parsing accepts exactly what the
+/// contract's `updatedAt` accepts (see ``parse(_:)``).
+public enum RFC3339 {
+    /// `nanoseconds` since 1970 as `2026-11-22T15:04:05.123Z` (truncated to the millisecond).
+    public static func format(nanoseconds: UInt64) -> String {
+        format(milliseconds: Int64(nanoseconds / 1_000_000))
+    }
+
+    /// `milliseconds` since 1970 (before it when negative) as `2026-11-22T15:04:05.123Z`.
+    public static func format(milliseconds: Int64) -> String {
+        // Floor division, so -1 ms is 1969-12-31T23:59:59.999Z.
+        let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
+        let millisecond = milliseconds - seconds * 1000
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        let (year, month, day) = CivilDate.date(days: days)
+        // Digits straight into one buffer: the audit formats three of these per row.
+        var text = [UInt8]()
+        text.reserveCapacity(24)
+        func digits(_ value: Int64, _ width: Int) {
+            if value < 0 { text.append(UInt8(ascii: "-")) }
+            let magnitude = value.magnitude
+            var divisor: UInt64 = 1
+            for _ in 1..<width { divisor *= 10 }
+            while divisor <= magnitude / 10 { divisor *= 10 }  // more digits than the width: print them all
+            var rest = magnitude
+            while divisor > 0 {
+                text.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+                rest %= divisor
+                divisor /= 10
+            }
+        }
+        digits(year, 4); text.append(UInt8(ascii: "-")); digits(month, 2); text.append(UInt8(ascii: "-")); digits(day, 2)
+        text.append(UInt8(ascii: "T")); digits(secondOfDay / 3600, 2); text.append(UInt8(ascii: ":"))
+        digits(secondOfDay / 60 % 60, 2); text.append(UInt8(ascii: ":")); digits(secondOfDay % 60, 2)
+        text.append(UInt8(ascii: ".")); digits(millisecond, 3); text.append(UInt8(ascii: "Z"))
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Unix seconds for `text` (fraction kept, offset applied), or nil when it
+    /// breaks the rule.
+    ///
+    /// The rule is the contract's `updatedAt`, which has both a `pattern` and
+    /// `format: date-time`; a validator that asserts formats applies both:
+    ///
+    /// - the pattern: `YYYY-MM-DDTHH:MM[:SS[.fraction]](Z|±HH:MM)`, uppercase `T`
+    ///   and `Z`, ASCII digits, real calendar days with the Gregorian leap rule,
+    ///   hours 00–23, offsets up to ±23:59;
+    /// - the format: seconds present (RFC 3339's `partial-time` requires them,
+    ///   so the pattern's optional seconds never survive), and a year from 0001
+    ///   (the format checker rejects year 0000, which the pattern would allow).
+    ///
+    /// Days are proleptic Gregorian (``CivilDate``): 1500-02-29 is refused and
+    /// 1582-10-10 accepted, as the pattern does.
+    public static func parse(_ text: String) -> Double? {
+        var scanner = Scanner(bytes: Array(text.utf8))
+        guard let year = scanner.digits(4), year >= 1, scanner.expect("-"),
+              let month = scanner.digits(2), (1...12).contains(month), scanner.expect("-"),
+              let day = scanner.digits(2), day >= 1, day <= CivilDate.daysIn(month: month, year: year), scanner.expect("T"),
+              let hour = scanner.digits(2), hour <= 23, scanner.expect(":"),
+              let minute = scanner.digits(2), minute <= 59, scanner.expect(":"),
+              let second = scanner.digits(2), second <= 59
+        else { return nil }
+
+        var fraction = 0.0
+        if scanner.expect(".") {
+            guard let digits = scanner.digitRun() else { return nil }
+            fraction = Double("0." + digits) ?? 0
+        }
+
+        let offsetSeconds: Int64
+        if scanner.expect("Z") {
+            offsetSeconds = 0
+        } else if let sign = scanner.sign() {
+            guard let hours = scanner.digits(2), hours <= 23, scanner.expect(":"),
+                  let minutes = scanner.digits(2), minutes <= 59
+            else { return nil }
+            offsetSeconds = sign * (hours * 3600 + minutes * 60)
+        } else {
+            return nil
+        }
+        // No trailing text at all: ECMA-262's `$` (the dialect JSON Schema
+        // patterns use) does not match before a final newline the way
+        // Python's does.
+        guard scanner.atEnd else { return nil }
+
+        let days = CivilDate.days(year: year, month: month, day: day)
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
+        return Double(seconds) + fraction
+    }
+
+    /// A cursor over ASCII bytes; every match is exact, nothing is skipped.
+    private struct Scanner {
+        let bytes: [UInt8]
+        var index = 0
+
+        var atEnd: Bool { index == bytes.count }
+
+        mutating func digits(_ count: Int) -> Int64? {
+            guard index + count <= bytes.count else { return nil }
+            var value: Int64 = 0
+            for byte in bytes[index..<(index + count)] {
+                guard isDigit(byte) else { return nil }
+                value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+            }
+            index += count
+            return value
+        }
+
+        /// One or more digits, as text.
+        mutating func digitRun() -> String? {
+            let start = index
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+            return index > start ? String(decoding: bytes[start..<index], as: UTF8.self) : nil
+        }
+
+        mutating func expect(_ character: Unicode.Scalar) -> Bool {
+            guard index < bytes.count, bytes[index] == UInt8(ascii: character) else { return false }
+            index += 1
+            return true
+        }
+
+        mutating func sign() -> Int64? {
+            if expect("+") { return 1 }
+            if expect("-") { return -1 }
+            return nil
+        }
+
+        private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+    }
+}

@@ -1,0 +1,33 @@
+public import Instrumentation
+
+/// Carries trace context in a header list: the one `Extractor` and
+/// `Injector` the relay has, whichever tracer is installed.
+///
+/// The ingress extracts a caller's `traceparent` with it and stamps its
+/// answers, the send pipeline reads its span's trace id for the audit row,
+/// and the tracer's tests use it as their carrier.
+public struct HTTPHeaderPropagation: Extractor, Injector {
+    public init() {}
+
+    /// The first header called `key` (any case).
+    public func extract(key: String, from carrier: [HTTPHeader]) -> String? {
+        carrier.value(of: key)
+    }
+
+    /// Sets `key` to `value`, replacing any header of that name.
+    public func inject(_ value: String, forKey key: String, into carrier: inout [HTTPHeader]) {
+        let header = HTTPHeader(key, value)
+        carrier.removeAll { $0.name == header.name }
+        carrier.append(header)
+    }
+}
+
+extension Instrument {
+    /// The `traceparent` this instrument would send for `context`, or nil
+    /// when it injects none (a no-op tracer, a context without a span).
+    public func traceParentHeader(for context: InstrumentationContext) -> String? {
+        var headers: [HTTPHeader] = []
+        inject(context, into: &headers, using: HTTPHeaderPropagation())
+        return headers.value(of: TraceParent.headerName)
+    }
+}
