@@ -6,7 +6,8 @@
 --
 -- CREATE INDEX on the partitioned table builds one index per partition and
 -- holds inserts while it runs: about 10 s for these on a million rows, on two
--- busy cores.
+-- busy cores. Afterwards each insert maintains them too: 300,000 rows took
+-- 7.4 s instead of 6.0-6.7 s.
 
 -- "Recent failed sends": newest first, stops after the panel's limit however
 -- rare failures are.
