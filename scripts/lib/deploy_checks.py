@@ -17,6 +17,7 @@ import sys
 from deploy_kit.common import SKIP, Problems, Skipped
 from deploy_kit.compose import check_compose
 from deploy_kit.dockerfile import check_dockerfile
+from deploy_kit.grafana import check_dashboards, check_tracing
 from deploy_kit.kubernetes import check_kubernetes, check_kubernetes_schema
 from deploy_kit.systemd import check_systemd_unit
 from deploy_kit.yaml_files import check_yaml
@@ -29,6 +30,8 @@ CHECKS = {
     "compose": check_compose,
     "kubernetes": check_kubernetes,
     "kubernetes-schema": check_kubernetes_schema,
+    "dashboards": check_dashboards,
+    "tracing": check_tracing,
 }
 
 

@@ -21,6 +21,8 @@ DEFAULT_DRAIN_SECONDS = 25
 DEFAULT_INGRESS = "127.0.0.1:8080"
 DEFAULT_METRICS = "127.0.0.1:9464"
 SKIP = 3
+# The OpenTelemetry SDK's standard variables the relay's trace export follows.
+OTEL_ENVIRONMENT = {"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"}
 
 
 class Problems(Exception):
@@ -97,6 +99,8 @@ def known_environment():
 def check_env_name(name, apps, known, where, c):
     """A variable must be one the relay reads; a per-app one must name a configured app."""
     if name.startswith("PG"):  # libpq's own
+        return
+    if name in OTEL_ENVIRONMENT:  # OpenTelemetry's own, for the OTLP exporter
         return
     match = re.fullmatch(r"APNS_RELAY_APP_([A-Z0-9_]+)_(KEY_PATH|KEY_ID|TEAM_ID)", name)
     if match:

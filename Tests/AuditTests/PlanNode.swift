@@ -1,0 +1,37 @@
+import Foundation
+import Testing
+
+/// A node of `EXPLAIN (FORMAT JSON)`.
+struct PlanNode: CustomStringConvertible {
+    var type: String
+    var relation: String?
+    var index: String?
+    var children: [PlanNode]
+
+    init(explainJSON text: String) throws {
+        let top = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
+        self.init(try #require(top.first?["Plan"] as? [String: Any]))
+    }
+
+    init(_ node: [String: Any]) {
+        type = node["Node Type"] as? String ?? "?"
+        relation = node["Relation Name"] as? String
+        index = node["Index Name"] as? String
+        children = ((node["Plans"] as? [[String: Any]]) ?? []).map(PlanNode.init)
+    }
+
+    static func executionTime(explainJSON text: String) throws -> Double? {
+        let top = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
+        return top.first?["Execution Time"] as? Double
+    }
+
+    /// This node and every node below it.
+    var all: [PlanNode] { [self] + children.flatMap(\.all) }
+
+    var description: String { lines(depth: 0).joined(separator: "\n") }
+
+    func lines(depth: Int) -> [String] {
+        let detail = [relation.map { "on \($0)" }, index.map { "using \($0)" }].compactMap { $0 }.joined(separator: " ")
+        return [String(repeating: "  ", count: depth) + type + (detail.isEmpty ? "" : " " + detail)] + children.flatMap { $0.lines(depth: depth + 1) }
+    }
+}

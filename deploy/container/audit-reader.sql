@@ -1,0 +1,16 @@
+-- The role Grafana's audit data source logs in as: it may read the audit table
+-- and nothing else (apns_dead_tokens holds raw device tokens), and a query of
+-- its own (Explore) cannot hold the database for long. Run by the audit-reader
+-- service of docker-compose.yml once the relay has migrated the schema;
+-- idempotent. Elsewhere, run the same with your own password.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'grafana_audit') THEN
+        CREATE ROLE grafana_audit LOGIN PASSWORD 'grafana_audit';
+    END IF;
+END
+$$;
+ALTER ROLE grafana_audit SET statement_timeout = '10s';
+GRANT CONNECT ON DATABASE apns_relay TO grafana_audit;
+GRANT USAGE ON SCHEMA public TO grafana_audit;
+GRANT SELECT ON apns_audit TO grafana_audit;
