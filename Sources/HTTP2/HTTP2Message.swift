@@ -52,9 +52,13 @@ public struct HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
 
         /// No answer within the request's timeout; the stream was reset.
         public static let timeout = Code(rawValue: "timeout")
-        /// The server never processed the request (above GOAWAY's
-        /// last-stream-id, REFUSED_STREAM, or never sent): safe to resend.
+        /// The server never processed the request it was sent (above
+        /// GOAWAY's last-stream-id, REFUSED_STREAM): safe to resend.
         public static let unprocessed = Code(rawValue: "unprocessed")
+        /// The request never left this client: its connection began closing
+        /// or going away first. Safe to send again, and no transmission: the
+        /// pool re-picks a connection without counting it as a resend.
+        public static let notSent = Code(rawValue: "not_sent")
         /// The connection failed or closed while the request was in flight.
         public static let connection = Code(rawValue: "connection")
         /// The peer did not acknowledge a keep-alive PING in time; the
@@ -80,6 +84,12 @@ public struct HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var code: Code
     public var message: String
+    /// For `.unprocessed`: the server processed other streams on the same
+    /// connection (it answered one, or its GOAWAY's last-stream-id is above
+    /// 0), so this refusal came from load or a connection rotation, not from
+    /// a server that processes nothing. ``HTTP2Pool`` does not count such a
+    /// resend against its bound.
+    public var serverMadeProgress = false
 
     public init(_ code: Code, _ message: String) {
         self.code = code

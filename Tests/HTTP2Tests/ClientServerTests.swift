@@ -265,7 +265,7 @@ struct ClientServerTests {
         await connection.close()
     }
 
-    @Test("graceful GOAWAY: the last stream is answered, later streams come back unprocessed")
+    @Test("graceful GOAWAY: the last stream is answered, a later request is refused as never sent")
     func gracefulGoAway() async throws {
         let local = try LocalServer(handler: echoHandler)
         defer { local.stop() }
@@ -276,7 +276,7 @@ struct ClientServerTests {
         #expect(last.body == Array("last".utf8))
         await #expect {
             try await connection.send(HTTP2Request(method: "GET", path: "/after"))
-        } throws: { ($0 as? HTTP2Error)?.code == .unprocessed }
+        } throws: { ($0 as? HTTP2Error)?.code == .notSent }
         #expect(events.all.contains(.goaway))
     }
 

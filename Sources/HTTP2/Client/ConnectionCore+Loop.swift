@@ -219,7 +219,7 @@ extension ConnectionCore {
         if !refused { report(.closed) }
         for (stream, state) in streams {
             let unprocessed = goAwayLastStream.map { stream > $0 } ?? false
-            complete(state.pending, .failure(unprocessed ? HTTP2Error(.unprocessed, "stream \(stream) above GOAWAY's last-stream-id") : error))
+            complete(state.pending, .failure(unprocessed ? self.unprocessed("stream \(stream) above GOAWAY's last-stream-id") : error))
         }
         streams.removeAll()
         streamByToken.removeAll()

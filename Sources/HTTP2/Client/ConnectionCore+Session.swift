@@ -24,9 +24,10 @@ extension ConnectionCore: NGHTTP2SessionDelegate {
         guard let state = streams[stream] else { return }
         removeStream(stream)
         if let status = state.status, state.ended, errorCode == NGHTTP2Session.noError {
+            answeredStreams += 1
             complete(state.pending, .success(HTTP2Response(status: status, headers: state.headers, body: state.body)))
         } else if errorCode == NGHTTP2Session.refusedStream || (goAwayLastStream.map { stream > $0 } ?? false) {
-            complete(state.pending, .failure(HTTP2Error(.unprocessed, "\(configuration.origin) refused stream \(stream)")))
+            complete(state.pending, .failure(unprocessed("\(configuration.origin) refused stream \(stream)")))
         } else {
             complete(state.pending, .failure(HTTP2Error(.streamReset, "\(configuration.origin) reset stream \(stream) (HTTP/2 error \(errorCode))")))
         }
@@ -40,13 +41,13 @@ extension ConnectionCore: NGHTTP2SessionDelegate {
         // so the pool resends them on another connection at once.
         for (stream, state) in streams where stream > lastStream {
             removeStream(stream)
-            complete(state.pending, .failure(HTTP2Error(.unprocessed, "stream \(stream) above GOAWAY's last-stream-id \(lastStream)")))
+            complete(state.pending, .failure(unprocessed("stream \(stream) above GOAWAY's last-stream-id \(lastStream)")))
         }
         let neverSent = waiting[waitingHead...]
         waiting.removeAll()
         waitingHead = 0
         for pending in neverSent {
-            complete(pending, .failure(HTTP2Error(.unprocessed, "\(configuration.origin) is going away")))
+            complete(pending, .failure(HTTP2Error(.notSent, "\(configuration.origin) is going away")))
         }
     }
 
@@ -59,5 +60,13 @@ extension ConnectionCore: NGHTTP2SessionDelegate {
 
     func sessionReceivedSettings() {
         peerSettingsReceived = true
+    }
+
+    /// A sent request the server did not process, saying whether the server
+    /// processed other streams here (``HTTP2Error/serverMadeProgress``).
+    func unprocessed(_ message: String) -> HTTP2Error {
+        var error = HTTP2Error(.unprocessed, message)
+        error.serverMadeProgress = answeredStreams > 0 || (goAwayLastStream ?? 0) > 0
+        return error
     }
 }

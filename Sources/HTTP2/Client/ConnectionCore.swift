@@ -43,6 +43,8 @@ final class ConnectionCore: @unchecked Sendable {
     var streams: [Int32: StreamState] = [:]
     var streamByToken: [UInt64: Int32] = [:]
     var goAwayLastStream: Int32?
+    /// Streams the server answered on this connection (for ``unprocessed(_:)``).
+    var answeredStreams = 0
     /// Streams wait for the server's SETTINGS so its concurrency limit is known.
     var peerSettingsReceived = false
     var lastActivity: UInt64 = 0
@@ -85,13 +87,13 @@ final class ConnectionCore: @unchecked Sendable {
             // both in one snapshot, request first, so it is never lost.
             if Task.isCancelled { return HTTP2Error(.cancelled, "cancelled by the caller before sending") }
             if let failure = shared.setupFailure { return failure }
-            if shared.exited || shared.closeRequested { return HTTP2Error(.unprocessed, "connection to \(configuration.origin) is closing") }
+            if shared.exited || shared.closeRequested { return HTTP2Error(.notSent, "connection to \(configuration.origin) is closing") }
             // Load is in flight plus waiting, and at most `streamLimit` are in flight.
             if load.load(ordering: .relaxed) >= configuration.queueCapacity + streamLimit.load(ordering: .relaxed) {
                 return HTTP2Error(.queueFull, "more than \(configuration.queueCapacity) requests waiting for \(configuration.origin)")
             }
             if state == .goingAway || state == .closed {
-                return HTTP2Error(.unprocessed, "connection to \(configuration.origin) is going away")
+                return HTTP2Error(.notSent, "connection to \(configuration.origin) is going away")
             }
             shared.incoming.append(pending)
             load.add(1, ordering: .relaxed)

@@ -16,6 +16,15 @@ import Synchronization
 /// retry budget). The relay's send loop takes the `.unprocessed` error it
 /// gets after that as final, so one request is transmitted at most
 /// 1 + `maximumUnprocessedResends` times per attempt (docs/architecture.md).
+/// What counts is a request sent to a server that processed nothing on that
+/// connection: the pathological peer the bound is for. Two kinds of resend
+/// do not count, since the server is making progress and a burst of
+/// requests through a connection rotation (GOAWAY every N streams) must all
+/// get through: a request its connection refused before writing it
+/// (`.notSent`: the connection began going away while the request waited
+/// for a stream), and a request refused by a connection on which the server
+/// processed other streams (`serverMadeProgress`). Those are bounded by the
+/// timeout and by `maximumUncountedResends`.
 public final class HTTP2Pool: Sendable {
     public struct Configuration: Sendable {
         public var connection: HTTP2Connection.Configuration
@@ -24,6 +33,9 @@ public final class HTTP2Pool: Sendable {
         /// How many times one request may be resent after coming back
         /// unprocessed: the one bound on GOAWAY resends in the relay.
         public var maximumUnprocessedResends = 5
+        /// A safety cap on the resends that do not count against
+        /// `maximumUnprocessedResends` (see the type's comment).
+        public var maximumUncountedResends = 64
         /// Backoff between failed connection attempts: doubling from the
         /// minimum to the maximum, with up to 20% jitter.
         public var reconnectMinimumDelay = 0.05
@@ -56,17 +68,20 @@ public final class HTTP2Pool: Sendable {
         let deadline = clock.now + .nanoseconds(Int64(max(0, request.timeout) * 1e9))
         var next = request
         var resends = 0
+        var uncounted = 0
         while true {
             let connection = try await pick()
             do {
                 return try await connection.send(next)
-            } catch where error.code == .unprocessed {
+            } catch where error.code == .unprocessed || error.code == .notSent {
+                let counted = error.code == .unprocessed && !error.serverMadeProgress
                 let left = deadline - clock.now
-                guard left > .zero, resends < configuration.maximumUnprocessedResends else {
-                    throw HTTP2Error(.unprocessed, "\(error.message) (sent \(resends + 1) time(s), never processed)")
+                let withinBound = counted ? resends < configuration.maximumUnprocessedResends : uncounted < configuration.maximumUncountedResends
+                guard left > .zero, withinBound else {
+                    throw HTTP2Error(.unprocessed, "\(error.message) (sent \(resends + (counted ? 1 : 0)) time(s), never processed)")
                 }
-                resends += 1
-                next.timeout = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
+                if counted { resends += 1 } else { uncounted += 1 }
+                next.timeout = left.seconds
             }
         }
     }

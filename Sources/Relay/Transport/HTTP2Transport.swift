@@ -83,7 +83,7 @@ public final class HTTP2Transport: APNsTransport {
     static func convert(_ error: HTTP2Error) -> TransportError {
         switch error.code {
         case .timeout: TransportError(.timeout, error.message)
-        case .unprocessed: TransportError(.unprocessed, error.message)
+        case .unprocessed, .notSent: TransportError(.unprocessed, error.message)
         case .queueFull: TransportError(.queueFull, error.message)
         case .tls, .noHTTP2: TransportError(.tls, error.message)
         case .cancelled: TransportError(.cancelled, error.message)
