@@ -237,6 +237,9 @@ extension ConnectionCore {
         for pending in neverSent + incoming {
             // Never written to the socket: safe to send elsewhere, unless the
             // connection itself never came up, which the caller should know.
+            // `.unprocessed`, not `.notSent`: a connection that closes before
+            // sending what it queued is the dead server HTTP2Pool's resend
+            // bound is for (a server that GOAWAYs every request closes this way).
             let code: HTTP2Error.Code = refused ? error.code : .unprocessed
             complete(pending, .failure(HTTP2Error(code, error.message)))
         }
