@@ -104,7 +104,7 @@ struct WidgetSendTests {
         }
     }
 
-    @Test("POST /v1/describe and apns-relay describe print the widget request and send nothing")
+    @Test("POST /v1/describe and apns-relay describe print the widget request and send nothing; apns-relay send widget sends it")
     func describe() async throws {
         try await withRelay { relay in
             let lock = try Self.snapshot("lock-accessory-rectangular.json")
@@ -138,6 +138,20 @@ struct WidgetSendTests {
             #expect(refused.status != 0)
             #expect(refused.output.contains(#"$.kind is "lockAccessory""#), "\(refused.output)")
             #expect(relay.apnsRequests == 0)
+
+            // apns-relay send widget: the same request, sent to the mock.
+            let sent = try await ProcessRunner.runOffPool([
+                RelayProcess.binary, "send", "widget", "--token", TestRelay.token(10), "--snapshot-file", file,
+                "--bundle-id", "com.example.a", "--key-id", "E2EKEY1234", "--team-id", "E2ETEAM123", "--key-path", relay.keyPath,
+                "--origin", "127.0.0.1:\(relay.mock.port)", "--ca-file", relay.mock.certificateFile,
+            ])
+            #expect(sent.status == 0, "\(sent.output)")
+            #expect(sent.output.contains("push type: widgets"))
+            #expect(sent.output.contains("topic:     com.example.a.push-type.widgets"))
+            #expect(sent.output.contains("payload:   \(Self.expectedBody(lock.value)) ("), "\(sent.output)")
+            #expect(sent.output.contains("answer:    200 apns-id "))
+            #expect(relay.apnsRequests == 1)
+            #expect(relay.mock.engine.log.entries.first?.request.header("apns-push-type") == "widgets")
         }
     }
 }
