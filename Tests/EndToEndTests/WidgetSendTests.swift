@@ -28,7 +28,7 @@ struct WidgetSendTests {
 
     static let kinds = ["widget-dashboard.json", "standby-card.json", "lock-accessory-circular.json", "control-toggle.json"]
 
-    @Test("each WidgetKit kind reaches the mock as push type widgets on <bundle>.push-type.widgets with the exact payload, and its audit row says widget")
+    @Test("each WidgetKit kind reaches the mock as push type widgets on <bundle>.push-type.widgets with the exact payload; its audit row and metrics say widget")
     func reloadPerKind() async throws {
         let url = ProcessInfo.processInfo.environment["APNS_RELAY_TEST_DATABASE_URL"]
         try await withRelay(databaseURL: url) { relay in
@@ -56,6 +56,13 @@ struct WidgetSendTests {
                 #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == row, "\(name)")
             }
             #expect(relay.apnsRequests == Self.kinds.count)
+
+            // The metrics label the sends operation="widget".
+            let scrape = try await relay.curl("GET", "/metrics", key: nil, base: relay.metricsBase)
+            let line = scrape.body.split(separator: "\n").first {
+                $0.hasPrefix("apns_relay_sends_total{") && $0.contains(#"operation="widget""#) && $0.contains(#"outcome="success""#)
+            }
+            #expect(line?.hasSuffix(" \(Self.kinds.count)") == true, "\(line ?? "no widget line in the scrape")")
         }
     }
 
