@@ -68,6 +68,13 @@ extension MockAPNsEngine {
         guard let topic = request.header("apns-topic"), !topic.isEmpty else { return error("MissingTopic", request: request) }
         guard topic.hasSuffix(suffix) else { return error("TopicDisallowed", request: request) }
         let bundleID = String(topic.dropLast(suffix.count))
+        // A topic carrying another push type's suffix (an alert to
+        // `<bundle>.push-type.widgets`, a widgets push to
+        // `<bundle>.push-type.liveactivity.push-type.widgets`) names no app
+        // the key may push to as this type.
+        if MockRules.topicSuffixes.values.contains(where: { !$0.isEmpty && bundleID.hasSuffix($0) }) {
+            return error("TopicDisallowed", request: request)
+        }
         if !configuration.bundleIDs.isEmpty, !configuration.bundleIDs.contains(bundleID) {
             return error("TopicDisallowed", request: request)
         }

@@ -83,6 +83,32 @@ extension LiveSurfaceSnapshot {
         return ["aps": .object(aps), "liveSurface": sidecar(kind: "surface_notification", deepLink: slice.deepLink)]
     }
 
+    /// The kinds WidgetKit renders, each reloaded by a `widgets` push: the
+    /// home-screen widget, the StandBy card, the Lock Screen accessory and the
+    /// Control Center control are all WidgetKit extensions on the device.
+    public static let widgetKitKinds: Set<SurfaceKind> = [.widget, .standby, .lockAccessory, .control]
+
+    /// The sidecar of a WidgetKit reload, beside `aps: {"content-changed": true}`:
+    /// `liveSurface: {kind: surface_reload, surfaceKind, snapshotId, surfaceId,
+    /// state, updatedAt}`.
+    ///
+    /// The reload carries no content: WidgetKit asks the widget extension for
+    /// a new timeline, which reads the app's own store. The sidecar only names
+    /// which snapshot the reload was for, for the app's bookkeeping and the
+    /// relay's `describe`; `updatedAt` lets a reader order reloads, which APNs
+    /// does not. No slice field rides along, so the payload stays small
+    /// (its size is the identifiers' size) and no display text leaves the
+    /// backend twice.
+    public func widgetReloadSidecar() throws(SnapshotValidationError) -> JSONObject {
+        try requireKind(Self.widgetKitKinds, for: "a widget reload")
+        var object = JSONObject()
+        object["liveSurface"] = [
+            "kind": "surface_reload", "surfaceKind": .string(kind.rawValue), "snapshotId": .string(id),
+            "surfaceId": .string(surfaceID), "state": .string(state.rawValue), "updatedAt": .string(updatedAt),
+        ]
+        return object
+    }
+
     private func sidecar(kind: String, deepLink: String) -> JSONValue {
         [
             "kind": .string(kind), "snapshotId": .string(id), "surfaceId": .string(surfaceID),

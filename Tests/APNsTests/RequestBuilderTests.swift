@@ -83,6 +83,7 @@ struct DeviceRequestTests {
         #expect(PushType.alert.defaultPriority == .immediate)
         #expect(PushType.background.defaultPriority == .conservePower)
         #expect(PushType.liveactivity.defaultPriority == .conservePower)
+        #expect(PushType.widgets.defaultPriority == nil, "Apple's widget request carries no apns-priority")
         #expect(PushType.voip.maximumPayloadBytes == 5120)
         #expect(PushType.alert.maximumPayloadBytes == 4096)
     }

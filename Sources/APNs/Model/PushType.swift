@@ -33,12 +33,16 @@ public enum PushType: String, Sendable, Hashable, CaseIterable, Codable {
     public func topic(forBundleID bundleID: String) -> String { bundleID + topicSuffix }
 
     /// The priority used when the caller names none: alerts and calls are
-    /// immediate; background, Live Activity and widget pushes conserve power
-    /// (Apple throttles priority-10 budgets for them).
-    public var defaultPriority: Priority {
+    /// immediate; background and Live Activity pushes conserve power (Apple
+    /// throttles priority-10 budgets for them). nil for widget reloads: Apple's
+    /// documented request carries no `apns-priority` (WidgetKit budgets the
+    /// reloads on the device whatever the priority), so the relay sends none
+    /// and APNs applies its own default.
+    public var defaultPriority: Priority? {
         switch self {
         case .alert, .voip, .location, .complication, .mdm, .pushtotalk: .immediate
-        case .background, .liveactivity, .fileprovider, .widgets: .conservePower
+        case .background, .liveactivity, .fileprovider: .conservePower
+        case .widgets: nil
         }
     }
 

@@ -13,6 +13,9 @@ public enum Operation: String, Sendable, Hashable, CaseIterable, Codable {
     case update
     /// Live Activity end (per-activity token).
     case end
+    /// WidgetKit reload (iOS 26, push type `widgets`) for a `widget`,
+    /// `standby`, `lockAccessory` or `control` snapshot.
+    case widget
     /// iOS 18 channel broadcast.
     case broadcast
     case channelCreate = "channel_create"

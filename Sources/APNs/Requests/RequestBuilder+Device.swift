@@ -61,7 +61,8 @@ extension RequestBuilder {
         let apnsID = resolveID(supplied.apnsID)
         let pushType = supplied.pushType
         let priority = supplied.priority ?? pushType.defaultPriority
-        try Preflight.checkPriority(priority, for: pushType, apnsID: apnsID)
+        if let priority { try Preflight.checkPriority(priority, for: pushType, apnsID: apnsID) }
+        if pushType == .widgets { try Preflight.checkWidgetReloadPayload(payload, apnsID: apnsID) }
         let body = payload.encoded()
         try Preflight.checkPayloadSize(body.count, limit: pushType.maximumPayloadBytes, apnsID: apnsID)
         // A topic of another app would reach APNs under this app's name (and
@@ -69,11 +70,8 @@ extension RequestBuilder {
         if let topic = supplied.topic { try Preflight.checkTopic(topic, bundleID: bundleID, apnsID: apnsID) }
         let topic = supplied.topic ?? pushType.topic(forBundleID: bundleID)
 
-        var wire = [
-            HTTPHeader("apns-push-type", pushType.rawValue),
-            HTTPHeader("apns-topic", topic),
-            HTTPHeader("apns-priority", String(priority.rawValue)),
-        ]
+        var wire = [HTTPHeader("apns-push-type", pushType.rawValue), HTTPHeader("apns-topic", topic)]
+        if let priority { wire.append(HTTPHeader("apns-priority", String(priority.rawValue))) }
         if let expiration = supplied.expiration { wire.append(HTTPHeader("apns-expiration", String(expiration))) }
         if let collapseID = supplied.collapseID { wire.append(HTTPHeader("apns-collapse-id", collapseID)) }
         wire.append(HTTPHeader("apns-id", apnsID.value))

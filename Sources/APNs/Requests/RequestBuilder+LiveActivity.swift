@@ -33,7 +33,7 @@ extension RequestBuilder {
     ) throws(APNsError) -> APNsRequest {
         let channel = try ChannelID(channelID)
         let apnsID = resolveID(options.apnsID)
-        let priority = options.priority ?? PushType.liveactivity.defaultPriority
+        let priority = options.priority ?? .conservePower
         let expiration = options.expiration ?? 0
         try Preflight.checkExpiration(expiration, apnsID: apnsID)
         if storagePolicy == .noStorage, expiration != 0 {

@@ -69,7 +69,7 @@ extension RequestBuilder {
     ) throws(APNsError) -> APNsRequest {
         let apnsID = resolveID(options.apnsID)
         let priority = options.priority ?? pushType.defaultPriority
-        try Preflight.checkPriority(priority, for: pushType, apnsID: apnsID)
+        if let priority { try Preflight.checkPriority(priority, for: pushType, apnsID: apnsID) }
         let expiration = options.expiration ?? defaultExpiration
         if let expiration { try Preflight.checkExpiration(expiration, apnsID: apnsID) }
         if let collapseID = options.collapseID { try Preflight.checkCollapseID(collapseID, apnsID: apnsID) }
@@ -77,11 +77,8 @@ extension RequestBuilder {
         try Preflight.checkPayloadSize(body.count, limit: pushType.maximumPayloadBytes, apnsID: apnsID)
 
         let topic = pushType.topic(forBundleID: bundleID)
-        var headers = [
-            HTTPHeader("apns-push-type", pushType.rawValue),
-            HTTPHeader("apns-topic", topic),
-            HTTPHeader("apns-priority", String(priority.rawValue)),
-        ]
+        var headers = [HTTPHeader("apns-push-type", pushType.rawValue), HTTPHeader("apns-topic", topic)]
+        if let priority { headers.append(HTTPHeader("apns-priority", String(priority.rawValue))) }
         if let expiration { headers.append(HTTPHeader("apns-expiration", String(expiration))) }
         if let collapseID = options.collapseID { headers.append(HTTPHeader("apns-collapse-id", collapseID)) }
         headers.append(HTTPHeader("apns-id", apnsID.value))

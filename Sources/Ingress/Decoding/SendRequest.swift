@@ -15,7 +15,7 @@ public struct SendRequest: Sendable {
 /// Turns a send body (`/v1/send`, `/v1/describe`, a batch item) into
 /// operations, checking every field's type and whether the operation uses it.
 enum SendRequestDecoder {
-    static let operations = ["alert", "notification", "background", "start", "update", "end", "broadcast", "raw"]
+    static let operations = ["alert", "notification", "background", "start", "update", "end", "broadcast", "widget", "raw"]
 
     private static let common = ["app", "environment", "operation"]
     private static let device = ["priority", "expiration", "collapseId", "apnsId"]
@@ -24,7 +24,7 @@ enum SendRequestDecoder {
     /// The fields each operation reads (besides `token`/`tokens`).
     private static func fields(_ operation: String) -> [String] {
         switch operation {
-        case "alert", "notification": common + device + ["token", "snapshot"]
+        case "alert", "notification", "widget": common + device + ["token", "snapshot"]
         case "background": common + device + ["token", "payload"]
         case "start": common + device + live + ["token", "snapshot", "attributes", "attributesType"]
         case "update", "end": common + device + live + ["token", "snapshot"]
@@ -126,6 +126,7 @@ enum SendRequestDecoder {
         switch operation {
         case "alert": return .alert(token: token, snapshot: snapshot!, options: options)
         case "notification": return .notification(token: token, snapshot: snapshot!, options: options)
+        case "widget": return .widget(token: token, snapshot: snapshot!, options: options)
         case "background":
             var custom = JSONObject()
             if let payload = try reader.object("payload"), case .object(let object) = payload { custom = object }

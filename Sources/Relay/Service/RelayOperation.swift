@@ -15,6 +15,9 @@ public enum RelayOperation: Sendable {
     case start(token: String, snapshot: LiveSurfaceSnapshot, attributes: JSONValue? = nil, attributesType: String? = nil, live: LiveActivityOptions = .init(), options: DeviceSendOptions = .init())
     case update(token: String, snapshot: LiveSurfaceSnapshot, live: LiveActivityOptions = .init(), options: DeviceSendOptions = .init())
     case end(token: String, snapshot: LiveSurfaceSnapshot, live: LiveActivityOptions = .init(), options: DeviceSendOptions = .init())
+    /// A WidgetKit reload (push type `widgets`) to a widget push token, for a
+    /// `widget`, `standby`, `lockAccessory` or `control` snapshot.
+    case widget(token: String, snapshot: LiveSurfaceSnapshot, options: DeviceSendOptions = .init())
     case broadcast(channelID: String, snapshot: LiveSurfaceSnapshot, storagePolicy: ChannelStoragePolicy? = nil, live: LiveActivityOptions = .init(), options: DeviceSendOptions = .init())
     case createChannel(storagePolicy: ChannelStoragePolicy = .noStorage)
     case listChannels
@@ -29,7 +32,8 @@ public enum RelayOperation: Sendable {
     public var snapshot: LiveSurfaceSnapshot? {
         switch self {
         case .alert(_, let snapshot, _), .notification(_, let snapshot, _), .start(_, let snapshot, _, _, _, _),
-             .update(_, let snapshot, _, _), .end(_, let snapshot, _, _), .broadcast(_, let snapshot, _, _, _):
+             .update(_, let snapshot, _, _), .end(_, let snapshot, _, _), .broadcast(_, let snapshot, _, _, _),
+             .widget(_, let snapshot, _):
             snapshot
         default: nil
         }
@@ -43,6 +47,7 @@ public enum RelayOperation: Sendable {
         case .start: .start
         case .update: .update
         case .end: .end
+        case .widget: .widget
         case .broadcast: .broadcast
         case .createChannel: .channelCreate
         case .listChannels: .channelList

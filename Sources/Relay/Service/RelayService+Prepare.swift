@@ -57,6 +57,8 @@ extension RelayService {
             let key = "\(app)|\(environment.rawValue)|\(request.tokenFingerprint ?? "")"
             try checkTimestamp(key: key, timestamp: timestamp, apnsID: request.apnsID)
             return (request, (key, timestamp))
+        case .widget(let token, let snapshot, let options):
+            return (try builder.widgetReload(token: token, sidecar: snapshot.widgetReloadSidecar(), options: options), nil)
         case .broadcast(let channelID, let snapshot, let storagePolicy, let live, let options):
             return (try builder.broadcast(channelID: channelID, content: liveContent(snapshot, live), storagePolicy: storagePolicy, options: options), nil)
         case .createChannel(let storagePolicy):

@@ -11,12 +11,12 @@ struct DescribeCommand: ParsableCommand {
         abstract: "Print the exact APNs request a send would issue (method, origin, path, headers, payload, bytes). Nothing is sent.")
 
     enum Kind: String, ExpressibleByArgument, CaseIterable {
-        case alert, notification, start, update, end, broadcast
+        case alert, notification, start, update, end, widget, broadcast
     }
 
-    @Option(help: "alert | notification | start | update | end | broadcast") var operation: Kind
+    @Option(help: "alert | notification | start | update | end | widget | broadcast") var operation: Kind
     @Option(help: "The app's bare bundle id.") var bundleID: String
-    @Option(help: "Device, push-to-start or activity token (hex).") var token: String?
+    @Option(help: "Device, push-to-start, activity or widget push token (hex).") var token: String?
     @Option(help: "Channel id, for broadcast.") var channelID: String?
     @Option(help: "A LiveSurfaceSnapshot v5 JSON file.") var snapshotFile: String
     @Option(help: "development or production.") var env = "development"
@@ -45,6 +45,8 @@ struct DescribeCommand: ParsableCommand {
                 content.alert = try snapshot.alertPayload()["aps"]?["alert"]
             }
             request = try builder.liveActivity(event, token: try requireToken(), content: content, options: options)
+        case .widget:
+            request = try builder.widgetReload(token: try requireToken(), sidecar: snapshot.widgetReloadSidecar(), options: options)
         case .broadcast:
             guard let channelID else { throw ValidationError("--channel-id is required for broadcast") }
             request = try builder.broadcast(channelID: channelID, content: .init(contentState: try snapshot.liveActivityContentState(), staleDate: staleDate), options: options)

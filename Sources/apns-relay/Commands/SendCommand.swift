@@ -14,7 +14,7 @@ import Tracing
 struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
-        abstract: "Send one push to APNs directly (no relay server): alert, Live Activity start/update/end, broadcast, channels.",
+        abstract: "Send one push to APNs directly (no relay server): alert, Live Activity start/update/end, widget reload, broadcast, channels.",
         discussion: """
             Credentials come from --config and --app (the relay's YAML), or from --bundle-id, --key-id, --team-id \
             and --key-path (or APNS_BUNDLE_ID, APNS_KEY_ID, APNS_TEAM_ID, APNS_KEY_PATH). With --describe the exact \
@@ -23,11 +23,11 @@ struct SendCommand: AsyncParsableCommand {
             """)
 
     enum Mode: String, ExpressibleByArgument, CaseIterable {
-        case alert, notification, start, update, end, broadcast
+        case alert, notification, start, update, end, widget, broadcast
         case channelCreate = "channel-create", channelList = "channel-list", channelDelete = "channel-delete"
     }
 
-    @Argument(help: "alert | notification | start | update | end | broadcast | channel-create | channel-list | channel-delete")
+    @Argument(help: "alert | notification | start | update | end | widget | broadcast | channel-create | channel-list | channel-delete")
     var mode: Mode
     @Option(name: .customLong("config"), help: "Read the app's credentials from this relay configuration.") var configFile: String?
     @Option(help: "The app's name in --config.") var app: String?
@@ -36,7 +36,7 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "Team id (or APNS_TEAM_ID).") var teamID: String?
     @Option(help: "The .p8 key file (or APNS_KEY_PATH).") var keyPath: String?
     @Option(help: "development or production.") var env = "development"
-    @Option(help: "Device, push-to-start or activity token (hex).") var token: String?
+    @Option(help: "Device, push-to-start, activity or widget push token (hex).") var token: String?
     @Option(help: "Channel id (broadcast, channel-delete).") var channelID: String?
     @Option(help: "A LiveSurfaceSnapshot v5 JSON file.") var snapshotFile: String?
     @Option(help: "A JSON file replacing the content-state projected from the snapshot.") var stateFile: String?
@@ -143,6 +143,7 @@ struct SendCommand: AsyncParsableCommand {
             return .start(token: try need(token, "--token"), snapshot: try snapshot(), attributes: attributes, attributesType: attributesType, live: live, options: options)
         case .update: return .update(token: try need(token, "--token"), snapshot: try snapshot(), live: live, options: options)
         case .end: return .end(token: try need(token, "--token"), snapshot: try snapshot(), live: live, options: options)
+        case .widget: return .widget(token: try need(token, "--token"), snapshot: try snapshot(), options: options)
         case .broadcast:
             return .broadcast(channelID: try need(channelID, "--channel-id"), snapshot: try snapshot(), storagePolicy: policy, live: live, options: options)
         case .channelCreate: return .createChannel(storagePolicy: policy ?? .noStorage)

@@ -38,6 +38,11 @@ def snapshot(kind="liveActivity"):
                 "updatedAt": "2026-11-22T10:00:00Z", "state": "attention",
                 "notification": {"title": "Your order has shipped", "body": "Track it in the app",
                                  "deepLink": "demo://orders/1", "category": "surface-update", "threadId": "order-1"}}
+    if kind == "standby":
+        return {"schemaVersion": "5", "kind": "standby", "id": "fuzz-standby-1", "surfaceId": "order-1",
+                "updatedAt": "2026-11-22T10:00:00Z", "state": "active",
+                "standby": {"title": "Order on its way", "body": "4 stops away", "progress": 0.4,
+                            "deepLink": "demo://orders/1", "presentation": "card"}}
     document = json.loads((REPO / "docs/examples/active-progress.json").read_text())
     document.pop("$schema", None)
     return document
@@ -63,6 +68,7 @@ def seeds(rng):
         Seed("send-background", "POST", "/v1/send", body=send_fields(rng, "background", payload={"orderId": "A-1042"})),
         Seed("send-update", "POST", "/v1/send",
              body=send_fields(rng, "update", snapshot=live, timestamp=now, priority=5, staleDate=now + 3600)),
+        Seed("send-widget", "POST", "/v1/send", body=send_fields(rng, "widget", snapshot=snapshot("standby"))),
         Seed("send-raw", "POST", "/v1/send",
              body=send_fields(rng, "raw", headers={"apns-push-type": "alert", "apns-collapse-id": "order-1042"},
                               payload={"aps": {"alert": {"title": "Order shipped", "body": "Arrives Thursday"}, "sound": "default"}})),
