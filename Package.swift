@@ -211,7 +211,7 @@ let package = Package(
         // The ingress' steps and route table, and the assembled server's parts, without the whole stack.
         .testTarget(
             name: "IngressTests",
-            dependencies: ["Ingress", "HTTPServer", "APNs", "RelayBasics", "Telemetry", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Ingress", "HTTPServer", "APNs", "RelayBasics", "RelayJSON", "Telemetry", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift),
         .testTarget(name: "RelayServerTests", dependencies: ["RelayServer", "Audit", "APNs", "TestSupport"], swiftSettings: strictSwift),
         .testTarget(name: "ZlibTests", dependencies: ["Zlib"], swiftSettings: strictSwift),
