@@ -86,7 +86,12 @@ let package = Package(
 
         // MARK: The audit log
 
-        .target(name: "Audit", dependencies: ["CLibPQ", "Zlib", "Relay", "APNs", "RelayJSON", "RelayBasics"], swiftSettings: strictSwift),
+        .target(
+            name: "Audit",
+            dependencies: [
+                "CLibPQ", "Zlib", "Relay", "APNs", "RelayJSON", "RelayBasics", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift),
 
         // MARK: HTTP serving (metrics and the ingress)
 
@@ -143,9 +148,10 @@ let package = Package(
             name: "apns-relay",
             dependencies: [
                 "APNs", "Surfaces", "RelayJSON", "HTTP2", "Relay", "MockAPNs", "Telemetry", "Audit", "Ingress", "RelayServer",
-                "HTTPServer", "RelayBasics",
+                "RelayBasics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strictSwift
         ),
