@@ -86,7 +86,12 @@ let package = Package(
 
         // MARK: The audit log
 
-        .target(name: "Audit", dependencies: ["CLibPQ", "Zlib", "Relay", "APNs", "RelayJSON", "RelayBasics"], swiftSettings: strictSwift),
+        .target(
+            name: "Audit",
+            dependencies: [
+                "CLibPQ", "Zlib", "Relay", "APNs", "RelayJSON", "RelayBasics", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift),
 
         // MARK: HTTP serving (metrics and the ingress)
 
@@ -143,9 +148,10 @@ let package = Package(
             name: "apns-relay",
             dependencies: [
                 "APNs", "Surfaces", "RelayJSON", "HTTP2", "Relay", "MockAPNs", "Telemetry", "Audit", "Ingress", "RelayServer",
-                "HTTPServer", "RelayBasics",
+                "RelayBasics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strictSwift
         ),
@@ -211,7 +217,7 @@ let package = Package(
         // The ingress' steps and route table, and the assembled server's parts, without the whole stack.
         .testTarget(
             name: "IngressTests",
-            dependencies: ["Ingress", "HTTPServer", "APNs", "RelayBasics", "Telemetry", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Ingress", "HTTPServer", "APNs", "RelayBasics", "RelayJSON", "Telemetry", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift),
         .testTarget(name: "RelayServerTests", dependencies: ["RelayServer", "Audit", "APNs", "TestSupport"], swiftSettings: strictSwift),
         .testTarget(name: "ZlibTests", dependencies: ["Zlib"], swiftSettings: strictSwift),

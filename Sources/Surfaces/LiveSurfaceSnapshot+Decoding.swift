@@ -33,18 +33,10 @@ extension LiveSurfaceSnapshot {
         var allowed = Self.baseKeys.union(["$schema"])
         if let kind { allowed.insert(kind.rawValue) } else { allowed.formUnion(SurfaceKind.allCases.map(\.rawValue)) }
         reader.rejectUnknownKeys(root, allowed: allowed, at: path)
-        if let annotation = root["$schema"], annotation.stringValue == nil {
-            reader.fail(path.appending("$schema"), "type", "must be a string (got \(annotation.typeName))")
-        }
+        _ = reader.string(root, "$schema", at: path, required: false)
 
-        if let version = root["schemaVersion"] {
-            if version.stringValue == nil {
-                reader.fail(path.appending("schemaVersion"), "type", "must be a string (got \(version.typeName))")
-            } else if version.stringValue != Self.schemaVersion {
-                reader.fail(path.appending("schemaVersion"), "const", "must be \"5\" (got \"\(version.stringValue!)\"); migrate the producer to contract v5")
-            }
-        } else {
-            reader.fail(path.appending("schemaVersion"), "required", "is required")
+        if let version = reader.string(root, "schemaVersion", at: path, required: true), version != Self.schemaVersion {
+            reader.fail(path.appending("schemaVersion"), "const", "must be \"5\" (got \"\(version)\"); migrate the producer to contract v5")
         }
         let id = reader.string(root, "id", at: path, required: true, minLength: 1)
         let surfaceID = reader.string(root, "surfaceId", at: path, required: true, minLength: 1)

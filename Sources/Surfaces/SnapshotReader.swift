@@ -11,16 +11,26 @@ struct SnapshotReader {
 
     /// The value at `key` as an object, or nil (with an issue) when it is not one.
     mutating func object(_ parent: JSONObject, _ key: String, at path: JSONPath, required: Bool = true) -> JSONObject? {
+        field(parent, key, at: path, required: required, kind: "an object") { $0.objectValue }?.value
+    }
+
+    /// The value at `key` as `extract` reads it, with the field's path and the
+    /// raw value for the caller's further checks; nil, with an issue, when the
+    /// key is required and absent or the value is not `kind` (absent and
+    /// optional: nil without one). Every typed reader below starts here.
+    private mutating func field<Value>(
+        _ object: JSONObject, _ key: String, at path: JSONPath, required: Bool, kind: String, _ extract: (JSONValue) -> Value?
+    ) -> (path: JSONPath, raw: JSONValue, value: Value)? {
         let path = path.appending(key)
-        guard let value = parent[key] else {
+        guard let raw = object[key] else {
             if required { fail(path, "required", "is required") }
             return nil
         }
-        guard let object = value.objectValue else {
-            fail(path, "type", "must be an object (got \(value.typeName))")
+        guard let value = extract(raw) else {
+            fail(path, "type", "must be \(kind) (got \(raw.typeName))")
             return nil
         }
-        return object
+        return (path, raw, value)
     }
 
     /// Reports every key of `object` not in `allowed`.
@@ -34,13 +44,7 @@ struct SnapshotReader {
         _ object: JSONObject, _ key: String, at path: JSONPath, required: Bool, minLength: Int? = nil,
         maxLength: Int? = nil, allowed: [String]? = nil
     ) -> String? {
-        let path = path.appending(key)
-        guard let value = object[key] else {
-            if required { fail(path, "required", "is required") }
-            return nil
-        }
-        guard let text = value.stringValue else {
-            fail(path, "type", "must be a string (got \(value.typeName))")
+        guard case let (path, _, text)? = field(object, key, at: path, required: required, kind: "a string", { $0.stringValue }) else {
             return nil
         }
         // JSON Schema counts characters as Unicode code points.
@@ -86,13 +90,7 @@ struct SnapshotReader {
     }
 
     mutating func number(_ object: JSONObject, _ key: String, at path: JSONPath, required: Bool, range: ClosedRange<Double>) -> Double? {
-        let path = path.appending(key)
-        guard let value = object[key] else {
-            if required { fail(path, "required", "is required") }
-            return nil
-        }
-        guard let number = value.numberValue else {
-            fail(path, "type", "must be a number (got \(value.typeName))")
+        guard case let (path, _, number)? = field(object, key, at: path, required: required, kind: "a number", { $0.numberValue }) else {
             return nil
         }
         if number < range.lowerBound {
@@ -109,13 +107,7 @@ struct SnapshotReader {
     /// Integers as JSON Schema sees them: `3` and `3.0` both count, and so
     /// does `1e20`, which is then out of range rather than of the wrong type.
     mutating func integer(_ object: JSONObject, _ key: String, at path: JSONPath, required: Bool) -> Int64? {
-        let path = path.appending(key)
-        guard let value = object[key] else {
-            if required { fail(path, "required", "is required") }
-            return nil
-        }
-        guard let number = value.numberValue else {
-            fail(path, "type", "must be an integer (got \(value.typeName))")
+        guard case let (path, value, number)? = field(object, key, at: path, required: required, kind: "an integer", { $0.numberValue }) else {
             return nil
         }
         guard number.rounded(.towardZero) == number else {
@@ -140,16 +132,7 @@ struct SnapshotReader {
     static let maxSafeInteger: Int64 = 9_007_199_254_740_991
 
     mutating func bool(_ object: JSONObject, _ key: String, at path: JSONPath, required: Bool) -> Bool? {
-        let path = path.appending(key)
-        guard let value = object[key] else {
-            if required { fail(path, "required", "is required") }
-            return nil
-        }
-        guard let flag = value.boolValue else {
-            fail(path, "type", "must be a boolean (got \(value.typeName))")
-            return nil
-        }
-        return flag
+        field(object, key, at: path, required: required, kind: "a boolean") { $0.boolValue }?.value
     }
 
     static func text(_ number: Double) -> String {

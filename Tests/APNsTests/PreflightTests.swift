@@ -187,7 +187,6 @@ struct PreflightTests {
             #expect(error.field == testCase.field)
             #expect(error.trapID == testCase.trap)
             #expect(error.status == testCase.status)
-            #expect(!error.isRetryable)
             #expect(error.message.hasPrefix(testCase.field), "message should name the field: \(error.message)")
             #expect((error.rule ?? "").count > 5, "message should state the rule: \(error.message)")
             #expect(!error.message.contains(String(repeating: "z", count: 64)), "no token in messages")

@@ -46,41 +46,30 @@ struct ZlibLinkTests {
     /// Compresses through apns_relay_deflate_init_gzip, in 4 KiB output chunks
     /// so the loop runs more than once.
     static func gzip(_ input: [UInt8]) throws -> [UInt8] {
-        // zlib keeps a back pointer to the z_stream, so it must not move: heap-allocate it.
-        let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
-        stream.initialize(to: z_stream())
-        defer { stream.deallocate() }
-        try #require(apns_relay_deflate_init_gzip(stream, Z_DEFAULT_COMPRESSION) == Z_OK)
-        defer { deflateEnd(stream) }
-
-        var source = input
-        var output: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        let status: Int32 = source.withUnsafeMutableBufferPointer { inputBuffer in
-            stream.pointee.next_in = inputBuffer.baseAddress
-            stream.pointee.avail_in = UInt32(inputBuffer.count)
-            var result = Z_OK
-            repeat {
-                result = chunk.withUnsafeMutableBufferPointer { out in
-                    stream.pointee.next_out = out.baseAddress
-                    stream.pointee.avail_out = UInt32(out.count)
-                    return deflate(stream, Z_FINISH)
-                }
-                output.append(contentsOf: chunk.prefix(chunk.count - Int(stream.pointee.avail_out)))
-            } while result == Z_OK || result == Z_BUF_ERROR && stream.pointee.avail_out == 0
-            return result
-        }
-        try #require(status == Z_STREAM_END, "deflate ended with \(status)")
-        return output
+        try stream(input, name: "deflate", initialize: { apns_relay_deflate_init_gzip($0, Z_DEFAULT_COMPRESSION) },
+                   step: { deflate($0, Z_FINISH) }, end: { deflateEnd($0) },
+                   more: { result, stream in result == Z_OK || result == Z_BUF_ERROR && stream.pointee.avail_out == 0 })
     }
 
     /// Decompresses through apns_relay_inflate_init_auto.
     static func gunzip(_ input: [UInt8]) throws -> [UInt8] {
+        try stream(input, name: "inflate", initialize: { apns_relay_inflate_init_auto($0) },
+                   step: { inflate($0, Z_NO_FLUSH) }, end: { inflateEnd($0) }, more: { result, _ in result == Z_OK })
+    }
+
+    /// Runs `input` through one z_stream: `step` until `more` says stop, in 4 KiB
+    /// output chunks; the stream must end with Z_STREAM_END.
+    static func stream(
+        _ input: [UInt8], name: String, initialize: (UnsafeMutablePointer<z_stream>) -> Int32,
+        step: (UnsafeMutablePointer<z_stream>) -> Int32, end: (UnsafeMutablePointer<z_stream>) -> Int32,
+        more: (Int32, UnsafeMutablePointer<z_stream>) -> Bool
+    ) throws -> [UInt8] {
+        // zlib keeps a back pointer to the z_stream, so it must not move: heap-allocate it.
         let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
         stream.initialize(to: z_stream())
         defer { stream.deallocate() }
-        try #require(apns_relay_inflate_init_auto(stream) == Z_OK)
-        defer { inflateEnd(stream) }
+        try #require(initialize(stream) == Z_OK)
+        defer { _ = end(stream) }
 
         var source = input
         var output: [UInt8] = []
@@ -93,13 +82,13 @@ struct ZlibLinkTests {
                 result = chunk.withUnsafeMutableBufferPointer { out in
                     stream.pointee.next_out = out.baseAddress
                     stream.pointee.avail_out = UInt32(out.count)
-                    return inflate(stream, Z_NO_FLUSH)
+                    return step(stream)
                 }
                 output.append(contentsOf: chunk.prefix(chunk.count - Int(stream.pointee.avail_out)))
-            } while result == Z_OK
+            } while more(result, stream)
             return result
         }
-        try #require(status == Z_STREAM_END, "inflate ended with \(status)")
+        try #require(status == Z_STREAM_END, "\(name) ended with \(status)")
         return output
     }
 }

@@ -13,8 +13,8 @@ import TestSupport
 final class TestRelay: Sendable {
     /// Plain API keys by name; the relay holds only their SHA-256.
     static let keys = ["backend": "key-backend-0123456789", "other": "key-other-0123456789", "admin": "key-admin-0123456789", "limited": "key-limited-0123456789"]
-    static let liveSnapshot = #"{"schemaVersion":"5","kind":"liveActivity","id":"e2e-1","surfaceId":"surface-e2e","updatedAt":"2026-11-22T10:00:00Z","state":"active","liveActivity":{"title":"Order on its way","body":"4 stops away","progress":0.4,"deepLink":"e2e://orders/1","modeLabel":"active","contextLabel":"delivery","statusLine":"active · 40%","actionLabel":"Track","stage":"inProgress","estimatedSeconds":900,"morePartsCount":0}}"#
-    static let notificationSnapshot = #"{"schemaVersion":"5","kind":"notification","id":"e2e-n","surfaceId":"surface-e2e","updatedAt":"2026-11-22T10:00:00Z","state":"attention","notification":{"title":"Shipped","body":"Track it","deepLink":"e2e://orders/1","category":"surface-update","threadId":"t1"}}"#
+    static let liveSnapshot = TestSnapshots.liveActivity
+    static let notificationSnapshot = TestSnapshots.notification
 
     let mock: MockAPNsServer
     let server: RelayServer

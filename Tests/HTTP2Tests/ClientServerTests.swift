@@ -344,20 +344,7 @@ struct ClientServerTests {
         let local = try LocalServer(maxConcurrentStreams: 1, handler: requests.handler)
         defer { local.stop() }
         let connection = local.connection { $0.queueCapacity = 2; $0.maxConcurrentStreams = 1 }
-        // Establish the connection so its limits are known.
-        _ = try await connection.send(HTTP2Request(method: "GET", path: "/warm"))
-        // The server holds the one in flight, so the queue stays full until released.
-        let tasks = (0..<3).map { index in
-            Task { try await connection.send(HTTP2Request(method: "GET", path: "/hold/\(index)", timeout: guardTimeout)) }
-        }
-        await waitUntil("one request is held and two wait") { connection.load == 3 && requests.held.count == 1 }
-        await #expect {
-            try await connection.send(HTTP2Request(method: "GET", path: "/one-too-many"))
-        } throws: { ($0 as? HTTP2Error)?.code == .queueFull }
-        requests.open()
-        for task in tasks { #expect(try await task.value.status == 200) }
-        #expect(!requests.arrived.map(\.path).contains("/one-too-many"))
-        await connection.close()
+        try await Self.expectQueueFull(connection, requests)
     }
 
     @Test("the queue bound counts the server's stream limit, not only ours")
@@ -367,7 +354,16 @@ struct ClientServerTests {
         defer { local.stop() }
         // Our cap stays at 900: only the server's SETTINGS say 1.
         let connection = local.connection { $0.queueCapacity = 2 }
+        try await Self.expectQueueFull(connection, requests)
+    }
+
+    /// With one stream in flight (the server holds it) and a queue of 2 full,
+    /// the next request fails at once with queueFull and never reaches the
+    /// server; the held and queued ones then complete.
+    static func expectQueueFull(_ connection: HTTP2Connection, _ requests: HeldRequests) async throws {
+        // Establish the connection so its limits are known.
         _ = try await connection.send(HTTP2Request(method: "GET", path: "/warm"))
+        // The server holds the one in flight, so the queue stays full until released.
         let tasks = (0..<3).map { index in
             Task { try await connection.send(HTTP2Request(method: "GET", path: "/hold/\(index)", timeout: guardTimeout)) }
         }

@@ -45,28 +45,25 @@ struct OpenSSLServer: Sendable {
 struct TLSTests {
     @Test("a server that ignores ALPN (openssl s_server without -alpn) is a no_h2 error")
     func serverIgnoringALPN() async throws {
-        let server = try OpenSSLServer(alpn: nil)
-        defer { server.stop() }
-        let connection = server.connection()
-        await #expect {
-            try await connection.send(HTTP2Request(method: "GET", path: "/"))
-        } throws: { error in
-            let error = error as! HTTP2Error
-            return error.code == .noHTTP2 && error.message.contains("did not agree to HTTP/2 in ALPN (got nothing)")
-        }
-        #expect(connection.state == .closed)
+        try await Self.expectNoHTTP2(alpn: nil, saying: "did not agree to HTTP/2 in ALPN (got nothing)")
     }
 
     @Test("a server whose ALPN offers only http/1.1 is a no_h2 error, not a generic TLS failure")
     func serverWithOtherALPN() async throws {
-        let server = try OpenSSLServer(alpn: "http/1.1")
+        try await Self.expectNoHTTP2(alpn: "http/1.1", saying: "no application protocol")
+    }
+
+    /// A request to `openssl s_server` offering `alpn` fails as no_h2 with a
+    /// message containing `message`, and the connection ends closed.
+    static func expectNoHTTP2(alpn: String?, saying message: String) async throws {
+        let server = try OpenSSLServer(alpn: alpn)
         defer { server.stop() }
         let connection = server.connection()
         await #expect {
             try await connection.send(HTTP2Request(method: "GET", path: "/"))
         } throws: { error in
             let error = error as! HTTP2Error
-            return error.code == .noHTTP2 && error.message.contains("no application protocol")
+            return error.code == .noHTTP2 && error.message.contains(message)
         }
         #expect(connection.state == .closed)
     }

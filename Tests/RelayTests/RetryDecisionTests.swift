@@ -48,6 +48,8 @@ struct RetryDecisionTests {
         Row(name: "400 IdleTimeout", outcome: apns("IdleTimeout", 400), expected: .retry(after: 0.1)),
         // Reasons outside the catalog, and 5xx whatever the body says.
         Row(name: "502 with no body", outcome: .rejected(.fromResponse(status: 502, body: [], apnsID: nil)), expected: .retry(after: 0.1)),
+        Row(name: "503 with an HTML body", outcome: .rejected(.fromResponse(status: 503, body: Array("<html>".utf8), apnsID: nil)),
+            expected: .retry(after: 0.1)),
         Row(name: "a 5xx reason the catalog does not know", outcome: apns("BrandNewOutage", 503), expected: .retry(after: 0.1)),
         Row(name: "a catalog never-reason answered as 500", outcome: apns("BadDeviceToken", 500), expected: .retry(after: 0.1)),
         Row(name: "a 4xx reason the catalog does not know", outcome: apns("BrandNewRule", 400), expected: .giveUp(.notRetryable)),
@@ -121,6 +123,32 @@ struct RetryDecisionTests {
             #expect(decision.refreshesToken == row.expected.refreshesToken)
         } else {
             #expect(decision == row.expected)
+        }
+    }
+
+    /// Every catalog row, answered with its own status and again as a 500: the
+    /// rule alone decides a 4xx, and any 5xx is worth another try (the only
+    /// statement of "retryable" there is; APNsError and APNsReason carry none).
+    @Test("every catalog reason: its rule decides, a 5xx always retries", arguments: APNsReason.catalog)
+    func catalogRow(_ reason: APNsReason) {
+        let policy = RetryPolicy()
+        let fresh = RetryPolicy.State(secondsLeft: 30)
+        func decision(status: Int) -> RetryPolicy.Decision {
+            let error = APNsError.fromResponse(status: status, body: Array(#"{"reason":"\#(reason.name)"}"#.utf8), apnsID: nil)
+            return policy.decide(.rejected(error), fresh, random: { $0.lowerBound })
+        }
+        let own = decision(status: reason.status)
+        let asServerError = decision(status: 500)
+        switch reason.retry {
+        case .never:
+            #expect(own == (reason.status >= 500 ? .retry(after: 0.1) : .giveUp(.notRetryable)))
+            #expect(asServerError == .retry(after: 0.1))
+        case .withBackoff, .honouringRetryAfter, .onNewConnection:
+            #expect(own == .retry(after: 0.1))
+            #expect(asServerError == .retry(after: 0.1))
+        case .onceWithFreshToken:
+            #expect(own == .refreshTokenAndRetry)
+            #expect(asServerError == .refreshTokenAndRetry)
         }
     }
 

@@ -1,4 +1,4 @@
-/// One APNs error reason: what it means, whether it is worth retrying,
+/// One APNs error reason: what it means, when it is worth retrying,
 /// whether the token should be dropped, and which trap it maps to.
 ///
 /// The catalog (``APNsReason/catalog``) mirrors `docs/reference/apns-reasons.tsv`
@@ -8,6 +8,8 @@ public struct APNsReason: Sendable, Hashable {
     public var name: String
     /// The HTTP status APNs answers with for this reason.
     public var status: Int
+    /// When a send that failed with this reason may be tried again; only
+    /// `RetryPolicy.decide` (Relay) reads it.
     public var retry: RetryRule
     /// True when the token is dead or wrong and must leave the token store.
     public var dropsToken: Bool
@@ -29,9 +31,6 @@ public struct APNsReason: Sendable, Hashable {
         self.meaning = meaning
         self.fix = fix
     }
-
-    /// Whether a send that failed with this reason may be tried again.
-    public var isRetryable: Bool { retry != .never }
 }
 
 extension APNsReason {

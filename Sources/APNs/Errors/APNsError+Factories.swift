@@ -16,7 +16,6 @@ extension APNsError {
             field: field,
             rule: rule,
             apnsID: apnsID,
-            isRetryable: false,
             dropsToken: false,
             trapID: catalogued?.trapID ?? local?.trapID ?? Trap.id(forErrorType: code.rawValue),
             fix: catalogued?.fix ?? local?.fix ?? "Fix \(field): it \(rule)."
@@ -55,14 +54,15 @@ extension APNsError {
         if let reason = APNsReason.named(reasonName) {
             return APNsError(
                 stage: .apns, code: Code(rawValue: reason.name), status: status, apnsID: apnsID,
-                unregisteredAt: timestamp, isRetryable: reason.isRetryable, dropsToken: reason.dropsToken,
+                unregisteredAt: timestamp, dropsToken: reason.dropsToken,
                 trapID: reason.trapID, fix: reason.fix
             )
         }
-        // A reason newer than the catalog: keep it verbatim, retry only server errors.
+        // A reason newer than the catalog: keep it verbatim (RetryPolicy.decide
+        // retries it only as a server error).
         return APNsError(
             stage: .apns, code: Code(rawValue: reasonName), status: status, apnsID: apnsID,
-            unregisteredAt: timestamp, isRetryable: status >= 500, dropsToken: false,
+            unregisteredAt: timestamp, dropsToken: false,
             trapID: Trap.id(forErrorType: reasonName),
             fix: "APNs reason \(reasonName) is not in the relay's catalog; check Apple's documentation."
         )

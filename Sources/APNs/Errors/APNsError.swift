@@ -3,7 +3,11 @@
 ///
 /// One type for both, so every caller (the retry engine, the ingress, the audit
 /// writer, alert rules) reads the same fields: a stable ``code``, APNs' status
-/// and reason, the trap, whether to retry or drop the token, and a one-line fix.
+/// and reason, the trap, whether to drop the token, and a one-line fix.
+///
+/// Whether to retry is not a field: the send loop asks `RetryPolicy.decide`
+/// (Relay), which reads the reason catalog's ``APNsReason/RetryRule`` and the
+/// status, so one function owns that answer.
 public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Where the error was decided.
     public enum Stage: String, Sendable, Hashable {
@@ -28,7 +32,6 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
     public var apnsID: APNsID?
     /// For 410 answers: when APNs learned the token was gone, in milliseconds since 1970.
     public var unregisteredAt: Int64?
-    public var isRetryable: Bool
     public var dropsToken: Bool
     public var trapID: TrapID?
     /// One line telling the operator or producer what to do.
@@ -36,7 +39,7 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public init(
         stage: Stage, code: Code, status: Int, field: String? = nil, rule: String? = nil, apnsID: APNsID? = nil,
-        unregisteredAt: Int64? = nil, isRetryable: Bool, dropsToken: Bool, trapID: TrapID?, fix: String
+        unregisteredAt: Int64? = nil, dropsToken: Bool, trapID: TrapID?, fix: String
     ) {
         self.stage = stage
         self.code = code
@@ -45,7 +48,6 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
         self.rule = rule
         self.apnsID = apnsID
         self.unregisteredAt = unregisteredAt
-        self.isRetryable = isRetryable
         self.dropsToken = dropsToken
         self.trapID = trapID
         self.fix = fix

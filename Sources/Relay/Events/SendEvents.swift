@@ -57,8 +57,6 @@ public struct AttemptEvent: Sendable {
     public var errorType: String?
     public var trapID: TrapID?
     public var durationSeconds: Double
-    /// The wait scheduled before the next attempt, when there is one.
-    public var backoffSeconds: Double?
 }
 
 /// How a send ended, in the words the metrics and the audit use.

@@ -123,7 +123,7 @@ struct SendRun {
                 attemptLog.append(AttemptSummary(status: response.status, reason: nil, durationSeconds: duration))
                 if (200..<300).contains(response.status) {
                     attemptSpan.end()
-                    report(attemptStatus: response.status, reason: nil, errorType: nil, trap: nil, duration: duration, final: true, backoff: nil)
+                    report(attemptStatus: response.status, reason: nil, errorType: nil, trap: nil, duration: duration, final: true)
                     return await succeed(response)
                 }
                 let error = APNsError.fromResponse(status: response.status, body: response.body, apnsID: request.apnsID)

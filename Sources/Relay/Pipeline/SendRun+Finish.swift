@@ -8,17 +8,14 @@ extension SendRun {
     func report(_ failure: RetryPolicy.Outcome, duration: Double, decision: RetryPolicy.Decision) {
         report(
             attemptStatus: failure.status, reason: failure.reason, errorType: failure.errorType, trap: failure.trapID,
-            duration: duration, final: decision.delay == nil, backoff: decision.delay)
+            duration: duration, final: decision.delay == nil)
     }
 
     /// Tells every observer about the attempt that just ended.
-    func report(
-        attemptStatus: Int?, reason: String?, errorType: String?, trap: TrapID?, duration: Double, final: Bool,
-        backoff: Double?
-    ) {
+    func report(attemptStatus: Int?, reason: String?, errorType: String?, trap: TrapID?, duration: Double, final: Bool) {
         let event = AttemptEvent(
             send: descriptor, attempt: attempt, isFinalAttempt: final, status: attemptStatus, reason: reason,
-            errorType: errorType, trapID: trap, durationSeconds: duration, backoffSeconds: backoff)
+            errorType: errorType, trapID: trap, durationSeconds: duration)
         for observer in client.observers { observer.attemptFinished(event) }
     }
 

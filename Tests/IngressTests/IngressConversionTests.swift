@@ -2,6 +2,7 @@ import APNs
 import Foundation
 @testable import Ingress
 import RelayJSON
+import TestSupport
 import Testing
 
 /// Every place the ingress turns client text or JSON numbers into integers,
@@ -52,7 +53,7 @@ struct IngressConversionTests {
     }
 
     static func decode(_ extra: String, operation: String = "update", fanOut: Bool = false) -> IngressError? {
-        let body = #"{"app":"a","environment":"development","operation":"\#(operation)","token":"\#(String(repeating: "ab", count: 32))","snapshot":\#(TestRelay.liveSnapshot)\#(extra)}"#
+        let body = #"{"app":"a","environment":"development","operation":"\#(operation)","token":"\#(String(repeating: "ab", count: 32))","snapshot":\#(TestSnapshots.liveActivity)\#(extra)}"#
         do {
             _ = try SendRequestDecoder.decode(try JSONParser.parse(Array(body.utf8)), allowFanOut: fanOut)
             return nil
@@ -88,7 +89,7 @@ struct IngressConversionTests {
     func apnsIDWithTokens() throws {
         let id = #","apnsId":"0f9e8d7c-6b5a-4c3d-8e1f-a0b1c2d3e4f5""#
         let tokens = #","tokens":["\#(String(repeating: "ab", count: 32))","\#(String(repeating: "cd", count: 32))"]"#
-        let body = #"{"app":"a","environment":"development","operation":"alert","snapshot":\#(TestRelay.liveSnapshot)\#(id)\#(tokens)}"#
+        let body = #"{"app":"a","environment":"development","operation":"alert","snapshot":\#(TestSnapshots.liveActivity)\#(id)\#(tokens)}"#
         do {
             _ = try SendRequestDecoder.decode(try JSONParser.parse(Array(body.utf8)), path: "items[0]", allowFanOut: true)
             Issue.record("an apnsId shared by two tokens was accepted")
@@ -97,7 +98,7 @@ struct IngressConversionTests {
             #expect(error.field == "items[0].apnsId")
             #expect(error.message.contains("single token"), "\(error.message)")
         }
-        let single = #"{"app":"a","environment":"development","operation":"alert","snapshot":\#(TestRelay.liveSnapshot)\#(id),"tokens":["\#(String(repeating: "ab", count: 32))"]}"#
+        let single = #"{"app":"a","environment":"development","operation":"alert","snapshot":\#(TestSnapshots.liveActivity)\#(id),"tokens":["\#(String(repeating: "ab", count: 32))"]}"#
         #expect(try SendRequestDecoder.decode(try JSONParser.parse(Array(single.utf8)), path: "items[0]", allowFanOut: true).operations.count == 1)
     }
 
