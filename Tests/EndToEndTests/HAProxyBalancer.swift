@@ -3,14 +3,14 @@ import TestSupport
 
 /// HAProxy from Debian's package, on loopback, balancing over relays'
 /// ingress ports: the load balancer of a multi-instance test, a peer nobody
-/// here wrote.
+/// here wrote, running the configuration `deploy/haproxy/haproxy.cfg` ships.
 ///
-/// Every relay is checked with `GET /readyz` every 100 ms and leaves the pool
-/// on its first failure (a draining relay answers 503, a killed one refuses
-/// the connection); a request whose connection to a relay fails is sent to
-/// another (`retry-on conn-failure` plus `option redispatch`). Nothing else is
-/// retried: a request a relay may have sent to APNs before it died is never
-/// sent twice by the balancer (that is what idempotency keys are for).
+/// That file routes `POST /v1/send` by a consistent hash of its `token`
+/// (round robin for the rest), checks every relay's `/readyz`, sends a
+/// request whose connection to a relay failed to another one and retries
+/// nothing else: a request a relay may have sent to APNs before it died is
+/// never sent twice by the balancer. Here the checks run every 100 ms and a
+/// relay leaves the pool on its first failure.
 final class HAProxyBalancer: Sendable {
     /// One relay behind the balancer.
     struct Backend: Sendable {
@@ -19,69 +19,73 @@ final class HAProxyBalancer: Sendable {
     }
 
     let port: UInt16
+    let statsPort: UInt16
     let configurationFile: String
     private let child: ChildProcess
 
     var base: String { "http://127.0.0.1:\(port)" }
-    /// The stats page as CSV (`;csv`), on the balancer's own frontend.
+    /// The stats page (`;csv` for CSV), on a frontend of its own.
     static let statsPath = "/haproxy-stats"
 
-    /// The configuration the test runs with: the same text `deploy/haproxy/haproxy.cfg` shows, with loopback ports.
-    static func configuration(port: UInt16, backends: [Backend]) -> String {
-        let servers = backends.map { "    server \($0.name) 127.0.0.1:\($0.port) check" }.joined(separator: "\n")
-        return """
-            global
-                maxconn 1024
+    /// The example the deployment kit ships, which this balancer runs.
+    static var shippedConfiguration: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("deploy/haproxy/haproxy.cfg").path
+    }
 
-            defaults
-                mode http
-                timeout connect 2s
-                timeout client 60s
-                timeout server 60s
-                # Only a connection that never reached a relay is tried again, on
-                # another one: a request that did reach one may have been sent to APNs.
-                retries 3
-                retry-on conn-failure
-                option redispatch 1
-
-            frontend apns_relay
-                bind 127.0.0.1:\(port)
-                stats enable
-                stats uri \(statsPath)
-                default_backend relays
-
-            backend relays
-                balance roundrobin
-                option httpchk
-                http-check send meth GET uri /readyz
-                http-check expect status 200
-                default-server inter 100ms fastinter 50ms downinter 100ms fall 1 rise 1
-            \(servers)
-
-            """
+    /// `deploy/haproxy/haproxy.cfg` with loopback ports in its two `bind`
+    /// lines, `backends` in place of its `server` lines, and health checks
+    /// every 100 ms that take a relay out on its first failure.
+    static func configuration(port: UInt16, statsPort: UInt16, backends: [Backend]) throws -> String {
+        let shipped = try String(contentsOfFile: shippedConfiguration, encoding: .utf8)
+        var lines: [String] = []
+        var replaced: Set<String> = []
+        for line in shipped.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+            switch line {
+            case "    bind :8080":
+                lines.append("    bind 127.0.0.1:\(port)"); replaced.insert("bind")
+            case "    bind 127.0.0.1:8404":
+                lines.append("    bind 127.0.0.1:\(statsPort)"); replaced.insert("stats")
+            case _ where line.hasPrefix("    default-server "):
+                lines.append("    default-server inter 100ms fastinter 50ms downinter 100ms fall 1 rise 1"); replaced.insert("checks")
+            case _ where line.hasPrefix("    server relay-"):
+                if !replaced.contains("servers") {
+                    lines += backends.map { "    server \($0.name) 127.0.0.1:\($0.port) check" }
+                    replaced.insert("servers")
+                }
+            default:
+                lines.append(line)
+            }
+        }
+        guard replaced == ["bind", "stats", "checks", "servers"] else {
+            throw TestRelayError("\(shippedConfiguration) changed shape: replaced only \(replaced.sorted())")
+        }
+        return lines.joined(separator: "\n")
     }
 
     /// Writes the configuration into `directory`, checks it with `haproxy -c`
-    /// and starts HAProxy in the foreground. The frontend's port is a free one
-    /// found by binding port 0; should another process take it in between,
-    /// HAProxy exits at once and another port is tried.
+    /// and starts HAProxy in the foreground. The ports are free ones found by
+    /// binding port 0; should another process take one in between, HAProxy
+    /// exits at once and other ports are tried.
     init(directory: String, backends: [Backend]) async throws {
         var lastError = ""
         for attempt in 1...5 {
             let port = try await Self.freePort()
+            let statsPort = try await Self.freePort()
             let file = directory + "/haproxy-\(attempt).cfg"
-            try Self.configuration(port: port, backends: backends).write(toFile: file, atomically: true, encoding: .utf8)
+            try Self.configuration(port: port, statsPort: statsPort, backends: backends).write(toFile: file, atomically: true, encoding: .utf8)
             let checked = try await ProcessRunner.runOffPool(["haproxy", "-c", "-q", "-f", file])
             guard checked.status == 0 else { throw TestRelayError("haproxy -c refused \(file): \(checked.output)") }
             let child = try ChildProcess(["haproxy", "-db", "-f", file], standardOutput: .discard, standardError: .file(file + ".log"))
-            // Started when the frontend answers its stats page; exited when the bind failed.
+            // Started when the stats page answers; exited when a bind failed.
             let up = await eventually(20) {
                 if !child.isRunning { return true }
-                let answer = try? await ProcessRunner.runOffPool(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)\(Self.statsPath)"])
+                let answer = try? await ProcessRunner.runOffPool(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(statsPort)\(Self.statsPath)"])
                 return answer?.output == "200"
             }
-            if up, child.isRunning {
+            if up, child.isRunning, port != statsPort {
                 self.port = port
+                self.statsPort = statsPort
                 self.configurationFile = file
                 self.child = child
                 return
@@ -95,7 +99,7 @@ final class HAProxyBalancer: Sendable {
 
     /// Each server's status as HAProxy sees it ("UP", "DOWN", "MAINT", …).
     func serverStates() async -> [String: String] {
-        guard let answer = try? await ProcessRunner.runOffPool(["curl", "-s", "--max-time", "10", base + Self.statsPath + ";csv"]) else { return [:] }
+        guard let answer = try? await ProcessRunner.runOffPool(["curl", "-s", "--max-time", "10", "http://127.0.0.1:\(statsPort)" + Self.statsPath + ";csv"]) else { return [:] }
         var states: [String: String] = [:]
         // # pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,…
         for line in answer.output.split(separator: "\n") where line.hasPrefix("relays,") {

@@ -72,6 +72,24 @@ struct MultiInstanceProcessTests {
         var port: UInt16
     }
 
+    /// Starts `serve` as instance `name` on `spool`, sending to `mock`; `port` 0
+    /// picks a free one, a given port is the one its predecessor had.
+    static func start(_ name: String, relay: TestRelay, mock: MockAPNsServer, database: String, spool: String, port: UInt16 = 0) async throws -> Instance {
+        let directory = relay.directory + "/" + name
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let config = try ServeProcessTests.writeConfiguration(
+            directory: directory, mock: mock, keyPath: relay.keyPath, instance: name, databaseURL: database, spool: spool)
+        if port != 0 {
+            let text = try String(contentsOfFile: config, encoding: .utf8)
+            try text.replacingOccurrences(of: "  listen: 127.0.0.1:0\nmetrics", with: "  listen: 127.0.0.1:\(port)\nmetrics")
+                .write(toFile: config, atomically: true, encoding: .utf8)
+        }
+        let process = try RelayProcess(arguments: ["serve", "--config", config], standardError: directory + "/serve-\(UUID().uuidString.prefix(4)).log")
+        let bound = try await process.port(after: "apns-relay ingress on")
+        if port != 0 { #expect(bound == port, "\(name) took its predecessor's port") }
+        return Instance(name: name, config: config, process: process, port: bound)
+    }
+
     static let threads = 12
 
     @Test("SIGKILL one relay and replace another with SIGTERM under load through HAProxy: every answered send has one audit row; dead tokens are shared")
@@ -85,26 +103,12 @@ struct MultiInstanceProcessTests {
         defer { mock.stop() }
         let run = UUID().uuidString.prefix(6).lowercased()
 
-        /// Starts `name` on `spool`; `port` 0 picks a free one, a given port is the one its predecessor had.
         func start(_ name: String, spool: String, port: UInt16 = 0) async throws -> Instance {
-            let directory = relay.directory + "/" + name
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let config = try ServeProcessTests.writeConfiguration(
-                directory: directory, mock: mock, keyPath: relay.keyPath, instance: name, databaseURL: database, spool: spool)
-            if port != 0 {
-                let text = try String(contentsOfFile: config, encoding: .utf8)
-                try text.replacingOccurrences(of: "  listen: 127.0.0.1:0\nmetrics", with: "  listen: 127.0.0.1:\(port)\nmetrics")
-                    .write(toFile: config, atomically: true, encoding: .utf8)
-            }
-            let process = try RelayProcess(arguments: ["serve", "--config", config], standardError: directory + "/serve-\(UUID().uuidString.prefix(4)).log")
-            let bound = try await process.port(after: "apns-relay ingress on")
-            if port != 0 { #expect(bound == port, "\(name) took its predecessor's port") }
-            return Instance(name: name, config: config, process: process, port: bound)
+            try await Self.start(name, relay: relay, mock: mock, database: database, spool: relay.directory + "/" + spool, port: port)
         }
-
-        var a = try await start("multi-a-\(run)", spool: relay.directory + "/spool-a")
-        let b = try await start("multi-b-\(run)", spool: relay.directory + "/spool-b")
-        let c = try await start("multi-c-\(run)", spool: relay.directory + "/spool-c")
+        var a = try await start("multi-a-\(run)", spool: "spool-a")
+        let b = try await start("multi-b-\(run)", spool: "spool-b")
+        let c = try await start("multi-c-\(run)", spool: "spool-c")
         // HAProxy names servers by slot (the port), not by the process behind it.
         let balancer = try await HAProxyBalancer(
             directory: relay.directory, backends: [.init(name: "a", port: a.port), .init(name: "b", port: b.port), .init(name: "c", port: c.port)])
@@ -131,7 +135,7 @@ struct MultiInstanceProcessTests {
         #expect(await a.process.waitForExit() != 0)
         #expect(await balancer.waitFor("a", "DOWN") == nil)
         #expect(await answered(150), "the load goes on over b and c")
-        a = try await start(a.name, spool: relay.directory + "/spool-a", port: a.port)
+        a = try await start(a.name, spool: "spool-a", port: a.port)
         #expect(await balancer.waitFor("a", "UP") == nil)
         #expect(await answered(150))
 
@@ -141,7 +145,7 @@ struct MultiInstanceProcessTests {
         #expect(await b.process.waitForExit() == 0, "a drained relay exits 0")
         #expect(await balancer.waitFor("b", "DOWN") == nil)
         #expect(await answered(150), "the load goes on over a and c")
-        let b2 = try await start("multi-b2-\(run)", spool: relay.directory + "/spool-b2", port: b.port)
+        let b2 = try await start("multi-b2-\(run)", spool: "spool-b2", port: b.port)
         #expect(await balancer.waitFor("b", "UP") == nil)
         #expect(await answered(200), "the load reaches the replacement too")
 
@@ -210,5 +214,42 @@ struct MultiInstanceProcessTests {
         #expect(total >= answeredIDs.count + 1 && total <= answeredIDs.count + 1 + others.count, "\(summary); \(others.prefix(20))")
         // Every instance took a share (roundrobin); the names are the audit's relay_instance.
         for name in [a.name, b.name, b2.name, c.name] { #expect(shares.contains(name + "="), "\(name) answered nothing: \(shares)") }
+    }
+
+    @Test("Live Activity timestamp order holds across two relays because the shipped balancer routes a send by its token; each relay remembers only its own")
+    func timestampOrderFollowsTheToken() async throws {
+        guard let url = ServeProcessTests.databaseURL else { return }
+        let database = try await ServeProcessTests.freshDatabase(url)
+        let relay = try await TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let run = UUID().uuidString.prefix(6).lowercased()
+        let a = try await Self.start("order-a-\(run)", relay: relay, mock: relay.mock, database: database, spool: relay.directory + "/spool-oa")
+        let b = try await Self.start("order-b-\(run)", relay: relay, mock: relay.mock, database: database, spool: relay.directory + "/spool-ob")
+        let balancer = try await HAProxyBalancer(
+            directory: relay.directory, backends: [.init(name: "a", port: a.port), .init(name: "b", port: b.port)])
+        defer { Task { await balancer.stop() } }
+        for slot in ["a", "b"] { #expect(await balancer.waitFor(slot, "UP") == nil) }
+
+        let token = TestRelay.token(Int.random(in: 1...1_000_000), prefix: "ac71")
+        func update(_ timestamp: Int, through base: String) async throws -> TestRelay.Answer {
+            try await relay.curl("POST", "/v1/send", body: TestRelay.send("update", token: token, extra: #","timestamp":\#(timestamp)"#), base: base)
+        }
+        let first = try await update(1_700_000_500, through: balancer.base)
+        #expect(first.status == 200, "\(first)")
+        // Round robin over two relays would hand every other request to the one
+        // that never saw the first update; routed by token, each lands where it did.
+        for _ in 0..<4 {
+            let stale = try await update(1_700_000_500, through: balancer.base)
+            #expect(stale.status == 400 && stale.error?["reason"] == "StaleTimestamp", "a stale update is refused whichever request it is: \(stale)")
+        }
+        #expect(try await update(1_700_000_501, through: balancer.base).status == 200)
+        // The memory is per instance: straight to each relay, only the one the
+        // balancer chose refuses the same stale timestamp.
+        var statuses: [Int] = []
+        for instance in [a, b] { statuses.append(try await update(1_700_000_501, through: "http://127.0.0.1:\(instance.port)").status) }
+        #expect(statuses.sorted() == [200, 400], "\(statuses)")
+
+        for instance in [a, b] { instance.process.signal(SIGTERM) }
+        for instance in [a, b] { #expect(await instance.process.waitForExit() == 0) }
     }
 }
