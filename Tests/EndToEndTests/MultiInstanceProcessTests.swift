@@ -1,7 +1,6 @@
 import Foundation
 import MockAPNs
 import RelayJSON
-import Synchronization
 import Testing
 import TestSupport
 
@@ -11,59 +10,6 @@ import TestSupport
 /// under load.
 @Suite("apns-relay serve, three instances behind HAProxy")
 struct MultiInstanceProcessTests {
-    /// Python's http.client as the backend: `threads` keep-alive connections
-    /// through the balancer, one push at a time each, until standard input
-    /// closes. Prints `OK <apns-id>` for each 200 it has fully read,
-    /// `STATUS <code> <body>` for any other answer and `ERR <exception>` when a
-    /// connection dies, and goes on (a backend behind a balancer retries on
-    /// another connection; these sends carry no idempotency key, so the driver
-    /// never resends the same push: each attempt is a new token).
-    static let driver = #"""
-        import http.client, json, sys, threading
-        port, key, template, threads = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
-        lock = threading.Lock()
-        stop = threading.Event()
-        def say(line):
-            with lock:
-                sys.stdout.write(line + "\n"); sys.stdout.flush()
-        def worker(n):
-            conn, i = None, 0
-            while not stop.is_set():
-                i += 1
-                try:
-                    if conn is None:
-                        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-                    body = template.replace("TOKEN", "%064x" % (n * 1000000 + i))
-                    conn.request("POST", "/v1/send", body=body.encode("utf-8"), headers={"authorization": "Bearer " + key, "content-type": "application/json"})
-                    response = conn.getresponse()
-                    data = response.read()
-                    if response.status == 200:
-                        say("OK " + json.loads(data)["apnsId"].lower())
-                    else:
-                        say("STATUS %d %s" % (response.status, data[:200].decode("utf-8", "replace").replace("\n", " ")))
-                    if response.getheader("connection", "").lower() == "close":
-                        conn.close(); conn = None
-                except Exception as error:
-                    say("ERR " + type(error).__name__)
-                    try:
-                        conn.close()
-                    except Exception:
-                        pass
-                    conn = None
-        workers = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
-        for w in workers: w.start()
-        sys.stdin.read()
-        stop.set()
-        for w in workers: w.join()
-        """#
-
-    /// What the driver printed, read on a thread of its own.
-    final class Lines: Sendable {
-        let lines = Mutex<[String]>([])
-        var answered: [String] { lines.withLock { $0.filter { $0.hasPrefix("OK ") }.map { String($0.dropFirst(3)) } } }
-        var others: [String] { lines.withLock { $0.filter { !$0.hasPrefix("OK ") } } }
-    }
-
     /// One relay process: its configuration file, fixed ingress port after the first start.
     struct Instance {
         var name: String
@@ -115,20 +61,15 @@ struct MultiInstanceProcessTests {
         defer { Task { await balancer.stop() } }
         for slot in ["a", "b", "c"] { #expect(await balancer.waitFor(slot, "UP") == nil) }
 
-        let script = relay.directory + "/multi-driver.py"
-        try Self.driver.write(toFile: script, atomically: true, encoding: .utf8)
-        let driver = try ChildProcess(
-            ["python3", script, String(balancer.port), TestRelay.keys["backend"]!, TestRelay.send(token: "TOKEN"), String(Self.threads)],
-            input: true, standardOutput: .pipe, standardError: .inherit)
-        let lines = Lines()
-        ChildProcess.collectLines(of: driver.standardOutput!) { line in lines.lines.withLock { $0.append(line) } }
+        // A backend's clients: keep-alive connections through the balancer, reconnecting when one dies.
+        let driver = try LoadDriver(directory: relay.directory, port: balancer.port, threads: Self.threads, until: .inputCloses)
         /// Waits until `more` sends were answered since the call.
         func answered(_ more: Int) async -> Bool {
-            let target = lines.answered.count + more
-            return await eventually(60) { lines.answered.count >= target || !driver.isRunning }
+            let target = driver.answered.count + more
+            return await eventually(60) { driver.answered.count >= target || !driver.isRunning }
         }
 
-        #expect(await answered(200), "the load got going: \(lines.lines.withLock { $0.suffix(5) })")
+        #expect(await answered(200), "the load got going: \(driver.lines.suffix(5))")
 
         // A crashes: SIGKILL, then a new process on its spool and port (a pod's container restart).
         a.process.signal(SIGKILL)
@@ -166,53 +107,37 @@ struct MultiInstanceProcessTests {
         // and the audit holds one row for the key. Not asserted on this branch.
 
         // Stop the load, then every relay (drained: every row written).
-        try driver.standardInput?.close()
+        try driver.stop()
         #expect(await eventually(60) { !driver.isRunning }, "the driver stops when its input closes")
-        let answeredIDs = Set(lines.answered)
+        let answeredIDs = Set(driver.answered)
         try #require(!answeredIDs.isEmpty)
-        let idList = answeredIDs.map { "('\($0)')" }.joined(separator: ",")
         // A's restart replays its journal in the background: wait for its rows before stopping it.
-        let landed = await eventually(120) {
-            let count = try? await ServeProcessTests.scalar(
-                database, "SELECT count(DISTINCT a.apns_id) FROM apns_audit a JOIN (VALUES \(idList)) AS v(id) ON a.apns_id = v.id")
-            return count == String(answeredIDs.count)
-        }
+        let landed = await AuditTally.waitForRows(of: answeredIDs, in: database)
         for instance in [a, b2, c] { instance.process.signal(SIGTERM) }
         for instance in [a, b2, c] { #expect(await instance.process.waitForExit() == 0, "\(instance.name) drained") }
         await balancer.stop()
 
-        let summary = try await ServeProcessTests.scalar(database, """
-            WITH answered(id) AS (VALUES \(idList)),
-                 per_id AS (SELECT apns_id, count(*) AS n, bool_or(outcome = 'unknown') AS unknown FROM apns_audit GROUP BY apns_id)
-            SELECT (SELECT count(*) FROM answered),
-                   (SELECT count(*) FROM apns_audit),
-                   (SELECT count(*) FROM answered WHERE id NOT IN (SELECT apns_id FROM apns_audit)),
-                   (SELECT count(*) FROM per_id WHERE n > 1),
-                   (SELECT count(*) FROM apns_audit WHERE outcome = 'unknown'),
-                   (SELECT count(*) FROM per_id JOIN answered ON per_id.apns_id = answered.id WHERE per_id.unknown)
-            """)
+        let tally = try await AuditTally.of(answeredIDs, in: database)
+        let idList = answeredIDs.map { "('\($0)')" }.joined(separator: ",")
         let shares = try await ServeProcessTests.scalar(database, """
             WITH answered(id) AS (VALUES \(idList))
             SELECT string_agg(relay_instance || '=' || n, ' ' ORDER BY relay_instance)
             FROM (SELECT relay_instance, count(*) AS n FROM apns_audit JOIN answered ON apns_id = answered.id GROUP BY relay_instance) s
             """)
-        let others = lines.others
-        let figures = summary.split(separator: "|").map(String.init)
+        let others = driver.others
         print("""
-            three relays behind HAProxy: answered \(figures[0]), rows \(figures[1]), missing \(figures[2]), \
-            duplicated ids \(figures[3]), unknown rows \(figures[4]), answered-but-unknown \(figures[5]); \
+            three relays behind HAProxy: \(tally); \
             not answered 200: \(others.count) (\(Dictionary(grouping: others) { $0.split(separator: " ").prefix(2).joined(separator: " ") }.mapValues(\.count))); \
             per instance: \(shares.replacingOccurrences(of: "-\(run)", with: ""))
             """)
-        #expect(landed, "rows of answered sends landed: \(summary)")
-        #expect(figures[2] == "0", "answered sends without a row: \(summary)")
-        #expect(figures[3] == "0", "apns-ids with more than one row: \(summary)")
-        #expect(figures[5] == "0", "an answered send has its real outcome, not unknown: \(summary)")
+        #expect(landed, "rows of answered sends landed: \(tally)")
+        #expect(tally.missing == 0, "answered sends without a row: \(tally)")
+        #expect(tally.duplicated == 0, "apns-ids with more than one row: \(tally)")
+        #expect(tally.answeredButUnknown == 0, "an answered send has its real outcome, not unknown: \(tally)")
         // Rows beyond the answered sends: the dead-token send, and sends in flight when
         // A was killed (HAProxy answered 502 or the connection died), at most one each.
-        let total = Int(figures[1]) ?? 0
-        #expect(total >= answeredIDs.count + 1 && total <= answeredIDs.count + 1 + others.count, "\(summary); \(others.prefix(20))")
-        // Every instance took a share (roundrobin); the names are the audit's relay_instance.
+        #expect(tally.rows >= answeredIDs.count + 1 && tally.rows <= answeredIDs.count + 1 + others.count, "\(tally); \(others.prefix(20))")
+        // Every instance took a share (each send has a token of its own, hashed over the relays up); the names are the audit's relay_instance.
         for name in [a.name, b.name, b2.name, c.name] { #expect(shares.contains(name + "="), "\(name) answered nothing: \(shares)") }
     }
 
