@@ -39,6 +39,10 @@ public final class Ingress: Sendable {
         /// `NotSent`, items still running are cancelled. Below the client
         /// timeout docs/api.md recommends (35 s).
         public var batchDeadlineSeconds = 30.0
+        /// This relay's instance name (`instance`, the audit's `relay_instance`):
+        /// state an answer describes for this process only, such as the runtime
+        /// kill switch, names the instance it belongs to.
+        public var instance = ""
 
         public init() {}
     }

@@ -88,6 +88,7 @@ public final class RelayServer: Sendable {
         ingressConfiguration.maximumSendsInFlight = configuration.ingress.maximumSendsInFlight
         ingressConfiguration.maximumBatchSendsRunning = configuration.ingress.maximumBatchSendsRunning
         ingressConfiguration.batchDeadlineSeconds = configuration.ingress.batchDeadlineSeconds
+        ingressConfiguration.instance = configuration.instance
         let audit = audit
         let spoolDirectory = configuration.audit.spoolDirectory
         let behindLimit = configuration.audit.readinessBehindSeconds

@@ -1,7 +1,6 @@
 import APNs
 import Foundation
 import MockAPNs
-import Synchronization
 import Testing
 import TestSupport
 
@@ -10,46 +9,6 @@ import TestSupport
 /// into the JSON log stream.
 @Suite("apns-relay audit durability, as a process")
 struct AuditDurabilityProcessTests {
-    /// A load generator nobody here wrote the client of: Python's http.client,
-    /// `threads` keep-alive connections sending one push at a time. Prints
-    /// `OK <apns-id>` for each 200 it has fully read, `ERR …` when its
-    /// connection dies (the relay was killed) and then stops.
-    static let driver = #"""
-        import http.client, json, sys, threading
-        port, key, template, threads = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
-        lock = threading.Lock()
-        def say(line):
-            with lock:
-                sys.stdout.write(line + "\n"); sys.stdout.flush()
-        def worker(n):
-            conn, i = None, 0
-            while True:
-                try:
-                    if conn is None:
-                        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-                    body = template.replace("TOKEN", "%064x" % (n * 1000000 + i + 1))
-                    conn.request("POST", "/v1/send", body=body.encode("utf-8"), headers={"authorization": "Bearer " + key, "content-type": "application/json"})
-                    response = conn.getresponse()
-                    data = response.read()
-                    if response.status == 200:
-                        say("OK " + json.loads(data)["apnsId"].lower())
-                    else:
-                        say("STATUS %d %s" % (response.status, data[:300].decode("utf-8", "replace")))
-                    i += 1
-                except Exception as error:
-                    say("ERR " + type(error).__name__)
-                    return
-        workers = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
-        for w in workers: w.start()
-        for w in workers: w.join()
-        """#
-
-    /// Lines a child process printed, read on a thread of their own.
-    final class Lines: Sendable {
-        let lines = Mutex<[String]>([])
-        var answered: [String] { lines.withLock { $0.filter { $0.hasPrefix("OK ") }.map { String($0.dropFirst(3)) } } }
-    }
-
     @Test("SIGKILL under concurrent load: every answered apns-id has exactly one row after the next start; in-flight ones at most one (unknown)")
     func sigkillUnderLoad() async throws {
         guard let url = ServeProcessTests.databaseURL else { return }
@@ -66,52 +25,29 @@ struct AuditDurabilityProcessTests {
         let serve = try RelayProcess(arguments: ["serve", "--config", config])
         let port = try await serve.port(after: "apns-relay ingress on")
 
-        let script = relay.directory + "/driver.py"
-        try Self.driver.write(toFile: script, atomically: true, encoding: .utf8)
-        let driver = try ChildProcess(
-            ["python3", script, String(port), TestRelay.keys["backend"]!, TestRelay.send(token: "TOKEN"), "16"],
-            standardOutput: .pipe, standardError: .inherit)
-        let lines = Lines()
-        ChildProcess.collectLines(of: driver.standardOutput!) { line in lines.lines.withLock { $0.append(line) } }
-
-        #expect(await eventually(60) { lines.answered.count >= 400 || !driver.isRunning }, "the load got going: \(lines.lines.withLock { $0.suffix(5) })")
+        let driver = try LoadDriver(directory: relay.directory, port: port, threads: 16, until: .connectionDies)
+        #expect(await eventually(60) { driver.answered.count >= 400 || !driver.isRunning }, "the load got going: \(driver.lines.suffix(5))")
         serve.signal(SIGKILL)
         #expect(await serve.waitForExit() != 0)
         #expect(await eventually(60) { !driver.isRunning }, "the driver stops once its connections die")
-        let answered = Set(lines.answered)
-        try #require(!answered.isEmpty, "\(lines.lines.withLock { $0.prefix(3) })")
+        let answered = Set(driver.answered)
+        try #require(!answered.isEmpty, "\(driver.lines.prefix(3))")
 
         // The next relay on the same spool directory recovers the journal.
         let next = try RelayProcess(arguments: ["serve", "--config", config])
         _ = try await next.port(after: "apns-relay ingress on")
-        let idList = answered.map { "('\($0)')" }.joined(separator: ",")
-        let landed = await eventually(120) {
-            let count = try? await ServeProcessTests.scalar(
-                database, "SELECT count(DISTINCT a.apns_id) FROM apns_audit a JOIN (VALUES \(idList)) AS v(id) ON a.apns_id = v.id")
-            return count == String(answered.count)
-        }
+        let landed = await AuditTally.waitForRows(of: answered, in: database)
         next.signal(SIGTERM)
         #expect(await next.waitForExit() == 0)
 
-        let summary = try await ServeProcessTests.scalar(database, """
-            WITH answered(id) AS (VALUES \(idList)),
-                 per_id AS (SELECT apns_id, count(*) AS n, bool_or(outcome = 'unknown') AS unknown FROM apns_audit GROUP BY apns_id)
-            SELECT (SELECT count(*) FROM answered),
-                   (SELECT count(*) FROM apns_audit),
-                   (SELECT count(*) FROM answered WHERE id NOT IN (SELECT apns_id FROM apns_audit)),
-                   (SELECT count(*) FROM per_id WHERE n > 1),
-                   (SELECT count(*) FROM apns_audit WHERE outcome = 'unknown'),
-                   (SELECT count(*) FROM per_id JOIN answered ON per_id.apns_id = answered.id WHERE per_id.unknown)
-            """)
-        let figures = summary.split(separator: "|").map(String.init)
-        print("SIGKILL under load: answered \(figures[0]), rows \(figures[1]), missing \(figures[2]), duplicated ids \(figures[3]), unknown rows \(figures[4]), answered-but-unknown \(figures[5])")
-        #expect(landed, "rows of answered sends landed: \(summary)")
-        #expect(figures[2] == "0", "answered sends without a row: \(summary)")
-        #expect(figures[3] == "0", "apns-ids with more than one row: \(summary)")
-        #expect(figures[5] == "0", "an answered send must have its real outcome, not unknown: \(summary)")
+        let tally = try await AuditTally.of(answered, in: database)
+        print("SIGKILL under load: \(tally)")
+        #expect(landed, "rows of answered sends landed: \(tally)")
+        #expect(tally.missing == 0, "answered sends without a row: \(tally)")
+        #expect(tally.duplicated == 0, "apns-ids with more than one row: \(tally)")
+        #expect(tally.answeredButUnknown == 0, "an answered send must have its real outcome, not unknown: \(tally)")
         // Sends in flight at the kill: at most one row each, and only those may be unknown.
-        let total = Int(figures[1]) ?? 0
-        #expect(total >= answered.count && total <= answered.count + 16 + 64, "\(summary)")
+        #expect(tally.rows >= answered.count && tally.rows <= answered.count + 16 + 64, "\(tally)")
     }
 
     @Test("migrate twice on a real Postgres: standard error holds JSON lines only, the server's notices among them")

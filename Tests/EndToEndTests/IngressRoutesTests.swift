@@ -142,6 +142,7 @@ struct IngressRoutesTests {
             let engaged = try await relay.curl("PUT", "/v1/admin/retry", key: "admin", body: #"{"disabled":true}"#)
             #expect(engaged.json?["retriesDisabled"] == .bool(true))
             #expect(engaged.json?["source"] == "runtime")
+            #expect(engaged.json?["instance"] == .string(relay.server.configuration.instance), "the switch is per process; the answer names which: \(engaged)")
             let noRetry = try await relay.curl("POST", "/v1/send", body: TestRelay.send(token: TestRelay.token(9, prefix: "beef")))
             #expect(noRetry.status == 429, "with the switch on the first 429 is final: \(noRetry)")
             #expect(noRetry.headers["retry-after"] != nil)

@@ -11,7 +11,9 @@ extension Ingress {
     }
 
     /// `PUT /v1/admin/retry {"disabled": bool}`: engages or releases the
-    /// runtime switch. Releasing while the environment variable holds it is a 409.
+    /// runtime switch of this process only (the answer names the instance:
+    /// behind a load balancer an operator sets each one, docs/operations.md).
+    /// Releasing while the environment variable holds it is a 409.
     @Sendable func setRetryState(_ call: Call) async throws(IngressError) -> HTTPResponse {
         try requireAdmin(call.key)
         var reader = try FieldReader(try body(call.request), path: "")
@@ -22,7 +24,7 @@ extension Ingress {
             throw IngressError(status: 409, type: .conflict, message: "retries are disabled by the environment variable \(variable); unset it and restart to enable them", field: "disabled")
         }
         killSwitch.setRuntime(engaged: disabled)
-        logger.notice("retry kill switch changed at runtime", metadata: ["disabled": "\(disabled)", "caller": "\(call.key.name)"])
+        logger.notice("retry kill switch changed at runtime (this instance only)", metadata: ["disabled": "\(disabled)", "caller": "\(call.key.name)"])
         return .json(200, retryStateBody().encoded())
     }
 
@@ -32,6 +34,9 @@ extension Ingress {
             ("retriesDisabled", .bool(killSwitch.isEngaged)),
             ("source", killSwitch.source.map { .string($0.rawValue) } ?? .null),
             ("environmentVariable", killSwitch.environmentVariable.map { .string($0) } ?? .null),
+            // The switch lives in this process; saying which one lets an operator
+            // who went through a load balancer see that it reached one instance.
+            ("instance", .string(configuration.instance)),
         ]))
     }
 
