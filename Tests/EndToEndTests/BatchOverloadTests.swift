@@ -143,7 +143,10 @@ struct BatchOverloadTests {
             let fresh = try await relay.curl("POST", "/v1/send", body: TestRelay.send(token: TestRelay.token(7, prefix: "f")))
             #expect(fresh.status == 200, "\(fresh)")
             let latency = fresh.json?["latencyMs"]?.numberValue ?? .infinity
-            #expect(latency < Double(2 * delay), "a fresh send took \(latency) ms with APNs answering in \(delay) ms")
+            // Queued behind the 3840 streams a send would wait about four
+            // rounds (over 4 s); one round plus scheduling on two busy cores
+            // stays under three (2 × delay failed once at 2.3 s under load).
+            #expect(latency < Double(3 * delay), "a fresh send took \(latency) ms with APNs answering in \(delay) ms")
             #expect(await eventually(60) { relay.server.ingress.requestsInFlight == 0 })
             #expect(relay.server.ingress.sendsAdmitted == 0)
         }
