@@ -54,7 +54,7 @@ public final class PostgresIdempotencyStore: IdempotencyStore {
                 let found = try connection.execute(Self.readSQL, [claim.caller, claim.keyHash])
                 // Purged between the two statements: claim again.
                 guard let row = found.rows.first else { continue }
-                return Self.verdict(row, requestHash: claim.requestHash)
+                return Self.verdict(row, claim: claim)
             }
             throw PostgresError(message: "the idempotency key could neither be claimed nor read", sqlState: nil)
         }
@@ -113,7 +113,7 @@ public final class PostgresIdempotencyStore: IdempotencyStore {
         """
 
     static let readSQL = """
-        SELECT request_hash, state, apns_id, status, reason, attempts, answer_status, answer_headers, answer_body
+        SELECT request_hash, state, apns_id, status, reason, attempts, answer_status, answer_headers, answer_body, owner
         FROM apns_idempotency_keys WHERE caller = $1 AND key_hash = $2
         """
 
@@ -123,9 +123,11 @@ public final class PostgresIdempotencyStore: IdempotencyStore {
         WHERE caller = $1 AND key_hash = $2 AND owner = $3
         """
 
-    static func verdict(_ row: [String?], requestHash: String) -> IdempotencyVerdict {
-        guard row[0] == requestHash else { return .reused }
-        guard row[1] == "done" else { return .inFlight }
+    static func verdict(_ row: [String?], claim: IdempotencyClaim) -> IdempotencyVerdict {
+        guard row[0] == claim.requestHash else { return .reused }
+        // This claim's own row: its INSERT committed before the connection
+        // broke and the claim was run again on a fresh one.
+        guard row[1] == "done" else { return row[9] == claim.token ? .claimed : .inFlight }
         var headers: [(name: String, value: String)] = []
         if let text = row[7], case .array(let pairs)? = try? JSONParser.parse(Array(text.utf8)) {
             for pair in pairs {
@@ -148,8 +150,21 @@ public final class PostgresIdempotencyStore: IdempotencyStore {
         }
     }
 
+    /// A pooled connection the server closed since (a Postgres restart) fails
+    /// its statement: the statement is run once more on a new connection.
+    /// Each statement is safe to run twice (a claim finds its own row).
     private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        let connection = try idle.withLock { $0.popLast() } ?? PostgresConnection(conninfo: conninfo, logger: logger)
+        if let pooled = idle.withLock({ $0.popLast() }) {
+            do {
+                return try run(body, on: pooled)
+            } catch where !pooled.isHealthy {
+                // Fall through to a fresh connection.
+            }
+        }
+        return try run(body, on: PostgresConnection(conninfo: conninfo, logger: logger))
+    }
+
+    private func run<T>(_ body: (PostgresConnection) throws -> T, on connection: PostgresConnection) throws -> T {
         do {
             let result = try body(connection)
             keep(connection)
