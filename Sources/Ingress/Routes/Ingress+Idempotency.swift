@@ -74,24 +74,14 @@ extension Ingress {
         _ keyed: KeyedSend, _ call: Call, _ send: (Call) async throws(IngressError) -> SendResult
     ) async throws(IngressError) -> KeyedOutcome {
         guard let store = idempotency else {
-            var error = IngressError(
-                status: 503, type: .unavailable,
-                message: "\(keyed.field): idempotency keys need the audit database (audit.database_url); nothing was sent")
-            error.field = keyed.field
-            error.retryAfter = 30
-            throw error
+            throw Self.storeUnavailable(keyed, "idempotency keys need the audit database (audit.database_url)", retryAfter: 30)
         }
         let verdict: IdempotencyVerdict
         do {
             verdict = try await store.claim(keyed.claim)
         } catch {
             logger.error("idempotency key claim failed", metadata: ["caller": "\(keyed.claim.caller)", "error": "\(error)"])
-            var failure = IngressError(
-                status: 503, type: .unavailable,
-                message: "\(keyed.field): the idempotency store (the audit database) is unavailable; nothing was sent, retry later with the same key")
-            failure.field = keyed.field
-            failure.retryAfter = 5
-            throw failure
+            throw Self.storeUnavailable(keyed, "the idempotency store (the audit database) is unavailable", retryAfter: 5)
         }
         switch verdict {
         case .claimed:
@@ -115,6 +105,14 @@ extension Ingress {
         case .reused:
             throw Self.keyReused(keyed)
         }
+    }
+
+    /// 503 `Unavailable`: fail closed, since a duplicate push is what the key prevents.
+    static func storeUnavailable(_ keyed: KeyedSend, _ why: String, retryAfter: Int) -> IngressError {
+        var error = IngressError(
+            status: 503, type: .unavailable, message: "\(keyed.field): \(why); nothing was sent, retry later with the same key", field: keyed.field)
+        error.retryAfter = retryAfter
+        return error
     }
 
     /// 422 `IdempotencyKeyReused`: the key names another request.
