@@ -118,12 +118,14 @@ public final class RelayServer: Sendable {
             idempotency: idempotency, onReplay: { app in metrics.idempotentReplay(app: app) })
         purge = idempotency.map { store in
             Task {
-                // Bounded: at most 1000 rows a minute per relay, so one run never holds the table long.
+                // Bounded: statements of at most 1000 rows, at most 100 a minute
+                // per relay, so no statement holds the table long.
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(60))
-                    if Task.isCancelled { break }
                     do {
-                        try await store.purgeExpired(limit: 1000)
+                        for _ in 0..<100 where !Task.isCancelled {
+                            guard try await store.purgeExpired(limit: 1000) == 1000 else { break }
+                        }
                     } catch {
                         logger.warning("expired idempotency keys could not be purged", metadata: ["error": "\(error)"])
                     }
