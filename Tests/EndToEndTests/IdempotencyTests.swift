@@ -28,11 +28,15 @@ struct IdempotencyTests {
         return line.flatMap { Int(Double($0.split(separator: " ").last ?? "") ?? 0) } ?? 0
     }
 
+    /// Runs `body` with a relay on the test database and a fresh key; nothing without the database.
+    static func withKeyedRelay(rules: [MockRule] = [], _ body: (TestRelay, _ url: String, _ key: String) async throws -> Void) async throws {
+        guard let url = databaseURL else { return }
+        try await withRelay(rules: rules, databaseURL: url) { relay in try await body(relay, url, newKey()) }
+    }
+
     @Test("a repeated key returns the first answer byte for byte, marked as a replay; APNs saw one request and the audit one row")
     func replay() async throws {
-        guard let url = Self.databaseURL else { return }
-        try await withRelay(databaseURL: url) { relay in
-            let key = Self.newKey()
+        try await Self.withKeyedRelay { relay, url, key in
             let body = TestRelay.send(token: TestRelay.token(11))
             let first = try await relay.curl("POST", "/v1/send", body: body, headers: ["Idempotency-Key: \(key)"])
             #expect(first.status == 200, "\(first)")
@@ -67,9 +71,7 @@ struct IdempotencyTests {
 
     @Test("a repeated key with another body is refused 422 IdempotencyKeyReused and nothing is sent")
     func reusedKey() async throws {
-        guard let url = Self.databaseURL else { return }
-        try await withRelay(databaseURL: url) { relay in
-            let key = Self.newKey()
+        try await Self.withKeyedRelay { relay, _, key in
             let first = try await relay.curl("POST", "/v1/send", body: TestRelay.send(token: TestRelay.token(21)), headers: ["Idempotency-Key: \(key)"])
             #expect(first.status == 200, "\(first)")
             let other = try await relay.curl("POST", "/v1/send", body: TestRelay.send(token: TestRelay.token(22)), headers: ["Idempotency-Key: \(key)"])
@@ -84,9 +86,7 @@ struct IdempotencyTests {
 
     @Test("a key whose first request is still in flight answers 409 IdempotencyKeyInFlight with Retry-After, then the replay once it is answered")
     func inFlight() async throws {
-        guard let url = Self.databaseURL else { return }
-        try await withRelay(rules: [MockRule(.tokenPrefix("cafe"), always: .hold)], databaseURL: url) { relay in
-            let key = Self.newKey()
+        try await Self.withKeyedRelay(rules: [MockRule(.tokenPrefix("cafe"), always: .hold)]) { relay, _, key in
             let body = TestRelay.send(token: TestRelay.token(1, prefix: "cafe"))
             let first = Task { try await relay.curl("POST", "/v1/send", body: body, headers: ["Idempotency-Key: \(key)"]) }
             // The first send has reached APNs and is held there.
@@ -248,9 +248,7 @@ struct IdempotencyTests {
 
     @Test("/3/device/{token} with a key: the replay carries the first apns-id and the replay header")
     func deviceCompatible() async throws {
-        guard let url = Self.databaseURL else { return }
-        try await withRelay(databaseURL: url) { relay in
-            let key = Self.newKey()
+        try await Self.withKeyedRelay { relay, _, key in
             let path = "/3/device/\(TestRelay.token(71))"
             let headers = ["Idempotency-Key: \(key)", "apns-topic: com.example.a", "apns-push-type: alert"]
             let first = try await relay.curl("POST", path, body: #"{"aps":{"alert":"hi"}}"#, headers: headers)
