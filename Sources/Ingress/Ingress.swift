@@ -54,6 +54,10 @@ public final class Ingress: Sendable {
     let service: RelayService
     let keyring: APIKeyring
     let deadTokens: (any DeadTokenSource)?
+    /// Where `Idempotency-Key`s are kept; nil: keyed sends are refused (503).
+    let idempotency: (any IdempotencyStore)?
+    /// Called with the app of each send answered from an earlier one's key (a metric).
+    let onReplay: (@Sendable (_ app: String) -> Void)?
     let tracer: any Tracer
     let logger: Logger
     /// Every step between the router and a handler, in their declared order.
@@ -69,12 +73,15 @@ public final class Ingress: Sendable {
     public init(
         configuration: Configuration = Configuration(), service: RelayService, keyring: APIKeyring,
         deadTokens: (any DeadTokenSource)?, tracer: any Tracer, logger: Logger,
-        readiness: @escaping @Sendable () -> String? = { nil }, observer: RequestObserver? = nil
+        readiness: @escaping @Sendable () -> String? = { nil }, observer: RequestObserver? = nil,
+        idempotency: (any IdempotencyStore)? = nil, onReplay: (@Sendable (_ app: String) -> Void)? = nil
     ) {
         self.configuration = configuration
         self.service = service
         self.keyring = keyring
         self.deadTokens = deadTokens
+        self.idempotency = idempotency
+        self.onReplay = onReplay
         self.tracer = tracer
         self.logger = logger
         steps = IngressSteps(
@@ -123,7 +130,11 @@ public final class Ingress: Sendable {
         var request: HTTPRequest
         var key: APIKey
         var span: (any Span)?
-        var context: SendContext { SendContext(caller: key.name, instrumentation: span?.context ?? .topLevel) }
+        /// Set for a send with an `Idempotency-Key` (its audit row carries it).
+        var idempotencyKeyHash: String?
+        var context: SendContext {
+            SendContext(caller: key.name, instrumentation: span?.context ?? .topLevel, idempotencyKeyHash: idempotencyKeyHash)
+        }
     }
 
     typealias RouteHandler = @Sendable (Call) async throws(IngressError) -> HTTPResponse

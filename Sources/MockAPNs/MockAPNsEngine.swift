@@ -23,6 +23,27 @@ public final class MockAPNsEngine: Sendable {
     }
 
     let state = Mutex(State())
+    /// Answers held by ``MockOutcome/hold``, each a closure that sends it.
+    let held = Mutex<[@Sendable () -> Void]>([])
+
+    /// Parks a held answer (the transport's way to send it) until ``releaseHeld()``.
+    public func park(_ answer: @escaping @Sendable () -> Void) {
+        held.withLock { $0.append(answer) }
+    }
+
+    /// Answers held now.
+    public var heldCount: Int { held.withLock { $0.count } }
+
+    /// Sends every held answer; returns how many.
+    @discardableResult
+    public func releaseHeld() -> Int {
+        let answers = held.withLock { held in
+            defer { held.removeAll() }
+            return held
+        }
+        for answer in answers { answer() }
+        return answers.count
+    }
 
     /// - Parameter now: unix seconds, injectable for JWT-age tests.
     public init(configuration: MockAPNsConfiguration, now: @escaping @Sendable () -> Int64 = { UnixTime.nowSeconds() }) throws {
@@ -40,6 +61,7 @@ public final class MockAPNsEngine: Sendable {
         let response: MockResponse? = switch action {
         case .respond(let response, _): response
         case .goAway(_, let response): response
+        case .hold(let response): response
         case .noAnswer, .resetConnection: nil
         }
         log.record(MockAPNsLog.Entry(
@@ -74,6 +96,7 @@ public final class MockAPNsEngine: Sendable {
             case .bareStatus(let status):
                 response = MockResponse(status: status)
             case .noAnswer: return .noAnswer
+            case .hold: return .hold(response)
             case .resetConnection: return .resetConnection
             case .goAway(let graceful): return .goAway(graceful: graceful, response: graceful ? response : nil)
             }

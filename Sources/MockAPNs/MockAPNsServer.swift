@@ -33,6 +33,8 @@ public final class MockAPNsServer: Sendable {
                 responder.respond(response, delayMilliseconds: delay)
             case .noAnswer:
                 responder.ignore()
+            case .hold(let response):
+                engine.park { responder.respond(response) }
             case .resetConnection:
                 responder.resetConnection()
             case .goAway(let graceful, let response):

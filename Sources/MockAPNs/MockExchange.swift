@@ -45,6 +45,8 @@ public enum MockAction: Sendable, Hashable {
     case respond(MockResponse, delayMilliseconds: Int)
     /// Never answer this stream (the client's timeout must fire).
     case noAnswer
+    /// Answer with `response` once the engine's held answers are released (``MockAPNsEngine/releaseHeld()``).
+    case hold(MockResponse)
     /// Reset the TCP connection mid-stream, without HTTP/2 goodbyes.
     case resetConnection
     /// Send GOAWAY. Graceful: last-stream-id is this stream, which is then

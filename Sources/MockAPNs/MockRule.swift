@@ -39,6 +39,9 @@ public enum MockOutcome: Sendable, Hashable {
     /// Answer with a bare status and no APNs body (a proxy's 502, say).
     case bareStatus(Int)
     case noAnswer
+    /// Answer as usual, but only once ``MockAPNsEngine/releaseHeld()`` is
+    /// called: a test holds a send in flight for exactly as long as it needs.
+    case hold
     case resetConnection
     case goAway(graceful: Bool)
 

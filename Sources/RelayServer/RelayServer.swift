@@ -18,6 +18,10 @@ public final class RelayServer: Sendable {
     public let ingress: Ingress
     public let audit: AuditWriter
     public let metrics: RelayMetrics
+    /// The `Idempotency-Key` store; nil without an audit database (keyed sends are then refused).
+    public let idempotency: PostgresIdempotencyStore?
+    /// Deletes expired idempotency keys now and then; cancelled by the drain.
+    let purge: Task<Void, Never>?
     let transport: HTTP2Transport
     let ingressServer: HTTPServer
     let metricsServer: HTTPServer
@@ -97,12 +101,38 @@ public final class RelayServer: Sendable {
                 audit.statistics, spoolDirectory: spoolDirectory, spoolWritable: FileManager.default.isWritableFile(atPath: spoolDirectory),
                 behindLimit: behindLimit, now: Date())
         }
+        // Keys live in the audit database, shared by every relay on it. An
+        // in-flight claim outlives its relay by the send deadline plus a margin.
+        let idempotency = configuration.audit.databaseURL.map { url in
+            PostgresIdempotencyStore(
+                conninfo: url, windowSeconds: configuration.ingress.idempotencyWindowSeconds,
+                leaseSeconds: configuration.apns.sendDeadlineSeconds + 30, logger: logger,
+                now: configuration.ingress.idempotencyClock)
+        }
+        self.idempotency = idempotency
         ingress = Ingress(
             configuration: ingressConfiguration, service: service,
             keyring: APIKeyring(keys: configuration.apiKeys),
             deadTokens: configuration.audit.databaseURL.map { AuditDeadTokenSource(conninfo: $0, logger: logger) },
             tracer: tracer, logger: logger, readiness: readiness,
-            observer: { route, status, seconds in metrics.ingressRequest(route: route, status: status, seconds: seconds) })
+            observer: { route, status, seconds in metrics.ingressRequest(route: route, status: status, seconds: seconds) },
+            idempotency: idempotency, onReplay: { app in metrics.idempotentReplay(app: app) })
+        purge = idempotency.map { store in
+            Task {
+                // Bounded: statements of at most 1000 rows, at most 100 a minute
+                // per relay, so no statement holds the table long.
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(60))
+                    do {
+                        for _ in 0..<100 where !Task.isCancelled {
+                            guard try await store.purgeExpired(limit: 1000) == 1000 else { break }
+                        }
+                    } catch {
+                        logger.warning("expired idempotency keys could not be purged", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
+        }
 
         var ingressRouter = Router()
         ingress.install(on: &ingressRouter)
@@ -200,6 +230,7 @@ public final class RelayServer: Sendable {
         if service.sendsInFlight > 0 {
             logger.error("sends still running when the audit writer stopped; their rows stay in the journal for the next start", metadata: ["sends": "\(service.sendsInFlight)"])
         }
+        purge?.cancel()
         await audit.shutdown()
         let statistics = audit.statistics
         logger.notice("drained", metadata: [

@@ -17,7 +17,8 @@ struct AuditCopyLineTests {
         let send = SendDescriptor(
             app: "alpha", environment: .production, operation: .alert, apnsID: apnsID, pushType: .alert, priority: .immediate,
             topic: "com.example.app", tokenFingerprint: "fp-1234abcd", channelID: "channel-9", snapshotID: "snap-1",
-            surfaceID: "surface-2", payloadBytes: 321, caller: "backend-1", traceID: "4bf92f3577b34da6a3ce929d0e0e4736")
+            surfaceID: "surface-2", payloadBytes: 321, caller: "backend-1", traceID: "4bf92f3577b34da6a3ce929d0e0e4736",
+            idempotencyKeyHash: keyHash)
         let event = SendEvent(
             send: send, outcome: .success, status: 200, reason: "TooManyRequests", errorType: "TooManyRequests", attempts: 2,
             trapHits: [TrapID(rawValue: "MS015"), TrapID(rawValue: "TR-429")], latencySeconds: 0.25, startedAt: startedAt,
@@ -47,6 +48,14 @@ struct AuditCopyLineTests {
         return record
     }
 
+    /// SHA-256 hex of "backend-1", a newline and "order-1".
+    static let keyHash = "becd2bc6535f152d3a168a508de770330ffdb44d5d34b52147396a148cb43a81"
+
+    /// What this build writes (format 2): the format 1 line and `idempotency_key_hash`.
+    static var fullLineFormat2: String { String(fullLine.dropLast()) + "\t" + keyHash + "\n" }
+    static var awkwardLineFormat2: String { String(awkwardLine.dropLast()) + "\t\\N\n" }
+
+    /// Format 1's lines (spool segments on disk hold them; AuditSpoolFormatTests reads them).
     static let fullLine = [
         "0b7c6f43-86e4-4a8e-9d55-1f0e7a6c2b11", "2025-11-22T08:26:40.123Z", "2025-11-22T08:26:40.000Z",
         "2025-11-22T08:26:40.123Z", "7d3e5c2a-0f4b-4c8d-9e1a-2b3c4d5e6f70", "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
@@ -66,13 +75,13 @@ struct AuditCopyLineTests {
     @Test("a full record's COPY line, byte for byte")
     func fullRecordLine() {
         let line = Self.fullRecord().copyLine()
-        #expect(String(decoding: line, as: UTF8.self) == Self.fullLine)
+        #expect(String(decoding: line, as: UTF8.self) == Self.fullLineFormat2)
     }
 
     @Test("NULLs as \\N, and tab, newline, CR, backslash, NUL and quotes escaped, byte for byte")
     func awkwardRecordLine() {
         let line = Self.awkwardRecord().copyLine()
-        #expect(String(decoding: line, as: UTF8.self) == Self.awkwardLine)
+        #expect(String(decoding: line, as: UTF8.self) == Self.awkwardLineFormat2)
     }
 
     @Test("appending to a batch buffer adds exactly the row's line after what is there")
@@ -80,7 +89,7 @@ struct AuditCopyLineTests {
         var buffer = Array("previous\n".utf8)
         Self.fullRecord().appendCopyLine(to: &buffer)
         Self.awkwardRecord().appendCopyLine(to: &buffer)
-        #expect(String(decoding: buffer, as: UTF8.self) == "previous\n" + Self.fullLine + Self.awkwardLine)
+        #expect(String(decoding: buffer, as: UTF8.self) == "previous\n" + Self.fullLineFormat2 + Self.awkwardLineFormat2)
     }
 
     @Test("a dead-token upsert's COPY line, byte for byte, with and without APNs' timestamp")

@@ -27,6 +27,9 @@ public struct EngineTransport: APNsTransport {
                 throw TransportError(.cancelled, "cancelled while waiting for the answer")
             }
             throw TransportError(.timeout, "no answer within \(request.timeout) s")
+        case .hold(let response):
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in engine.park { continuation.resume() } }
+            return response
         case .resetConnection:
             throw TransportError(.connection, "connection reset by peer")
         case .goAway(true, let response?):

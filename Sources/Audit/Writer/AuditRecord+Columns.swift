@@ -35,5 +35,6 @@ extension AuditRowLayout {
         AuditColumn("payload_bytes") { $1.integer($0.payloadBytes) },
         AuditColumn("caller") { $1.text($0.caller) },
         AuditColumn("relay_instance") { $1.text($0.relayInstance) },
+        AuditColumn("idempotency_key_hash", since: .v2) { $1.text($0.idempotencyKeyHash) },
     ])
 }

@@ -39,6 +39,8 @@ public struct AuditRecord: Sendable, Hashable {
     public var payloadBytes: Int
     public var caller: String?
     public var relayInstance: String
+    /// SHA-256 hex of the caller and its `Idempotency-Key` (row format 2); nil without a key.
+    public var idempotencyKeyHash: String?
 
     /// The table's columns in COPY order (``AuditRowLayout/standard``).
     public static let columns = AuditRowLayout.standard.columns.map(\.name)
@@ -79,6 +81,7 @@ public struct AuditRecord: Sendable, Hashable {
         payloadBytes = event.send.payloadBytes
         caller = event.send.caller
         self.relayInstance = relayInstance
+        idempotencyKeyHash = event.send.idempotencyKeyHash
     }
 
     /// The row a send gets when the relay stopped (crash, SIGKILL, a drain
@@ -117,6 +120,7 @@ public struct AuditRecord: Sendable, Hashable {
         payloadBytes = send.payloadBytes
         caller = send.caller
         self.relayInstance = relayInstance
+        idempotencyKeyHash = send.idempotencyKeyHash
     }
 
     /// The outcome of a send whose result the relay never recorded.

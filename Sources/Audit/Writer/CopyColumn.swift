@@ -37,6 +37,8 @@ struct AuditRowFormat: RawRepresentable, Hashable, Comparable, Sendable, CustomS
 
     /// The 29 columns of migration 0001, in their COPY order.
     static let v1 = AuditRowFormat(rawValue: 1)
+    /// v1 and `idempotency_key_hash` (migration 0005).
+    static let v2 = AuditRowFormat(rawValue: 2)
     /// What this build writes.
     static var current: AuditRowFormat { AuditRowLayout.standard.format }
 

@@ -30,6 +30,10 @@ extension IngressError {
         public static let methodNotAllowed = Code("MethodNotAllowed")
         /// 409: the kill switch is held by the environment variable.
         public static let conflict = Code("Conflict")
+        /// 409: a request with this `Idempotency-Key` is being sent now.
+        public static let idempotencyKeyInFlight = Code("IdempotencyKeyInFlight")
+        /// 422: the `Idempotency-Key` was used for a different request.
+        public static let idempotencyKeyReused = Code("IdempotencyKeyReused")
         /// 413: a body over the limit, a batch with too many items or sends.
         public static let payloadTooLarge = Code("PayloadTooLarge")
         /// 415: a body that is not `application/json`.
@@ -70,6 +74,7 @@ extension IngressError {
             invalidRequest, invalidSnapshot, preflight, unauthorized, forbidden, notFound, methodNotAllowed,
             payloadTooLarge, notImplemented, rateLimited, batchExceedsBurst, overloaded, notSent, draining,
             apnsRejected, upstream, timeout, `internal`, credentials, cancelled, unsupportedMediaType, conflict, unavailable,
+            idempotencyKeyInFlight, idempotencyKeyReused,
         ]
     }
 }

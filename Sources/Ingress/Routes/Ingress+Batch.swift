@@ -30,6 +30,11 @@ extension Ingress {
 
         var items: [Item] = []
         var sends: [Send] = []
+        /// Items with an `idempotencyKey`, by item index.
+        var keys: [Int: KeyedSend] = [:]
+        /// Items repeating an earlier item's key with the same send: answered
+        /// from that item's answer once the batch has run.
+        var repeats: [(position: Int, item: Int, first: Int)] = []
 
         var count: Int { sends.count }
 
@@ -109,13 +114,15 @@ extension Ingress {
         }
         guard sendBudget.admit(sends, batch: true) else { throw overloaded(sends: sends) }
 
-        let run = await runBatch(plan, sends: sends, call: call, deadline: started + .milliseconds(Int(configuration.batchDeadlineSeconds * 1000)))
+        var run = await runBatch(plan, sends: sends, call: call, deadline: started + .milliseconds(Int(configuration.batchDeadlineSeconds * 1000)))
         if let stop = run.stop, run.notSent > 0 {
             notSent.withLock { $0[stop.rawValue, default: 0] += run.notSent }
             logger.notice("batch stopped before every send started", metadata: [
                 "caller": "\(call.key.name)", "why": "\(stop.rawValue)", "sends": "\(sends)", "not_sent": "\(run.notSent)",
             ])
         }
+
+        answerRepeats(plan, &run)
 
         // Each result was encoded as it came in: the batch keeps ~200 bytes per
         // send instead of a JSON tree per result.
@@ -155,10 +162,17 @@ extension Ingress {
         // A batch larger than the batches' whole share of the budget could never be admitted: 413, not 503.
         let maximumSends = min(configuration.maximumBatchSends, sendBudget.batchLimit)
         var plan = BatchPlan()
+        var firstWithKey: [String: Int] = [:]
         for (index, item) in items.enumerated() {
             do {
+                var item = item
+                let key = try Self.itemIdempotencyKey(&item, path: "items[\(index)]")
                 let request = try decodeSend(item, call, path: "items[\(index)]", allowFanOut: true)
                 let fanOut = request.operations.count > 1 || (item["tokens"] != nil)
+                if let key {
+                    let keyed = try planKeyedItem(key, item: item, index: index, app: request.app, fanOut: fanOut, call: call, plan: &plan, firstWithKey: &firstWithKey)
+                    guard keyed else { continue }
+                }
                 plan.items.append(.send(app: request.app, environment: request.environment, template: request.operations[0], fanOut: fanOut))
                 for (tokenIndex, operation) in request.operations.enumerated() {
                     plan.sends.append(.init(item: Int32(index), tokenIndex: Int32(tokenIndex), token: operation.deviceToken))
@@ -182,11 +196,13 @@ extension Ingress {
         var entries: [[UInt8]]
         var succeeded = 0
         var notSent = 0
+        /// The answers of keyed items that were sent or replayed, by item.
+        var answers: [Int: IdempotentAnswer] = [:]
         var stop: BatchStop?
     }
 
     private enum BatchEvent: Sendable {
-        case finished(position: Int, entry: [UInt8], ok: Bool)
+        case finished(position: Int, entry: [UInt8], ok: Bool, answer: IdempotentAnswer? = nil)
         case deadline
     }
 
@@ -227,6 +243,12 @@ extension Ingress {
                 running += 1
                 guard case .send(let item, let tokenIndex, let app, let environment, let operation) = plan.resolve(position) else { return }
                 group.addTask { [self] in
+                    if let keyed = plan.keys[item] {
+                        let (entry, ok, answer) = await performKeyedItem(keyed, item: item, call) { call throws(IngressError) in
+                            try await performAdmitted(app, environment, operation, call)
+                        }
+                        return .finished(position: position, entry: entry.encoded(), ok: ok, answer: answer)
+                    }
                     let entry: JSONValue
                     let ok: Bool
                     do throws(IngressError) {
@@ -278,8 +300,9 @@ extension Ingress {
                 if running == 0 { break }
                 guard let event = await group.next() else { break }
                 switch event {
-                case .finished(let position, let entry, let ok):
+                case .finished(let position, let entry, let ok, let answer):
                     run.entries[position] = entry
+                    if let answer { run.answers[Int(plan.sends[position].item)] = answer }
                     if ok { run.succeeded += 1 }
                     running -= 1
                     unfinished -= 1

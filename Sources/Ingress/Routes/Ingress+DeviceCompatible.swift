@@ -20,13 +20,38 @@ extension Ingress {
             let app = try compatibleApp(call, topic: topic)
             try authorize(call.key, app: app)
             let environment = try compatibleEnvironment(call, app: app)
-            let result = try await perform(app, environment, .raw(token: token, payload: payload, headers: headers), call)
+            let operation = RelayOperation.raw(token: token, payload: payload, headers: headers)
+            guard let key = try Self.headerIdempotencyKey(call.request) else {
+                return Self.compatibleResponse(.success(try await perform(app, environment, operation, call)))
+            }
+            // What APNs would be sent: the token, the app and environment, the apns-* headers, the payload.
+            let sentHeaders = headers.map { "\($0.name.lowercased()):\($0.value)" }.sorted()
+            let canonical = Self.canonical("device", [token, app, environment.rawValue] + sentHeaders, payload)
+            let keyed = Self.keyedSend(key, field: Self.idempotencyHeader, app: app, call: call, canonical: canonical)
+            switch try await runKeyed(keyed, call, { call throws(IngressError) in try await perform(app, environment, operation, call) }) {
+            case .replay(let answer):
+                return Self.replayResponse(answer)
+            case .sent(let result):
+                let response = Self.compatibleResponse(result)
+                await recordKeyed(keyed, result, response)
+                return response
+            }
+        } catch {
+            return Self.compatibleResponse(.failure(error))
+        }
+    }
+
+    /// APNs' answer shape: its status and `apns-id` (`apns-unique-id`) on
+    /// success; on failure `{"reason": …}` (and `"timestamp"` on 410), which
+    /// APNs clients read, with the relay's own error object for people
+    /// reading the body.
+    static func compatibleResponse(_ result: Result<SendResult, IngressError>) -> HTTPResponse {
+        switch result {
+        case .success(let result):
             var responseHeaders = [HTTPHeader("apns-id", result.apnsID.description)]
             if let unique = result.apnsUniqueID { responseHeaders.append(HTTPHeader("apns-unique-id", unique)) }
             return HTTPResponse(status: result.status, headers: responseHeaders, body: [])
-        } catch {
-            // APNs clients read "reason" (and "timestamp" on 410); the relay's
-            // own error object rides along for people reading the body.
+        case .failure(let error):
             var members: [(String, JSONValue)] = [("reason", .string(error.reason ?? error.type.rawValue))]
             if let unregisteredAt = error.unregisteredAt { members.append(("timestamp", .integer(unregisteredAt))) }
             members.append(("error", error.object))

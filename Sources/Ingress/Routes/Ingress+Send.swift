@@ -6,10 +6,27 @@ import RelayBasics
 
 extension Ingress {
     /// `POST /v1/send`: one send, answered with its result or its error.
+    /// With an `Idempotency-Key`, sent once per key (``runKeyed(_:_:_:)``).
     @Sendable func send(_ call: Call) async throws(IngressError) -> HTTPResponse {
-        let request = try decodeSend(try body(call.request), call)
-        let result = try await perform(request.app, request.environment, request.operations[0], call)
-        return .json(200, JSONValue.object(Self.successBody(result)).encoded(), headers: [HTTPHeader("apns-id", result.apnsID.description)])
+        let key = try Self.headerIdempotencyKey(call.request)
+        let value = try body(call.request)
+        let request = try decodeSend(value, call)
+        guard let key else {
+            return Self.sendResponse(.success(try await perform(request.app, request.environment, request.operations[0], call)))
+        }
+        let keyed = Self.keyedSend(key, field: Self.idempotencyHeader, app: request.app, call: call, canonical: Self.canonical("send", [], value))
+        switch try await runKeyed(keyed, call, { call throws(IngressError) in
+            try await perform(request.app, request.environment, request.operations[0], call)
+        }) {
+        case .replay(let answer):
+            return Self.replayResponse(answer)
+        case .sent(let result):
+            let response = Self.sendResponse(result)
+            await recordKeyed(keyed, result, response)
+            // A failure is thrown as without a key, so the error steps treat it alike.
+            if case .failure(let error) = result { throw error }
+            return response
+        }
     }
 
     /// `POST /v1/describe`: the exact APNs request a send would make; nothing is sent.

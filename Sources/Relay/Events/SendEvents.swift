@@ -19,12 +19,14 @@ public struct SendDescriptor: Sendable, Hashable {
     public var caller: String?
     /// The W3C trace id of the send's span.
     public var traceID: String?
+    /// SHA-256 hex of the caller and its `Idempotency-Key`, when the send had one (never the key).
+    public var idempotencyKeyHash: String?
 
     public init(
         app: String, environment: Environment, operation: Operation, apnsID: APNsID, pushType: PushType? = nil,
         priority: Priority? = nil, topic: String? = nil, tokenFingerprint: String? = nil, channelID: String? = nil,
         snapshotID: String? = nil, surfaceID: String? = nil, payloadBytes: Int = 0, caller: String? = nil,
-        traceID: String? = nil
+        traceID: String? = nil, idempotencyKeyHash: String? = nil
     ) {
         self.app = app
         self.environment = environment
@@ -40,6 +42,7 @@ public struct SendDescriptor: Sendable, Hashable {
         self.payloadBytes = payloadBytes
         self.caller = caller
         self.traceID = traceID
+        self.idempotencyKeyHash = idempotencyKeyHash
     }
 }
 

@@ -58,7 +58,8 @@ struct SendRun {
             priority: request.priority, topic: request.topic, tokenFingerprint: request.tokenFingerprint,
             channelID: request.channelID, snapshotID: context.snapshotID, surfaceID: context.surfaceID,
             payloadBytes: request.body.count, caller: context.caller,
-            traceID: client.tracer.traceParentHeader(for: span.context).flatMap { TraceParent(header: $0)?.traceID })
+            traceID: client.tracer.traceParentHeader(for: span.context).flatMap { TraceParent(header: $0)?.traceID },
+            idempotencyKeyHash: context.idempotencyKeyHash)
         span.updateAttributes { attributes in
             attributes["apns.operation"] = request.operation.rawValue
             attributes["apns.app"] = client.configuration.app

@@ -69,14 +69,17 @@ public struct SendContext: Sendable {
     /// The instrumentation context to parent the send's span on (carries an
     /// extracted `traceparent`). Defaults to the task's current context.
     public var instrumentation: InstrumentationContext?
+    /// SHA-256 hex of the caller and its `Idempotency-Key`, for the audit row.
+    public var idempotencyKeyHash: String?
 
     public init(
         snapshotID: String? = nil, surfaceID: String? = nil, caller: String? = nil,
-        instrumentation: InstrumentationContext? = nil
+        instrumentation: InstrumentationContext? = nil, idempotencyKeyHash: String? = nil
     ) {
         self.snapshotID = snapshotID
         self.surfaceID = surfaceID
         self.caller = caller
         self.instrumentation = instrumentation
+        self.idempotencyKeyHash = idempotencyKeyHash
     }
 }

@@ -123,7 +123,8 @@ extension RelayService {
             send: SendDescriptor(
                 app: app, environment: environment, operation: operation, apnsID: apnsID,
                 snapshotID: context.snapshotID, surfaceID: context.surfaceID, caller: context.caller,
-                traceID: tracer.traceParentHeader(for: span.context).flatMap { TraceParent(header: $0)?.traceID }),
+                traceID: tracer.traceParentHeader(for: span.context).flatMap { TraceParent(header: $0)?.traceID },
+                idempotencyKeyHash: context.idempotencyKeyHash),
             outcome: .rejected, status: nil, reason: nil, errorType: failure.errorType, attempts: 0, trapHits: trapHits,
             latencySeconds: 0, startedAt: now, finishedAt: now, apnsUniqueID: nil, unregisteredAt: nil, dropsToken: false,
             attemptLog: [], deadToken: nil)

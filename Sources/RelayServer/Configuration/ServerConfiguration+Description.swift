@@ -24,6 +24,7 @@ extension ServerConfiguration {
         lines.append("  max_sends_in_flight: \(ingress.maximumSendsInFlight)")
         lines.append("  max_batch_sends_running: \(ingress.maximumBatchSendsRunning)")
         lines.append("  batch_deadline_seconds: \(ingress.batchDeadlineSeconds)")
+        lines.append("  idempotency_window_seconds: \(ingress.idempotencyWindowSeconds)")
         lines.append("  connection_timeout_seconds: \(ingress.connectionTimeoutSeconds)")
         lines.append("  request_timeout_seconds: \(ingress.requestTimeoutSeconds)")
         lines.append("  max_connections_per_client: \(ingress.maximumConnectionsPerClient)")

@@ -27,6 +27,11 @@ public struct ServerConfiguration: Sendable {
         public var maximumBatchSendsRunning = 512
         /// Seconds a batch may run before its unstarted sends are answered NotSent.
         public var batchDeadlineSeconds = 30.0
+        /// Seconds an `Idempotency-Key` holds its first send's answer.
+        public var idempotencyWindowSeconds = 86_400.0
+        /// The idempotency store's clock (unix ms). Not a YAML setting: tests
+        /// move it past the window instead of waiting.
+        public var idempotencyClock: (@Sendable () -> Int64)?
         public var connectionTimeoutSeconds = 30
         /// Seconds a client has to send one whole request (slowloris bound).
         public var requestTimeoutSeconds = 15

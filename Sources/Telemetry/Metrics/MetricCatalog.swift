@@ -85,6 +85,10 @@ public enum MetricCatalog {
     static let batchSendsNotSentTotal = CounterDefinition(
         "apns_relay_batch_sends_not_sent_total", help: "Batch sends never started, by reason (Draining, BatchDeadline, ClientGone).",
         labels: NotSentLabels.self)
+    static let idempotentReplaysTotal = CounterDefinition(
+        "apns_relay_idempotent_replays_total",
+        help: "Sends answered from an earlier send with the same Idempotency-Key (nothing sent, no audit row), by app.",
+        labels: AppLabels.self)
 
     // MARK: The process
 
@@ -117,7 +121,7 @@ extension MetricCatalog {
         auditConnected.declaration,
         ingressRequestsTotal.declaration, ingressRequestDuration.declaration, ingressInflightRequests.declaration,
         ingressSendsAdmitted.declaration, ingressBatchSendsRunning.declaration, ingressRequestsTimedOutTotal.declaration,
-        batchSendsNotSentTotal.declaration,
+        batchSendsNotSentTotal.declaration, idempotentReplaysTotal.declaration,
         buildInfo.declaration, residentMemory.declaration, virtualMemory.declaration, cpuSecondsTotal.declaration,
         openFDs.declaration, maxFDs.declaration, startTime.declaration, threads.declaration,
     ]

@@ -87,6 +87,11 @@ public final class RelayMetrics: RelayObserver, Sendable {
         histogram(MetricCatalog.ingressRequestDuration, RouteLabels(route: route)).record(seconds)
     }
 
+    /// A send answered from its Idempotency-Key's first answer (nothing sent).
+    public func idempotentReplay(app: String) {
+        counter(MetricCatalog.idempotentReplaysTotal, AppLabels(app: app)).increment()
+    }
+
     /// For the JWT caches' mint callback.
     public func jwtMinted(app: String, issuedAt: Int64) {
         counter(MetricCatalog.jwtMintsTotal, AppLabels(app: app)).increment()

@@ -59,7 +59,8 @@ struct IngressBenchCommand: AsyncParsableCommand {
         discussion: """
             Starts a mock APNs and the relay on loopback (as the demo does) and drives POST /v1/send from \
             keep-alive HTTP/1.1 clients on threads of their own. The audit goes to --database-url (migrated \
-            first) or, without one, to a spool directory.
+            first) or, without one, to a spool directory. With a database it also runs the closed loop with an \
+            Idempotency-Key on every send, for the cost of a key.
             """)
 
     @Option(help: "Sends per closed-loop run.") var requests = 50_000

@@ -1,0 +1,309 @@
+import APNs
+import HTTPServer
+import Relay
+import RelayJSON
+import RelayBasics
+
+/// Idempotent sends (docs/api.md, "Idempotency keys"): a send with an
+/// `Idempotency-Key` (a batch item's `idempotencyKey`) is sent once per
+/// caller and key within `ingress.idempotency_window_seconds`; a repeat gets
+/// the first answer back, marked `Idempotency-Replayed: true`, and sends
+/// nothing. The keys live in the ``IdempotencyStore`` every relay of the
+/// deployment shares. Sends without a key never come here.
+extension Ingress {
+    /// The request header that carries a key (`/v1/send`, `/3/device/{token}`).
+    static let idempotencyHeader = "Idempotency-Key"
+    /// The answer header that marks a replay.
+    static let replayedHeader = "Idempotency-Replayed"
+
+    /// A send with a key: its claim on the store, and its app (the replay metric's label).
+    struct KeyedSend: Sendable {
+        var claim: IdempotencyClaim
+        var app: String
+        /// The key as the caller gave it, for error messages to that caller.
+        var key: String
+        /// Where the caller put it: `Idempotency-Key` or `items[3].idempotencyKey`.
+        var field: String
+    }
+
+    /// What a keyed send came to: the first answer given back, or this request's own send.
+    enum KeyedOutcome: Sendable {
+        case replay(IdempotentAnswer)
+        case sent(Result<SendResult, IngressError>)
+    }
+
+    /// Checks a key: 1 to 255 printable ASCII characters (0x20-0x7E).
+    static func checkIdempotencyKey(_ key: String, field: String) throws(IngressError) {
+        let bytes = key.utf8
+        guard !bytes.isEmpty, bytes.count <= 255 else {
+            throw .invalid(field, "must be 1 to 255 printable ASCII characters (this one has \(bytes.count) bytes)")
+        }
+        if let index = bytes.firstIndex(where: { $0 < 0x20 || $0 > 0x7E }) {
+            let byte = bytes[index]
+            throw .invalid(field, "must be printable ASCII (0x20-0x7E): found byte 0x\(byte < 16 ? "0" : "")\(String(byte, radix: 16)) at byte \(bytes.distance(from: bytes.startIndex, to: index))")
+        }
+    }
+
+    /// The request's `Idempotency-Key`, checked; nil without one.
+    static func headerIdempotencyKey(_ request: HTTPRequest) throws(IngressError) -> String? {
+        let values = request.headers.filter { $0.name.lowercased() == "idempotency-key" }
+        guard let first = values.first else { return nil }
+        guard values.count == 1 else { throw .invalid(idempotencyHeader, "give one key per request, not \(values.count)") }
+        try checkIdempotencyKey(first.value, field: idempotencyHeader)
+        return first.value
+    }
+
+    /// The claim of `key` from the call's caller on the request `canonical` describes.
+    static func keyedSend(_ key: String, field: String, app: String, call: Call, canonical: [UInt8]) -> KeyedSend {
+        let caller = call.key.name
+        let claim = IdempotencyClaim(
+            caller: caller, keyHash: Fingerprint.sha256Hex(Array("\(caller)\n\(key)".utf8)), requestHash: Fingerprint.sha256Hex(canonical),
+            token: APNsID.random().value)
+        return KeyedSend(claim: claim, app: app, key: key, field: field)
+    }
+
+    /// Sends once per key: claims it, runs `send` when this request holds it,
+    /// and gives back the first answer when an earlier request already sent.
+    /// The caller then answers and hands the answer to ``recordKeyed(_:_:_:)``.
+    ///
+    /// - Throws: 409 `IdempotencyKeyInFlight` while another request with the
+    ///   key is being sent, 422 `IdempotencyKeyReused` for a key used with
+    ///   another request, 503 `Unavailable` when the store cannot answer
+    ///   (nothing is sent: a duplicate push is what the key prevents).
+    func runKeyed(
+        _ keyed: KeyedSend, _ call: Call, _ send: (Call) async throws(IngressError) -> SendResult
+    ) async throws(IngressError) -> KeyedOutcome {
+        guard let store = idempotency else {
+            throw Self.storeUnavailable(keyed, "idempotency keys need the audit database (audit.database_url)", retryAfter: 30)
+        }
+        let verdict: IdempotencyVerdict
+        do {
+            verdict = try await store.claim(keyed.claim)
+        } catch {
+            logger.error("idempotency key claim failed", metadata: ["caller": "\(keyed.claim.caller)", "error": "\(error)"])
+            throw Self.storeUnavailable(keyed, "the idempotency store (the audit database) is unavailable", retryAfter: 5)
+        }
+        switch verdict {
+        case .claimed:
+            var call = call
+            call.idempotencyKeyHash = keyed.claim.keyHash
+            do throws(IngressError) {
+                return .sent(.success(try await send(call)))
+            } catch {
+                return .sent(.failure(error))
+            }
+        case .done(let answer):
+            onReplay?(keyed.app)
+            return .replay(answer)
+        case .inFlight:
+            var error = IngressError(
+                status: 409, type: .idempotencyKeyInFlight,
+                message: "\(keyed.field) \"\(keyed.key)\": a request with this key is being sent now; retry after it is answered to get its result",
+                field: keyed.field)
+            error.retryAfter = 1
+            throw error
+        case .reused:
+            throw Self.keyReused(keyed)
+        }
+    }
+
+    /// 503 `Unavailable`: fail closed, since a duplicate push is what the key prevents.
+    static func storeUnavailable(_ keyed: KeyedSend, _ why: String, retryAfter: Int) -> IngressError {
+        var error = IngressError(
+            status: 503, type: .unavailable, message: "\(keyed.field): \(why); nothing was sent, retry later with the same key", field: keyed.field)
+        error.retryAfter = retryAfter
+        return error
+    }
+
+    /// 422 `IdempotencyKeyReused`: the key names another request.
+    static func keyReused(_ keyed: KeyedSend) -> IngressError {
+        IngressError(
+            status: 422, type: .idempotencyKeyReused,
+            message: "\(keyed.field) \"\(keyed.key)\" was already used for a different request (the body differs from the first send's) within ingress.idempotency_window_seconds; use a new key for a new send",
+            field: keyed.field)
+    }
+
+    /// One keyed batch item: its result entry, whether it succeeded, and the
+    /// answer an item repeating its key in the same batch gets (nil when
+    /// nothing was sent).
+    func performKeyedItem(
+        _ keyed: KeyedSend, item: Int, _ call: Call, _ send: (Call) async throws(IngressError) -> SendResult
+    ) async -> (entry: JSONValue, ok: Bool, answer: IdempotentAnswer?) {
+        do throws(IngressError) {
+            switch try await runKeyed(keyed, call, send) {
+            case .replay(let answer):
+                return (Self.replayEntry(item: item, answer), answer.httpStatus == 200, answer)
+            case .sent(let result):
+                let answer = await recordKeyed(keyed, result, Self.sendResponse(result))
+                let ok = if case .success = result { true } else { false }
+                return (Self.batchEntry(item: item, tokenIndex: nil, result: result), ok, answer)
+            }
+        } catch {
+            return (Self.batchEntry(item: item, tokenIndex: nil, result: .failure(error)), false, nil)
+        }
+    }
+
+    /// Keeps what a keyed send answered for its repeats, or gives the key
+    /// back when nothing was attempted (refused before the first attempt: a
+    /// retry with the key may send). A store that fails here is logged: the
+    /// send was made and its caller still gets its answer.
+    /// Returns the answer kept, nil when the key was given back.
+    @discardableResult
+    func recordKeyed(_ keyed: KeyedSend, _ result: Result<SendResult, IngressError>, _ response: HTTPResponse) async -> IdempotentAnswer? {
+        guard let store = idempotency else { return nil }
+        let answer: IdempotentAnswer? = switch result {
+        case .success(let result):
+            Self.answer(response, apnsID: result.apnsID.description, status: result.status, reason: nil, attempts: result.attempts)
+        case .failure(let error) where (error.attempts ?? 0) > 0:
+            Self.answer(response, apnsID: error.apnsID?.description, status: error.apnsStatus, reason: error.reason, attempts: error.attempts ?? 0)
+        case .failure:
+            nil
+        }
+        do {
+            if let answer {
+                try await store.complete(keyed.claim, answer: answer)
+            } else {
+                try await store.release(keyed.claim)
+            }
+        } catch {
+            logger.error("idempotency key answer could not be stored; a repeat is refused until the claim's lease ends", metadata: [
+                "caller": "\(keyed.claim.caller)", "error": "\(error)",
+            ])
+        }
+        return answer
+    }
+
+    static func answer(_ response: HTTPResponse, apnsID: String?, status: Int?, reason: String?, attempts: Int) -> IdempotentAnswer {
+        IdempotentAnswer(
+            apnsID: apnsID, status: status, reason: reason, attempts: attempts, httpStatus: response.status,
+            headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
+    }
+
+    /// The first answer again, marked as a replay.
+    static func replayResponse(_ answer: IdempotentAnswer) -> HTTPResponse {
+        HTTPResponse(
+            status: answer.httpStatus, headers: answer.headers.map { HTTPHeader($0.name, $0.value) } + [HTTPHeader(replayedHeader, "true")],
+            body: answer.body)
+    }
+
+    /// `/v1/send`'s answer to a result (also what a keyed batch item keeps, so
+    /// either route can replay the other's send).
+    static func sendResponse(_ result: Result<SendResult, IngressError>) -> HTTPResponse {
+        switch result {
+        case .success(let result):
+            .json(200, JSONValue.object(successBody(result)).encoded(), headers: [HTTPHeader("apns-id", result.apnsID.description)])
+        case .failure(let error):
+            error.response
+        }
+    }
+
+    /// A batch item answered from a stored `/v1/send` answer: its members,
+    /// `ok`, and `idempotentReplay: true`.
+    static func replayEntry(item: Int, _ answer: IdempotentAnswer) -> JSONValue {
+        var members: [(String, JSONValue)] = [("item", .integer(Int64(item)))]
+        let body = try? JSONParser.parse(answer.body)
+        if answer.httpStatus == 200, let object = body?.objectValue {
+            members.append(("ok", .bool(true)))
+            members += object.members.map { ($0.key, $0.value) }
+        } else {
+            members.append(("ok", .bool(false)))
+            members.append(("error", body?["error"] ?? body ?? .null))
+        }
+        members.append(("idempotentReplay", .bool(true)))
+        return .object(JSONObject(members))
+    }
+
+    /// The bytes a request hash is taken over: `kind`, then each part, then
+    /// `value` with every object's members sorted, so the same request with
+    /// its members in another order is the same request.
+    static func canonical(_ kind: String, _ parts: [String], _ value: JSONValue) -> [UInt8] {
+        var output = Array(kind.utf8)
+        for part in parts {
+            output.append(0)
+            output += part.utf8
+        }
+        output.append(0)
+        canonicalJSON(value, into: &output)
+        return output
+    }
+
+    private static func canonicalJSON(_ value: JSONValue, into output: inout [UInt8]) {
+        switch value {
+        case .object(let object):
+            output.append(UInt8(ascii: "{"))
+            for (index, member) in object.members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }).enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                JSONValue.string(member.key).encode(into: &output)
+                output.append(UInt8(ascii: ":"))
+                canonicalJSON(member.value, into: &output)
+            }
+            output.append(UInt8(ascii: "}"))
+        case .array(let items):
+            output.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                canonicalJSON(item, into: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        default:
+            value.encode(into: &output)
+        }
+    }
+}
+
+extension Ingress {
+    /// Takes a batch item's `idempotencyKey` out of it (the send decoder
+    /// knows no such field), checked; nil without one.
+    static func itemIdempotencyKey(_ item: inout JSONValue, path: String) throws(IngressError) -> String? {
+        guard case .object(var object) = item, let value = object["idempotencyKey"] else { return nil }
+        let field = "\(path).idempotencyKey"
+        guard case .string(let key) = value else { throw .invalid(field, "must be a string, not \(value.typeName)") }
+        try checkIdempotencyKey(key, field: field)
+        object["idempotencyKey"] = nil
+        item = .object(object)
+        return key
+    }
+
+    /// Plans a keyed batch item: true when it is to be sent (or replayed from
+    /// the store) like any item; false when it repeats the key of an earlier
+    /// item of this batch with the same send, and was planned as that item's
+    /// repeat. The same key with another send is refused (422).
+    func planKeyedItem(
+        _ key: String, item: JSONValue, index: Int, app: String, fanOut: Bool, call: Call, plan: inout BatchPlan, firstWithKey: inout [String: Int]
+    ) throws(IngressError) -> Bool {
+        let field = "items[\(index)].idempotencyKey"
+        // One key names one send, as one apnsId does.
+        guard !fanOut else { throw .invalid(field, "names one send: give it with token, not tokens") }
+        let keyed = Self.keyedSend(key, field: field, app: app, call: call, canonical: Self.canonical("send", [], item))
+        guard let first = firstWithKey[keyed.claim.keyHash] else {
+            firstWithKey[keyed.claim.keyHash] = index
+            plan.keys[index] = keyed
+            return true
+        }
+        guard plan.keys[first]?.claim.requestHash == keyed.claim.requestHash else { throw Self.keyReused(keyed) }
+        plan.repeats.append((position: plan.sends.count, item: index, first: first))
+        // A placeholder until the batch has run; nothing is sent for it.
+        plan.items.append(.refused(IngressError(status: 409, type: .idempotencyKeyInFlight, message: "\(field) repeats items[\(first)]'s key", field: field)))
+        plan.sends.append(.init(item: Int32(index), tokenIndex: 0, token: nil))
+        return false
+    }
+
+    /// Answers each item that repeated an earlier item's key with that item's
+    /// answer, marked as a replay; nothing was sent for it.
+    func answerRepeats(_ plan: BatchPlan, _ run: inout BatchRun) {
+        for entry in plan.repeats {
+            if let answer = run.answers[entry.first] {
+                run.entries[entry.position] = Self.replayEntry(item: entry.item, answer).encoded()
+                if answer.httpStatus == 200 { run.succeeded += 1 }
+                onReplay?(plan.keys[entry.first]?.app ?? "")
+            } else {
+                var error = IngressError(
+                    status: 409, type: .idempotencyKeyInFlight,
+                    message: "items[\(entry.item)].idempotencyKey repeats items[\(entry.first)]'s key, which was not sent; retry with the key to send it once",
+                    field: "items[\(entry.item)].idempotencyKey")
+                error.retryAfter = 1
+                run.entries[entry.position] = Self.batchEntry(item: entry.item, tokenIndex: nil, result: .failure(error)).encoded()
+            }
+        }
+    }
+}
