@@ -38,7 +38,7 @@ struct MultiInstanceProcessTests {
 
     static let threads = 12
 
-    @Test("SIGKILL one relay and replace another with SIGTERM under load through HAProxy: every answered send has one audit row; dead tokens are shared")
+    @Test("SIGKILL one relay and replace another with SIGTERM under load through HAProxy: every answered send has one audit row; dead tokens and idempotency keys are shared")
     func killAndReplaceBehindHAProxy() async throws {
         guard let url = ServeProcessTests.databaseURL else { return }
         let database = try await ServeProcessTests.freshDatabase(url)
@@ -101,10 +101,21 @@ struct MultiInstanceProcessTests {
         }
         #expect(shared, "a token APNs called dead through one relay is in every relay's feed: \(String(describing: feed))")
 
-        // IDEMPOTENCY ACROSS INSTANCES (issue #17 item 1, branch h-idem): the assertion goes here
-        // once `Idempotency-Key` exists: send one key through relay a, repeat it through b2 and
-        // through the balancer; every answer carries the first apns-id and the replay header,
-        // and the audit holds one row for the key. Not asserted on this branch.
+        // Idempotency across instances: one key through relay a, then b2, then the
+        // balancer (any of them): one APNs request, one apns-id, the later two replays.
+        let key = "multi-\(run)-\(UUID().uuidString)"
+        let keyedToken = TestRelay.token(31, prefix: "1d")
+        let keyedBody = TestRelay.send(token: keyedToken)
+        var keyedAnswers: [TestRelay.Answer] = []
+        for port in [a.port, b2.port, balancer.port] {
+            keyedAnswers.append(try await relay.curl("POST", "/v1/send", body: keyedBody, headers: ["Idempotency-Key: \(key)"], base: "http://127.0.0.1:\(port)"))
+        }
+        #expect(keyedAnswers.map(\.status) == [200, 200, 200], "\(keyedAnswers)")
+        let keyedIDs = keyedAnswers.map { $0.json?["apnsId"]?.stringValue }
+        #expect(keyedIDs[0] != nil && Set(keyedIDs).count == 1, "one apns-id for one key across relays: \(keyedIDs)")
+        #expect(keyedAnswers.map { $0.headers["idempotency-replayed"] } == [nil, "true", "true"])
+        #expect(keyedAnswers[1].body == keyedAnswers[0].body && keyedAnswers[2].body == keyedAnswers[0].body)
+        #expect(mock.engine.log.entries.filter { $0.request.path.hasSuffix(keyedToken) }.count == 1, "APNs saw the keyed send once")
 
         // Stop the load, then every relay (drained: every row written).
         try driver.stop()
@@ -118,6 +129,9 @@ struct MultiInstanceProcessTests {
         await balancer.stop()
 
         let tally = try await AuditTally.of(answeredIDs, in: database)
+        let keyedRows = try await ServeProcessTests.scalar(
+            database, "SELECT count(*) FROM apns_audit WHERE idempotency_key_hash = '\(IdempotencyTests.keyHash(key))'")
+        #expect(keyedRows == "1", "one audit row for the key sent through three relays")
         let idList = answeredIDs.map { "('\($0)')" }.joined(separator: ",")
         let shares = try await ServeProcessTests.scalar(database, """
             WITH answered(id) AS (VALUES \(idList))
