@@ -26,10 +26,26 @@ def log(message):
     print(f"--> {message}", file=sys.stderr, flush=True)
 
 
+PRINTED = []  # every figure line, for --smoke's check
+
+
 def figure(name, value, unit="", note=""):
     """One parseable figure line: `figure NAME: VALUE UNIT  (NOTE)`."""
     text = f"{value:.4g}" if isinstance(value, float) and abs(value) < 10 else (f"{value:,.0f}" if isinstance(value, (int, float)) else str(value))
-    print(f"figure {name}: {text}{(' ' + unit) if unit else ''}{('  (' + note + ')') if note else ''}", flush=True)
+    line = f"figure {name}: {text}{(' ' + unit) if unit else ''}{('  (' + note + ')') if note else ''}"
+    PRINTED.append(line)
+    print(line, flush=True)
+
+
+FIGURE_LINE = re.compile(r"^figure (?P<name>[^:]+(?::[^:]+)?): (?P<values>-?[\d,.]+(?: -?[\d,.]+)*)(?: [A-Za-z/%]+(?: [a-z]+)*)?(?:  \(.*\))?$")
+
+
+def parse_figure(line):
+    """(name, [numbers]) of a figure line, or None when it does not parse."""
+    m = FIGURE_LINE.match(line)
+    if not m: return None
+    try: return m.group("name"), [float(v.replace(",", "")) for v in m.group("values").split()]
+    except ValueError: return None
 
 
 class Mock:
@@ -136,7 +152,8 @@ class Bench:
         self.key = os.path.join(self.work, "AuthKey_BENCHKEY01.p8")
         subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", self.key], check=True, capture_output=True)
         self.token_offset = 0
-        self.q = args.quick
+        self.q = args.quick or args.smoke
+        self.smoke = args.smoke
 
     def tokens(self, count):
         """A fresh range of token numbers: no run repeats another's devices."""
@@ -188,9 +205,9 @@ class Bench:
         mock = Mock(self.binary, self.work, self.key)
         relay = self.relay(mock)
         try:
-            self.load(relay, 2000)  # warm-up: connections, JWT, allocator
-            ours = self.measured(relay, lambda: self.load(relay, 4000 if self.q else 30000))
-            seconds = max(3, round(ours["window"]))
+            self.load(relay, 200 if self.smoke else 2000)  # warm-up: connections, JWT, allocator
+            ours = self.measured(relay, lambda: self.load(relay, 500 if self.smoke else 4000 if self.q else 30000))
+            seconds = 2 if self.smoke else max(3, round(ours["window"]))
             theirs = self.measured(relay, lambda: self.wrk(relay, seconds))
         finally:
             relay.stop(); mock.stop()
@@ -407,9 +424,11 @@ def main():
     parser.add_argument("--database-url", required=True, help="Postgres for the audit (a throwaway cluster: scripts/bench starts one)")
     parser.add_argument("--venv", help="a virtualenv with aioapns (scripts/bench makes one under .build)")
     parser.add_argument("--quick", action="store_true", help="fewer sends per run: a smoke in about two minutes")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the harness itself, for scripts/test: the agree section with tiny runs; fails unless every figure line parses (no speed is judged)")
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
     args = parser.parse_args()
-    sections = [s for s in args.sections.split(",") if s]
+    sections = ["agree"] if args.smoke else [s for s in args.sections.split(",") if s]
     unknown = [s for s in sections if s not in SECTIONS]
     if unknown: sys.exit(f"unknown sections {unknown}; known: {SECTIONS}")
     bench = Bench(args)
@@ -421,6 +440,16 @@ def main():
     finally:
         shutil.rmtree(bench.work, ignore_errors=True)
     figure("machine load average (1 min) at end", os.getloadavg()[0], "")
+    if args.smoke:
+        bad = [line for line in PRINTED if parse_figure(line) is None]
+        names = [parse_figure(line)[0] for line in PRINTED if parse_figure(line)]
+        expected = ["single sends/s, built-in load generator (audit on, 8 conn)", "relay CPU per send, built-in load generator",
+                    "single sends/s, wrk (audit on, 8 conn)", "relay CPU per send, wrk", "agreement sends/s (built-in / wrk)",
+                    "agreement CPU/send (built-in / wrk)"]
+        missing = [name for name in expected if name not in names]
+        if bad or missing:
+            sys.exit(f"send_bench smoke FAILED: unparsable figure lines {bad}, missing figures {missing}")
+        print(f"send_bench smoke: {len(PRINTED)} figures printed, all parse")
 
 
 if __name__ == "__main__":
