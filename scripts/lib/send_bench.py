@@ -14,7 +14,9 @@ section prints its ratio against a reference measured in the same run.
 
     scripts/lib/send_bench.py --binary .build/release/apns-relay --database-url URL [--quick] [--sections agree,production,...]
 """
-import argparse, hashlib, json, os, re, shutil, statistics, subprocess, sys, tempfile, threading, time, urllib.request
+import argparse, os, re, shutil, statistics, subprocess, sys, tempfile, threading, time, urllib.request
+
+from bench_relay import write_relay_config
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SECTIONS = ["agree", "production", "connections", "batches", "payloads", "million", "audit", "writer", "peers"]
@@ -76,36 +78,9 @@ class Relay:
         self.work = work
         spool = tempfile.mkdtemp(prefix="spool-", dir=work)
         config = os.path.join(work, "relay.yaml")
-        with open(config, "w") as f:
-            f.write(f"""instance: send-bench
-ingress:
-  listen: 127.0.0.1:0
-{extra_ingress}
-metrics:
-  listen: 127.0.0.1:0
-apns:
-  connections_per_origin: {connections_per_origin}
-  origins:
-    development: 127.0.0.1:{mock.port}
-  ca_file: {mock.cert}
-apps:
-  - name: {APP}
-    bundle_id: com.example.a
-    team_id: BENCHTEAM1
-    key_id: BENCHKEY01
-    key_path: {key}
-    environments: [development]
-api_keys:
-  - name: bench
-    sha256: {hashlib.sha256(API_KEY.encode()).hexdigest()}
-audit:
-  database_url: "{database_url if audit and database_url else ''}"
-  spool_directory: {spool}
-shutdown:
-  drain_timeout_seconds: 10
-logging:
-  level: error
-""")
+        write_relay_config(config, instance="send-bench", mock_port=mock.port, ca_file=mock.cert, key_path=key, api_key=API_KEY,
+                           spool_directory=spool, database_url=database_url if audit and database_url else "", ingress_lines=extra_ingress,
+                           connections_per_origin=connections_per_origin, drain_timeout_seconds=10)
         command = [binary, "serve", "--config", config] + ([] if audit else ["--benchmark-without-audit"])
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.port = self.metrics_port = None

@@ -17,16 +17,8 @@ struct TransportBenchmark {
     let runH2load: Bool
     /// A mock APNs in another process (`apns-relay mock-apns`) instead of one
     /// in this process, so that peers (h2load, aioapns) meet the same server.
-    var external: ExternalMock? = nil
-
-    struct ExternalMock {
-        var port: Int
-        var caFile: String
-        var keyFile: String
-        var keyID: String
-        var teamID: String
-        var bundleID: String
-    }
+    /// Its port, certificate (the CA to trust), a provider key it accepts, and the topic to send.
+    var external: (port: Int, caFile: String, credentials: ProviderCredentials, topic: String)? = nil
 
     struct ClientRun {
         var seconds: Double
@@ -50,8 +42,7 @@ struct TransportBenchmark {
         let topic: String
         var mock: MockAPNsServer?
         if let external {
-            credentials = try ProviderCredentials(keyID: external.keyID, teamID: external.teamID, key: SigningKey(contentsOfFile: external.keyFile))
-            (mockPort, caFile, topic) = (external.port, external.caFile, external.bundleID)
+            (mockPort, caFile, credentials, topic) = external
         } else {
             // The mock's own certificate key doubles as the provider key (P-256, PKCS#8, 0600).
             let tls = try SelfSignedCertificate.generate(in: directory)

@@ -1,3 +1,4 @@
+import APNs
 import ArgumentParser
 
 /// `apns-relay bench`: benchmarks that print a ratio against a reference measured in the same run.
@@ -43,7 +44,8 @@ struct TransportBenchCommand: AsyncParsableCommand {
         var benchmark = TransportBenchmark(
             requests: requests, connections: connections, streams: streams, delayMilliseconds: delayMs, runH2load: !noH2load)
         if let mockPort, let caFile, let keyFile {
-            benchmark.external = .init(port: mockPort, caFile: caFile, keyFile: keyFile, keyID: keyID, teamID: teamID, bundleID: bundleID)
+            let credentials = try ProviderCredentials(keyID: keyID, teamID: teamID, key: SigningKey(contentsOfFile: keyFile))
+            benchmark.external = (mockPort, caFile, credentials, bundleID)
         }
         let report = try await benchmark.run()
         print(report)
@@ -114,9 +116,6 @@ struct LoadBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let generator = LoadGenerator(
-            port: port, apiKey: apiKey, app: app, connections: connections, sends: sends, batchSize: batchSize,
-            body: payloadBytes > 0 ? .raw(payloadBytes: payloadBytes) : .alert, tokenOffset: tokenOffset)
-        printUnbuffered(await generator.run().line)
+        printUnbuffered(await LoadGenerator(options: self).run().line)
     }
 }

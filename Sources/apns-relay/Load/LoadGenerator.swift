@@ -43,26 +43,19 @@ struct LoadGenerator {
         }
     }
 
-    var host = "127.0.0.1"
-    var port: UInt16
-    var apiKey: String
-    var app: String
-    var connections: Int
-    /// Sends in all; rounded up to whole batches.
-    var sends: Int
-    /// 0: single sends through `/v1/send`; n ≥ 1: batches of n items through `/v1/send/batch`.
-    var batchSize: Int
-    var body: Body
-    /// The first token's number: runs that should not repeat tokens start elsewhere.
-    var tokenOffset = 0
+    /// What to send, where, how much and how: the command line's options.
+    var options: LoadBenchCommand
+    private var host: String { "127.0.0.1" }
+    private var batchSize: Int { options.batchSize }
+    private var body: Body { options.payloadBytes > 0 ? .raw(payloadBytes: options.payloadBytes) : .alert }
 
     /// The text of one send to `token`.
     func item(_ token: String) -> String {
         switch body {
         case .alert:
-            return #"{"app":"\#(app)","environment":"development","operation":"alert","token":"\#(token)","snapshot":\#(DemoWorkload.liveSnapshot)}"#
+            return #"{"app":"\#(options.app)","environment":"development","operation":"alert","token":"\#(token)","snapshot":\#(DemoWorkload.liveSnapshot)}"#
         case .raw(let bytes):
-            return #"{"app":"\#(app)","environment":"development","operation":"raw","token":"\#(token)","headers":{"apns-push-type":"alert"},"payload":\#(Self.payload(bytes: bytes))}"#
+            return #"{"app":"\#(options.app)","environment":"development","operation":"raw","token":"\#(token)","headers":{"apns-push-type":"alert"},"payload":\#(Self.payload(bytes: bytes))}"#
         }
     }
 
@@ -112,14 +105,14 @@ struct LoadGenerator {
 
     func run() async -> Result {
         let perRequest = max(1, batchSize)
-        let requests = (sends + perRequest - 1) / perRequest
+        let requests = (options.sends + perRequest - 1) / perRequest
         let next = Atomic<Int>(0)
         let path = batchSize > 0 ? "/v1/send/batch" : "/v1/send"
-        let headers = [HTTPHeader("authorization", "Bearer \(apiKey)"), HTTPHeader("content-type", "application/json")]
+        let headers = [HTTPHeader("authorization", "Bearer \(options.apiKey)"), HTTPHeader("content-type", "application/json")]
         let template = itemTemplate()
         let started = ContinuousClock.now
-        let results = await IngressBenchmark.onThreads(connections) { _ in
-            let client = BlockingHTTPClient(host: host, port: port)
+        let results = await IngressBenchmark.onThreads(options.connections) { _ in
+            let client = BlockingHTTPClient(host: host, port: options.port)
             var latencies: [Double] = []
             var sendLatencies: [Double] = []
             var succeeded = 0
@@ -127,7 +120,7 @@ struct LoadGenerator {
             while true {
                 let request = next.wrappingAdd(1, ordering: .relaxed).oldValue
                 guard request < requests else { break }
-                let body = requestBody(first: tokenOffset + request * perRequest, template: template)
+                let body = requestBody(first: options.tokenOffset + request * perRequest, template: template)
                 let sent = ContinuousClock.now
                 let response = try? client.request("POST", path, headers: headers, body: body)
                 latencies.append(sent.duration(to: .now).milliseconds)
