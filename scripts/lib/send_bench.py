@@ -235,7 +235,8 @@ class Bench:
         figure("production shape relay RSS (max sample)", max(s[2] for s in busy), "MiB")
         figure("production shape relay CPU per send", run["cpu_us"], "us", f"{run['relay_cpu']:.2f} s CPU / {run['relay_sends']:.0f} sends")
 
-    def sweep(self, title, points, build):
+    def sweep(self, title, points):
+        """One relay, one measured run per point (audit on); each point prints sends/s, CPU per send and RSS."""
         mock = Mock(self.binary, self.work, self.key)
         relay = self.relay(mock)
         try:
@@ -252,16 +253,16 @@ class Bench:
     def connections(self):
         log("growth: 1, 8, 64, 256 client connections, single sends, audit on")
         counts = [1, 8, 64] if self.q else [1, 8, 64, 256]
-        self.sweep("connections", [(f"{c}", dict(sends=(2000 if self.q else 15000) if c > 1 else (1000 if self.q else 4000), connections=c)) for c in counts], None)
+        self.sweep("connections", [(f"{c}", dict(sends=(2000 if self.q else 15000) if c > 1 else (1000 if self.q else 4000), connections=c)) for c in counts])
 
     def batches(self):
         log("growth: batch sizes 1, 10, 100, 1000 through /v1/send/batch, 8 connections, audit on")
         self.sweep("batch size", [(f"{b}", dict(sends=(3000 if self.q else 30000) if b < 1000 else (6000 if self.q else 60000), connections=8, batch=b))
-                                  for b in [1, 10, 100, 1000]], None)
+                                  for b in [1, 10, 100, 1000]])
 
     def payloads(self):
         log("growth: raw payloads of 200 B, 2 KB, 4 KB, single sends, 8 connections, audit on")
-        self.sweep("payload", [(f"{p} B", dict(sends=2000 if self.q else 10000, connections=8, payload=p)) for p in [200, 2048, 4096]], None)
+        self.sweep("payload", [(f"{p} B", dict(sends=2000 if self.q else 10000, connections=8, payload=p)) for p in [200, 2048, 4096]])
 
     def million(self):
         total = 100_000 if self.q else 1_000_000
