@@ -37,8 +37,9 @@ public final class RelayServer: Sendable {
     /// - Throws: ``ConfigurationError`` for what the configuration got wrong,
     ///   or the credential error of the first app whose key cannot be used.
     /// - Parameter recordsAudit: false leaves the audit writer out of the send
-    ///   path. Only `bench ingress` uses it, to measure what the audit costs;
-    ///   `serve` always audits.
+    ///   path. Only benchmarks use it, to measure what the audit costs
+    ///   (`bench ingress`, and `serve --benchmark-without-audit` for
+    ///   scripts/bench); `serve` otherwise always audits.
     public init(configuration: ServerConfiguration, logger: Logger, killSwitch: KillSwitch = KillSwitch(), recordsAudit: Bool = true) async throws {
         self.configuration = configuration
         self.logger = logger

@@ -9,7 +9,10 @@ how many requests reached APNs.
 
     scripts/lib/overload_bench.py --binary .build/debug/apns-relay
 """
-import argparse, hashlib, http.client, json, os, re, socket, statistics, subprocess, sys, tempfile, threading, time
+import argparse, http.client, json, os, re, socket, statistics, subprocess, sys, tempfile, threading, time
+
+from bench_relay import write_relay_config
+
 
 def main():
     parser = argparse.ArgumentParser()
@@ -37,34 +40,8 @@ def main():
 
     api_key = "bench-key-0123456789"
     config = os.path.join(work, "relay.yaml")
-    with open(config, "w") as f:
-        f.write(f"""instance: overload-bench
-ingress:
-  listen: 127.0.0.1:0
-{args.extra_yaml}
-metrics:
-  listen: 127.0.0.1:0
-apns:
-  origins:
-    development: 127.0.0.1:{mock_port}
-  ca_file: {cert}
-apps:
-  - name: app-a
-    bundle_id: com.example.a
-    team_id: BENCHTEAM1
-    key_id: BENCHKEY01
-    key_path: {key}
-    environments: [development]
-api_keys:
-  - name: bench
-    sha256: {hashlib.sha256(api_key.encode()).hexdigest()}
-audit:
-  spool_directory: {work}/spool
-shutdown:
-  drain_timeout_seconds: 5
-logging:
-  level: error
-""")
+    write_relay_config(config, instance="overload-bench", mock_port=mock_port, ca_file=cert, key_path=key, api_key=api_key,
+                       spool_directory=f"{work}/spool", ingress_lines=args.extra_yaml)
     relay = subprocess.Popen([args.binary, "serve", "--config", config], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     port = None
     while port is None:

@@ -15,6 +15,10 @@ struct TransportBenchmark {
     let streams: Int
     let delayMilliseconds: Int
     let runH2load: Bool
+    /// A mock APNs in another process (`apns-relay mock-apns`) instead of one
+    /// in this process, so that peers (h2load, aioapns) meet the same server.
+    /// Its port, certificate (the CA to trust), a provider key it accepts, and the topic to send.
+    var external: (port: Int, caFile: String, credentials: ProviderCredentials, topic: String)? = nil
 
     struct ClientRun {
         var seconds: Double
@@ -32,30 +36,42 @@ struct TransportBenchmark {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
 
-        // The mock's own certificate key doubles as the provider key (P-256, PKCS#8, 0600).
-        let tls = try SelfSignedCertificate.generate(in: directory)
-        let credentials = try ProviderCredentials(keyID: "BENCHKEY01", teamID: "BENCHTEAM1", key: SigningKey(contentsOfFile: tls.privateKeyFile))
-        var configuration = MockAPNsConfiguration()
-        configuration.keys = [.init(keyID: credentials.keyID, teamID: credentials.teamID, publicKeyPEM: credentials.key.publicKeyPEM)]
-        configuration.bundleIDs = ["com.example.bench"]
-        configuration.logCapacity = 1000
-        configuration.responseDelay = delayMilliseconds > 0 ? .fixed(milliseconds: delayMilliseconds) : .none
-        let mock = try MockAPNsServer(engine: MockAPNsEngine(configuration: configuration), certificate: tls, directory: directory)
-        defer { mock.stop() }
+        let credentials: ProviderCredentials
+        let mockPort: Int
+        let caFile: String
+        let topic: String
+        var mock: MockAPNsServer?
+        if let external {
+            (mockPort, caFile, credentials, topic) = external
+        } else {
+            // The mock's own certificate key doubles as the provider key (P-256, PKCS#8, 0600).
+            let tls = try SelfSignedCertificate.generate(in: directory)
+            credentials = try ProviderCredentials(keyID: "BENCHKEY01", teamID: "BENCHTEAM1", key: SigningKey(contentsOfFile: tls.privateKeyFile))
+            var configuration = MockAPNsConfiguration()
+            configuration.keys = [.init(keyID: credentials.keyID, teamID: credentials.teamID, publicKeyPEM: credentials.key.publicKeyPEM)]
+            configuration.bundleIDs = ["com.example.bench"]
+            configuration.logCapacity = 1000
+            configuration.responseDelay = delayMilliseconds > 0 ? .fixed(milliseconds: delayMilliseconds) : .none
+            let server = try MockAPNsServer(engine: MockAPNsEngine(configuration: configuration), certificate: tls, directory: directory)
+            mock = server
+            (mockPort, caFile, topic) = (server.port, tls.certificateFile, "com.example.bench")
+        }
+        defer { mock?.stop() }
 
         let jwt = ProviderToken(credentials: credentials, issuedAt: UnixTime.nowSeconds()).authorizationHeaderValue
         let token = String(repeating: "ab", count: 32)
         let body = Array(#"{"aps":{"alert":{"title":"bench","body":"a push of typical size for the benchmark"}}}"#.utf8)
         let headers = [
-            HTTPHeader("authorization", jwt), HTTPHeader("apns-topic", "com.example.bench"), HTTPHeader("apns-push-type", "alert"),
+            HTTPHeader("authorization", jwt), HTTPHeader("apns-topic", topic), HTTPHeader("apns-push-type", "alert"),
             HTTPHeader("apns-priority", "10"),
         ]
 
         let rssBefore = Self.residentMegabytes()
-        let ours = try await runClient(port: mock.port, caFile: tls.certificateFile, headers: headers, body: body, path: "/3/device/\(token)")
+        let ours = try await runClient(port: mockPort, caFile: caFile, headers: headers, body: body, path: "/3/device/\(token)")
         let rssAfter = Self.residentMegabytes()
         var lines = [
-            "transport benchmark: \(requests) requests, \(connections) connections × \(streams) streams, mock delay \(delayMilliseconds) ms",
+            "transport benchmark: \(requests) requests, \(connections) connections × \(streams) streams, "
+                + (external == nil ? "mock delay \(delayMilliseconds) ms" : "the mock on port \(mockPort) (another process)"),
             String(format: "  apns-relay client: %.0f req/s  p50 %.2f ms  p99 %.2f ms  failures %d  RSS %.1f → %.1f MB",
                    ours.rate, ours.percentile(0.50) * 1000, ours.percentile(0.99) * 1000, ours.failures, rssBefore, rssAfter),
         ]
@@ -67,7 +83,7 @@ struct TransportBenchmark {
         if runH2load {
             let bodyFile = directory + "/body.json"
             try Data(body).write(to: URL(fileURLWithPath: bodyFile))
-            let h2load = try Self.h2load(requests: requests, connections: connections, streams: streams, body: bodyFile, headers: headers, url: "https://127.0.0.1:\(mock.port)/3/device/\(token)")
+            let h2load = try Self.h2load(requests: requests, connections: connections, streams: streams, body: bodyFile, headers: headers, url: "https://127.0.0.1:\(mockPort)/3/device/\(token)")
             lines.append(String(format: "  h2load:            %.0f req/s  mean %.2f ms", h2load.rate, h2load.meanMilliseconds))
             lines.append(String(format: "  ratio (apns-relay / h2load): %.2f", ours.rate / h2load.rate))
         }

@@ -58,17 +58,22 @@ struct ServeCommand: AsyncParsableCommand {
             """)
 
     @OptionGroup var config: ConfigurationOptions
+    /// The audit-off reference of scripts/bench (audit on vs off, measured
+    /// from outside the process). Never for a real deployment: answered sends
+    /// would have no audit row.
+    @Flag(help: .hidden) var benchmarkWithoutAudit = false
 
     func run() async throws {
         let configuration = try config.load()
         let logger = makeLogger(level: configuration.logLevel)
         let server: RelayServer
         do {
-            server = try await RelayServer(configuration: configuration, logger: logger)
+            server = try await RelayServer(configuration: configuration, logger: logger, recordsAudit: !benchmarkWithoutAudit)
         } catch {
             logger.critical("apns-relay could not start", metadata: ["error": "\(error)"])
             throw ExitCode(1)
         }
+        if benchmarkWithoutAudit { logger.warning("--benchmark-without-audit: sends are not audited (a benchmark reference only)") }
         // Plain lines on stdout for people and scripts waiting for the ports.
         printUnbuffered("apns-relay ingress on http://\(server.ingressAddress)")
         printUnbuffered("apns-relay metrics on http://\(server.metricsAddress)/metrics")

@@ -1,0 +1,432 @@
+#!/usr/bin/env python3
+"""The relay's send path measured from outside its process (issue 15).
+
+The mock APNs (`apns-relay mock-apns`), Postgres, the load generators
+(`apns-relay bench load`, wrk, aioapns, h2load) and the relay
+(`apns-relay serve`) each run as processes of their own, so the relay's cost
+can be read on its own: sends/s, and the relay's CPU time per send (utime +
+stime from /proc/PID/stat before and after the measured window, divided by
+the sends the relay counted as finished successfully in /metrics).
+
+Every figure is printed as `figure <name>: <value> <unit>` (one per line,
+machine-readable; `reference` lines name what it is compared with), and each
+section prints its ratio against a reference measured in the same run.
+
+    scripts/lib/send_bench.py --binary .build/release/apns-relay --database-url URL [--quick] [--sections agree,production,...]
+"""
+import argparse, os, re, shutil, statistics, subprocess, sys, tempfile, threading, time, urllib.request
+
+from bench_relay import write_relay_config
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+SECTIONS = ["agree", "production", "connections", "batches", "payloads", "million", "audit", "writer", "peers"]
+API_KEY = "bench-key-0123456789"
+APP = "app-a"
+
+
+def log(message):
+    print(f"--> {message}", file=sys.stderr, flush=True)
+
+
+PRINTED = []  # every figure line, for --smoke's check
+
+
+def figure(name, value, unit="", note=""):
+    """One parseable figure line: `figure NAME: VALUE UNIT  (NOTE)`."""
+    text = f"{value:.4g}" if isinstance(value, float) and abs(value) < 10 else (f"{value:,.0f}" if isinstance(value, (int, float)) else str(value))
+    line = f"figure {name}: {text}{(' ' + unit) if unit else ''}{('  (' + note + ')') if note else ''}"
+    PRINTED.append(line)
+    print(line, flush=True)
+
+
+FIGURE_LINE = re.compile(r"^figure (?P<name>[^:]+(?::[^:]+)?): (?P<values>-?[\d,.]+(?: -?[\d,.]+)*)(?: [A-Za-z/%]+(?: [a-z]+)*)?(?:  \(.*\))?$")
+
+
+def parse_figure(line):
+    """(name, [numbers]) of a figure line, or None when it does not parse."""
+    m = FIGURE_LINE.match(line)
+    if not m: return None
+    try: return m.group("name"), [float(v.replace(",", "")) for v in m.group("values").split()]
+    except ValueError: return None
+
+
+class Mock:
+    """`apns-relay mock-apns` in a process of its own."""
+
+    def __init__(self, binary, work, key, delay_ms=0, streams=1000):
+        self.process = subprocess.Popen(
+            ["stdbuf", "-oL", binary, "mock-apns", "--port", "0", "--key", f"BENCHKEY01:BENCHTEAM1:{key}", "--delay-ms", str(delay_ms),
+             "--max-concurrent-streams", str(streams), "--certificate-directory", work],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.port = self.cert = None
+        while self.port is None or self.cert is None:
+            line = self.process.stdout.readline()
+            if not line: sys.exit("mock-apns exited before listening")
+            if m := re.search(r"listening on https://127.0.0.1:(\d+)", line): self.port = int(m.group(1))
+            if m := re.search(r"trust this certificate: (\S+)", line): self.cert = m.group(1)
+
+    def stop(self):
+        self.process.terminate()
+        try: self.process.communicate(timeout=30)
+        except subprocess.TimeoutExpired: self.process.kill()
+
+
+class Relay:
+    """`apns-relay serve` in a process of its own, audit to Postgres (or off)."""
+
+    def __init__(self, binary, work, key, mock, database_url, audit=True, connections_per_origin=2, extra_ingress=""):
+        self.work = work
+        spool = tempfile.mkdtemp(prefix="spool-", dir=work)
+        config = os.path.join(work, "relay.yaml")
+        write_relay_config(config, instance="send-bench", mock_port=mock.port, ca_file=mock.cert, key_path=key, api_key=API_KEY,
+                           spool_directory=spool, database_url=database_url if audit and database_url else "", ingress_lines=extra_ingress,
+                           connections_per_origin=connections_per_origin, drain_timeout_seconds=10)
+        command = [binary, "serve", "--config", config] + ([] if audit else ["--benchmark-without-audit"])
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.port = self.metrics_port = None
+        while self.port is None or self.metrics_port is None:
+            line = self.process.stdout.readline()
+            if not line: sys.exit("serve exited before listening")
+            if m := re.search(r"ingress on http://127.0.0.1:(\d+)", line): self.port = int(m.group(1))
+            if m := re.search(r"metrics on http://127.0.0.1:(\d+)", line): self.metrics_port = int(m.group(1))
+
+    def cpu_seconds(self):
+        with open(f"/proc/{self.process.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime (fields 14 and 15)
+
+    def rss_mib(self):
+        with open(f"/proc/{self.process.pid}/status") as f:
+            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024
+
+    def metrics(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=30) as r:
+            return r.read().decode()
+
+    def metric_sum(self, name, text=None, where=""):
+        total = 0.0
+        for line in (text or self.metrics()).splitlines():
+            if line.startswith(name) and (line[len(name)] in " {") and where in line:
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def succeeded_sends(self):
+        return self.metric_sum("apns_relay_sends_total", where='outcome="success"')
+
+    def stop(self):
+        self.process.terminate()
+        try: self.process.communicate(timeout=120)
+        except subprocess.TimeoutExpired: self.process.kill()
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.binary = args.binary
+        self.work = tempfile.mkdtemp(prefix="apns-relay-send-bench-")
+        self.key = os.path.join(self.work, "AuthKey_BENCHKEY01.p8")
+        subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", self.key], check=True, capture_output=True)
+        self.token_offset = 0
+        self.q = args.quick or args.smoke
+        self.smoke = args.smoke
+
+    def tokens(self, count):
+        """A fresh range of token numbers: no run repeats another's devices."""
+        first = self.token_offset
+        self.token_offset += count + 1000
+        return first
+
+    def load(self, relay, sends, connections=8, batch=0, payload=0):
+        """The built-in load generator; returns its figures as a dict."""
+        out = subprocess.run(
+            [self.binary, "bench", "load", "--port", str(relay.port), "--api-key", API_KEY, "--app", APP, "--connections", str(connections),
+             "--sends", str(sends), "--batch-size", str(batch), "--payload-bytes", str(payload), "--token-offset", str(self.tokens(sends))],
+            check=True, capture_output=True, text=True).stdout
+        line = next(l for l in out.splitlines() if l.startswith("load: "))
+        return {k: float(v) for k, v in (f.split("=") for f in line[6:].split())}
+
+    def measured(self, relay, run):
+        """Runs `run()` between two reads of the relay's CPU time and success counter."""
+        sends_before, cpu_before = relay.succeeded_sends(), relay.cpu_seconds()
+        started = time.monotonic()
+        result = run()
+        elapsed = time.monotonic() - started
+        cpu, sends = relay.cpu_seconds() - cpu_before, relay.succeeded_sends() - sends_before
+        result.update(relay_sends=sends, relay_cpu=cpu, cpu_us=cpu / max(sends, 1) * 1e6, window=elapsed, rss=relay.rss_mib())
+        return result
+
+    def wrk(self, relay, seconds, connections=8):
+        """wrk with a Lua script posting single sends, a new token for each."""
+        script = os.path.join(self.work, "send.lua")
+        first = self.tokens(2_000_000)
+        with open(script, "w") as f:
+            f.write(WRK_SCRIPT.replace("FIRST", str(first)).replace("API_KEY", API_KEY).replace("APP", APP).replace("SNAPSHOT", LIVE_SNAPSHOT))
+        out = subprocess.run(["wrk", "-t", str(min(2, connections)), "-c", str(connections), "-d", f"{seconds}s", "--latency", "-s", script,
+                              f"http://127.0.0.1:{relay.port}/v1/send"], check=True, capture_output=True, text=True).stdout
+        requests = int(re.search(r"(\d+) requests in", out).group(1))
+        non2xx = int(m.group(1)) if (m := re.search(r"Non-2xx or 3xx responses: (\d+)", out)) else 0
+        duration = float(re.search(r"requests in ([\d.]+)s", out).group(1))
+        return {"requests": requests, "failed_requests": non2xx, "sends_per_s": (requests - non2xx) / duration, "p50": parse_wrk_latency(out, "50%"),
+                "p99": parse_wrk_latency(out, "99%")}
+
+    def relay(self, mock, audit=True, **options):
+        return Relay(self.binary, tempfile.mkdtemp(prefix="relay-", dir=self.work), self.key, mock, self.args.database_url, audit=audit, **options)
+
+    # --- sections ---------------------------------------------------------------------------------------------------
+
+    def agree(self):
+        """Single sends, audit on: the built-in load generator and wrk against the same relay."""
+        log("agree: built-in load generator vs wrk, POST /v1/send, 8 connections, audit on")
+        mock = Mock(self.binary, self.work, self.key)
+        relay = self.relay(mock)
+        try:
+            self.load(relay, 200 if self.smoke else 2000)  # warm-up: connections, JWT, allocator
+            ours = self.measured(relay, lambda: self.load(relay, 500 if self.smoke else 4000 if self.q else 30000))
+            seconds = 2 if self.smoke else max(3, round(ours["window"]))
+            theirs = self.measured(relay, lambda: self.wrk(relay, seconds))
+        finally:
+            relay.stop(); mock.stop()
+        figure("single sends/s, built-in load generator (audit on, 8 conn)", ours["sends_per_s"], "sends/s",
+               f"p50 {ours['p50_ms']:.2f} ms, p99 {ours['p99_ms']:.2f} ms, {ours['failed_requests']:.0f} failed")
+        figure("relay CPU per send, built-in load generator", ours["cpu_us"], "us", f"{ours['relay_cpu']:.2f} s CPU / {ours['relay_sends']:.0f} sends")
+        figure("single sends/s, wrk (audit on, 8 conn)", theirs["sends_per_s"], "sends/s",
+               f"p50 {theirs['p50']:.2f} ms, p99 {theirs['p99']:.2f} ms, {theirs['failed_requests']} non-2xx")
+        figure("relay CPU per send, wrk", theirs["cpu_us"], "us", f"{theirs['relay_cpu']:.2f} s CPU / {theirs['relay_sends']:.0f} sends")
+        figure("agreement sends/s (built-in / wrk)", ours["sends_per_s"] / theirs["sends_per_s"], "", "reference: wrk, same relay, same run")
+        figure("agreement CPU/send (built-in / wrk)", ours["cpu_us"] / theirs["cpu_us"], "", "reference: wrk, same relay, same run")
+        figure("target: single sends/s >= 15,000", ours["sends_per_s"] / 15000, "of target")
+
+    def production(self):
+        """APNs' round trip (100 ms), 4 connections x 1000 streams, driven through the batch route."""
+        log("production shape: mock answers after 100 ms, 4 connections x 1000 streams, batches of 1000")
+        mock = Mock(self.binary, self.work, self.key, delay_ms=100, streams=1000)
+        # A batch runs at most 64 of its sends at once (the ingress's batchConcurrency, not configurable):
+        # 64 client connections, each with a batch in flight, can fill 4 x 1000 streams.
+        clients = 64
+        # The default ingress.max_batch_sends_running (512) would hold it to 5,120 sends/s: raised to the 4,000 streams.
+        relay = self.relay(mock, connections_per_origin=4, extra_ingress="  max_batch_sends_running: 4000")
+        samples, stop = [], threading.Event()
+        def sample():
+            while not stop.is_set():
+                try:
+                    text = relay.metrics()
+                    samples.append((relay.metric_sum("apns_relay_inflight_streams", text), relay.metric_sum("apns_relay_ingress_sends_admitted", text), relay.rss_mib()))
+                except Exception: pass
+                stop.wait(0.5)
+        try:
+            self.load(relay, 8000, connections=8, batch=1000)
+            sampler = threading.Thread(target=sample); sampler.start()
+            run = self.measured(relay, lambda: self.load(relay, 40_000 if self.q else 400_000, connections=clients, batch=1000))
+            stop.set(); sampler.join()
+        finally:
+            relay.stop(); mock.stop()
+        ceiling = 4 * 1000 / 0.1
+        busy = samples[2:-2] or samples
+        figure(f"production shape sends/s (batch 1000, {clients} client conn, 4 x 1000 streams, 100 ms)", run["sends_per_s"], "sends/s",
+               f"{run['succeeded']:.0f} of {run['sends']:.0f} sends succeeded, {run['failed_requests']:.0f} failed requests")
+        figure("production shape fraction of ceiling (40,000/s)", run["sends_per_s"] / ceiling, "", "reference: 4 x 1000 / 0.1 s")
+        figure("production shape fraction of the stream bound the relay allows (4 x 900 / 0.1 = 36,000/s)", run["sends_per_s"] / 36000, "",
+               "the client caps each connection at 900 streams")
+        figure("production shape send latency p50", run["send_p50_ms"], "ms", "per send, as the relay timed it")
+        figure("production shape send latency p99", run["send_p99_ms"], "ms")
+        figure("production shape batch latency p50", run["p50_ms"], "ms", "per 1000-send batch request")
+        figure("production shape in-flight HTTP/2 streams (median sample)", statistics.median(s[0] for s in busy), "streams",
+               f"max {max(s[0] for s in busy):.0f}; admitted sends median {statistics.median(s[1] for s in busy):.0f}")
+        figure("production shape relay RSS (max sample)", max(s[2] for s in busy), "MiB")
+        figure("production shape relay CPU per send", run["cpu_us"], "us", f"{run['relay_cpu']:.2f} s CPU / {run['relay_sends']:.0f} sends")
+
+    def sweep(self, title, points):
+        """One relay, one measured run per point (audit on); each point prints sends/s, CPU per send and RSS."""
+        mock = Mock(self.binary, self.work, self.key)
+        relay = self.relay(mock)
+        try:
+            self.load(relay, 2000)
+            for label, options in points:
+                run = self.measured(relay, lambda: self.load(relay, **options))
+                figure(f"{title} {label}: sends/s", run["sends_per_s"], "sends/s",
+                       f"{run['succeeded']:.0f} of {run['sends']:.0f} succeeded, {run['failed_requests']:.0f} failed requests")
+                figure(f"{title} {label}: relay CPU per send", run["cpu_us"], "us")
+                figure(f"{title} {label}: relay RSS", run["rss"], "MiB")
+        finally:
+            relay.stop(); mock.stop()
+
+    def connections(self):
+        log("growth: 1, 8, 64, 256 client connections, single sends, audit on")
+        counts = [1, 8, 64] if self.q else [1, 8, 64, 256]
+        self.sweep("connections", [(f"{c}", dict(sends=(2000 if self.q else 15000) if c > 1 else (1000 if self.q else 4000), connections=c)) for c in counts])
+
+    def batches(self):
+        log("growth: batch sizes 1, 10, 100, 1000 through /v1/send/batch, 8 connections, audit on")
+        self.sweep("batch size", [(f"{b}", dict(sends=(3000 if self.q else 30000) if b < 1000 else (6000 if self.q else 60000), connections=8, batch=b))
+                                  for b in [1, 10, 100, 1000]])
+
+    def payloads(self):
+        log("growth: raw payloads of 200 B, 2 KB, 4 KB, single sends, 8 connections, audit on")
+        self.sweep("payload", [(f"{p} B", dict(sends=2000 if self.q else 10000, connections=8, payload=p)) for p in [200, 2048, 4096]])
+
+    def million(self):
+        total = 100_000 if self.q else 1_000_000
+        step = total // 10
+        log(f"growth: {total:,} sends in one run (batches of 1000, 8 connections), RSS every {step:,}")
+        mock = Mock(self.binary, self.work, self.key)
+        relay = self.relay(mock)
+        marks, stop = [], threading.Event()
+        def sample(base):
+            nxt = step
+            while not stop.is_set() and nxt <= total:
+                try: done = relay.succeeded_sends() - base
+                except Exception: done = 0
+                if done >= nxt:
+                    marks.append((nxt, relay.rss_mib())); nxt += step
+                stop.wait(0.2)  # each /metrics read costs the relay CPU, counted in its CPU per send
+        try:
+            self.load(relay, 2000)
+            rss_start = relay.rss_mib()
+            sampler = threading.Thread(target=sample, args=(relay.succeeded_sends(),)); sampler.start()
+            run = self.measured(relay, lambda: self.load(relay, total, connections=8, batch=1000))
+            time.sleep(0.5); stop.set(); sampler.join()
+        finally:
+            relay.stop(); mock.stop()
+        figure(f"{total:,} sends: sends/s", run["sends_per_s"], "sends/s", f"{run['failed_requests']:.0f} failed requests")
+        figure(f"{total:,} sends: relay CPU per send", run["cpu_us"], "us")
+        figure(f"{total:,} sends: relay RSS before", rss_start, "MiB")
+        figure(f"{total:,} sends: relay RSS every {step:,} sends", " ".join(f"{r:.0f}" for _, r in marks), "MiB")
+        if marks:
+            figure(f"{total:,} sends: RSS growth first to last sample", marks[-1][1] - marks[0][1], "MiB")
+
+    def audit(self):
+        rounds = 2 if self.q else 5
+        sends = 3000 if self.q else 20000
+        log(f"audit on vs off: {rounds} rounds, each the same single-send run with the audit to Postgres and with it out of the path")
+        mock = Mock(self.binary, self.work, self.key)
+        ratios = []
+        try:
+            for round_ in range(rounds):
+                rates = {}
+                for audit in ([True, False] if round_ % 2 == 0 else [False, True]):
+                    relay = self.relay(mock, audit=audit)
+                    try:
+                        self.load(relay, 2000)
+                        rates[audit] = self.measured(relay, lambda: self.load(relay, sends))
+                    finally:
+                        relay.stop()
+                on, off = rates[True], rates[False]
+                ratios.append(on["sends_per_s"] / off["sends_per_s"])
+                figure(f"audit round {round_ + 1}: on / off sends/s", ratios[-1], "",
+                       f"{on['sends_per_s']:.0f} / {off['sends_per_s']:.0f} sends/s; CPU/send {on['cpu_us']:.0f} / {off['cpu_us']:.0f} us")
+        finally:
+            mock.stop()
+        figure("audit on / off, all rounds", " ".join(f"{r:.2f}" for r in ratios), "", "target >= 0.9 in each")
+        figure("audit on / off, median", statistics.median(ratios), "")
+
+    def writer(self):
+        """The audit writer against psql \\copy of the same rows (`apns-relay bench audit`)."""
+        rows = 50_000 if self.q else 200_000
+        log(f"audit writer vs psql \\copy: {rows:,} rows")
+        out = subprocess.run([self.binary, "bench", "audit", "--rows", str(rows), "--database-url", self.args.database_url],
+                             check=True, capture_output=True, text=True).stdout
+        writer = float(re.search(r"audit writer: (\d+) rows/s", out).group(1))
+        copy = float(re.search(r"psql \\copy:\s+(\d+) rows/s", out).group(1))
+        figure("audit writer rows/s", writer, "rows/s")
+        figure("psql \\copy rows/s (same rows)", copy, "rows/s")
+        figure("audit writer / psql \\copy", writer / copy, "", "target >= 0.85")
+
+    def peers(self):
+        """Our HTTP/2 client, h2load and aioapns against one mock-apns process, same connections."""
+        requests = 10000 if self.q else 50000
+        log(f"peers: our HTTP/2 client, h2load and aioapns, {requests} requests each against the same mock, 2 connections x 100 streams")
+        mock = Mock(self.binary, self.work, self.key)
+        try:
+            out = subprocess.run([self.binary, "bench", "transport", "--requests", str(requests), "--connections", "2", "--streams", "100",
+                                  "--mock-port", str(mock.port), "--ca-file", mock.cert, "--key-file", self.key,
+                                  "--key-id", "BENCHKEY01", "--team-id", "BENCHTEAM1", "--bundle-id", "com.example.a"],
+                                 check=True, capture_output=True, text=True).stdout
+            ours = float(re.search(r"apns-relay client:\s+(\d+) req/s", out).group(1))
+            h2load = float(re.search(r"h2load:\s+(\d+) req/s", out).group(1))
+            aioapns = None
+            if self.args.venv and os.path.exists(os.path.join(self.args.venv, "bin", "python")):
+                peer = subprocess.run([os.path.join(self.args.venv, "bin", "python"), os.path.join(os.path.dirname(__file__), "aioapns_bench.py"),
+                                       "--port", str(mock.port), "--ca-file", mock.cert, "--key", self.key, "--requests", str(requests // 5),
+                                       "--connections", "2", "--concurrency", "200"], check=True, capture_output=True, text=True).stdout
+                aioapns = float(re.search(r"aioapns: ([\d.]+) req/s", peer).group(1))
+        finally:
+            mock.stop()
+        figure("HTTP/2 client req/s (same mock process, 2 conn x 100 streams)", ours, "req/s")
+        figure("h2load req/s (same mock)", h2load, "req/s")
+        figure("HTTP/2 client / h2load", ours / h2load, "", "target >= 0.8")
+        if aioapns:
+            figure("aioapns req/s (same mock, 2 conn, 200 concurrent)", aioapns, "req/s")
+            figure("HTTP/2 client / aioapns", ours / aioapns, "", "target >= 5")
+        else:
+            figure("aioapns req/s", "not run (no --venv with aioapns)")
+
+
+def parse_wrk_latency(out, label):
+    m = re.search(rf"^\s+{re.escape(label)}\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+    if not m: return 0.0
+    return float(m.group(1)) * {"us": 0.001, "ms": 1, "s": 1000}[m.group(2)]
+
+
+LIVE_SNAPSHOT = ('{"schemaVersion":"5","kind":"liveActivity","id":"demo-order-1","surfaceId":"order-1","updatedAt":"2026-11-22T10:00:00Z",'
+                 '"state":"active","liveActivity":{"title":"Order #1 is on its way","body":"Courier is 4 stops away","progress":0.4,'
+                 '"deepLink":"demo://orders/1","modeLabel":"active","contextLabel":"delivery","statusLine":"active · 40%",'
+                 '"actionLabel":"Track","stage":"inProgress","estimatedSeconds":900,"morePartsCount":0}}')
+
+# wrk's Lua: each request a POST /v1/send of the built-in generator's alert, to a token
+# of its own (threads take interleaved numbers, starting at FIRST).
+WRK_SCRIPT = r"""
+local counter = 0
+local thread_index = 0
+local threads = 0
+function setup(thread)
+  thread:set("thread_index", threads)
+  threads = threads + 1
+end
+function init(args)
+  counter = FIRST + thread_index * 1000000
+end
+function request()
+  counter = counter + 1
+  local token = string.format("%064x", counter)
+  local body = '{"app":"APP","environment":"development","operation":"alert","token":"' .. token .. '","snapshot":SNAPSHOT}'
+  return wrk.format("POST", nil, {["Authorization"] = "Bearer API_KEY", ["Content-Type"] = "application/json"}, body)
+end
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", default=".build/release/apns-relay")
+    parser.add_argument("--database-url", required=True, help="Postgres for the audit (a throwaway cluster: scripts/bench starts one)")
+    parser.add_argument("--venv", help="a virtualenv with aioapns (scripts/bench makes one under .build)")
+    parser.add_argument("--quick", action="store_true", help="fewer sends per run: a smoke in about two minutes")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the harness itself, for scripts/test: the agree section with tiny runs; fails unless every figure line parses (no speed is judged)")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
+    args = parser.parse_args()
+    sections = ["agree"] if args.smoke else [s for s in args.sections.split(",") if s]
+    unknown = [s for s in sections if s not in SECTIONS]
+    if unknown: sys.exit(f"unknown sections {unknown}; known: {SECTIONS}")
+    bench = Bench(args)
+    load1 = os.getloadavg()[0]
+    figure("machine load average (1 min) at start", load1, "", f"{os.cpu_count()} cores, shared")
+    try:
+        for section in SECTIONS:
+            if section in sections: getattr(bench, section)()
+    finally:
+        shutil.rmtree(bench.work, ignore_errors=True)
+    figure("machine load average (1 min) at end", os.getloadavg()[0], "")
+    if args.smoke:
+        bad = [line for line in PRINTED if parse_figure(line) is None]
+        names = [parse_figure(line)[0] for line in PRINTED if parse_figure(line)]
+        expected = ["single sends/s, built-in load generator (audit on, 8 conn)", "relay CPU per send, built-in load generator",
+                    "single sends/s, wrk (audit on, 8 conn)", "relay CPU per send, wrk", "agreement sends/s (built-in / wrk)",
+                    "agreement CPU/send (built-in / wrk)"]
+        missing = [name for name in expected if name not in names]
+        if bad or missing:
+            sys.exit(f"send_bench smoke FAILED: unparsable figure lines {bad}, missing figures {missing}")
+        print(f"send_bench smoke: {len(PRINTED)} figures printed, all parse")
+
+
+if __name__ == "__main__":
+    main()
