@@ -86,6 +86,13 @@ public enum MetricCatalog {
         "apns_relay_batch_sends_not_sent_total", help: "Batch sends never started, by reason (Draining, BatchDeadline, ClientGone).",
         labels: NotSentLabels.self)
 
+    // MARK: Trace export
+
+    static let spansDroppedTotal = CounterDefinition(
+        "apns_relay_spans_dropped_total",
+        help: "Finished spans never delivered to the OTLP collector, by reason (queue_full: the export queue was full; export_failed: the collector was down, slow or answered an error).",
+        labels: SpanDropLabels.self)
+
     // MARK: The process
 
     static let buildInfo = GaugeDefinition(
@@ -117,7 +124,7 @@ extension MetricCatalog {
         auditConnected.declaration,
         ingressRequestsTotal.declaration, ingressRequestDuration.declaration, ingressInflightRequests.declaration,
         ingressSendsAdmitted.declaration, ingressBatchSendsRunning.declaration, ingressRequestsTimedOutTotal.declaration,
-        batchSendsNotSentTotal.declaration,
+        batchSendsNotSentTotal.declaration, spansDroppedTotal.declaration,
         buildInfo.declaration, residentMemory.declaration, virtualMemory.declaration, cpuSecondsTotal.declaration,
         openFDs.declaration, maxFDs.declaration, startTime.declaration, threads.declaration,
     ]
