@@ -33,6 +33,14 @@ struct TracingConfigurationTests {
         #expect(configuration.tracing.maximumQueueSize == 4096)
         #expect(configuration.tracing.scheduleDelayMilliseconds == 200)
         #expect(configuration.maskedDescription.contains("exporter: otlp"))
+        // A base URL, like OTEL_EXPORTER_OTLP_ENDPOINT: the traces path is appended.
+        let otel = RelayTracing.otelConfiguration(
+            configuration.tracing, instance: "relay-1", version: "1.2.3", diagnostics: Logger(label: "x"))
+        #expect(otel.traces.otlpExporter.endpoint == "http://collector:4318/v1/traces")
+        #expect(RelayTracing.tracesURL(base: "https://c.example/otlp/") == "https://c.example/otlp/v1/traces")
+        #expect(otel.resourceAttributes == ["service.version": "1.2.3", "service.instance.id": "relay-1"])
+        #expect(otel.serviceName == "apns-relay")
+        #expect(otel.traces.batchSpanProcessor.maxQueueSize == 4096)
 
         for (bad, field) in [
             ("tracing:\n  exporter: jaeger\n", "tracing.exporter"),

@@ -75,7 +75,10 @@ public final class RelayTracing: Sendable {
         configuration.traces.enabled = true
         configuration.traces.exporter = .otlp
         configuration.traces.otlpExporter.protocol = .httpProtobuf
-        if let endpoint = settings.endpoint { configuration.traces.otlpExporter.endpoint = endpoint }
+        // swift-otel takes an endpoint set in code as the traces URL itself (as it would
+        // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT); `tracing.endpoint` is a base URL like
+        // OTEL_EXPORTER_OTLP_ENDPOINT, which still wins and gets /v1/traces appended by swift-otel.
+        if let endpoint = settings.endpoint { configuration.traces.otlpExporter.endpoint = tracesURL(base: endpoint) }
         configuration.traces.otlpExporter.timeout = .milliseconds(settings.exportTimeoutMilliseconds)
         let ratio = settings.samplingRatio
         configuration.traces.sampler =
@@ -85,6 +88,11 @@ public final class RelayTracing: Sendable {
         configuration.traces.batchSpanProcessor.scheduleDelay = .milliseconds(settings.scheduleDelayMilliseconds)
         configuration.traces.batchSpanProcessor.exportTimeout = .milliseconds(settings.exportTimeoutMilliseconds)
         return configuration
+    }
+
+    /// The OTLP/HTTP traces URL under a base URL, as the OpenTelemetry specification builds it.
+    static func tracesURL(base: String) -> String {
+        base.hasSuffix("/") ? base + "v1/traces" : base + "/v1/traces"
     }
 
     /// Exports what is queued and stops the exporter, waiting at most `seconds`.
