@@ -83,25 +83,42 @@ struct TraceExportProcessTests {
         return dropped
     }
 
-    @Test("a send with the caller's traceparent arrives as one trace: ingress.request → apns.send → apns.attempt; the audit row and the log lines carry its trace id")
-    func oneTrace() async throws {
-        guard let url = ServeProcessTests.databaseURL else { return }
+    /// A fresh database, a mock APNs, the receiver and `serve` exporting to it.
+    struct Setup {
+        var database: String
+        var relay: TestRelay
+        var receiver: Receiver
+        var instance: String
+        var serve: RelayProcess
+        var standardError: String
+        var port: UInt16
+    }
+
+    /// Nil without the test Postgres (scripts/test provides it).
+    static func start(_ name: String, environment: [String: String] = [:]) async throws -> Setup? {
+        guard let url = ServeProcessTests.databaseURL else { return nil }
         let database = try await ServeProcessTests.freshDatabase(url)
         let relay = try await TestRelay.start()
-        defer { Task { await relay.stop() } }
         let receiver = try await Receiver(file: relay.directory + "/spans.jsonl")
-        defer { Task { _ = await receiver.stop() } }
-        let instance = "otlp-one-\(UUID().uuidString.prefix(6))"
+        let instance = "otlp-\(name)-\(UUID().uuidString.prefix(6))"
         let config = try Self.configuration(
-            relay: relay, receiverPort: receiver.port, instance: instance, database: database, spool: relay.directory + "/spool-otlp")
-        let stderr = relay.directory + "/serve.log"
+            relay: relay, receiverPort: receiver.port, instance: instance, database: database, spool: relay.directory + "/spool-\(name)")
+        let standardError = relay.directory + "/serve.log"
+        let serve = try RelayProcess(arguments: ["serve", "--config", config], environment: environment, standardError: standardError)
+        let port = try await serve.port(after: "apns-relay ingress on")
+        return Setup(
+            database: database, relay: relay, receiver: receiver, instance: instance, serve: serve, standardError: standardError, port: port)
+    }
+
+    @Test("a send with the caller's traceparent arrives as one trace: ingress.request → apns.send → apns.attempt; the audit row and the log lines carry its trace id")
+    func oneTrace() async throws {
         // A secret in the collector's headers: the relay must never write it.
         let secret = "otlp-secret-\(UUID().uuidString)"
-        let serve = try RelayProcess(
-            arguments: ["serve", "--config", config],
-            environment: ["OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20\(secret)", "OTEL_SERVICE_NAME": "apns-relay-e2e"],
-            standardError: stderr)
-        let port = try await serve.port(after: "apns-relay ingress on")
+        guard let setup = try await Self.start(
+            "one", environment: ["OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20\(secret)", "OTEL_SERVICE_NAME": "apns-relay-e2e"])
+        else { return }
+        let (relay, receiver, serve, database, instance, port) = (setup.relay, setup.receiver, setup.serve, setup.database, setup.instance, setup.port)
+        defer { Task { _ = await receiver.stop(); await relay.stop() } }
 
         let traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
         let callerSpan = "00f067aa0ba902b7"
@@ -157,7 +174,7 @@ struct TraceExportProcessTests {
 
         serve.signal(SIGTERM)
         #expect(await serve.waitForExit() == 0)
-        let log = try String(contentsOfFile: stderr, encoding: .utf8)
+        let log = try String(contentsOfFile: setup.standardError, encoding: .utf8)
         let sendLine = log.split(separator: "\n").first { $0.contains(#""msg":"send finished""#) && $0.contains(apnsID) }
         #expect(sendLine?.contains(#""trace_id":"\#(traceID)""#) == true, "the send's log line carries the trace id: \(String(describing: sendLine))")
         #expect(!log.contains(secret), "OTEL_EXPORTER_OTLP_HEADERS' value reached the log")
@@ -165,16 +182,9 @@ struct TraceExportProcessTests {
 
     @Test("receiver stopped mid-run: 10,000 sends all answered and audited; received + dropped spans == spans made")
     func receiverDown() async throws {
-        guard let url = ServeProcessTests.databaseURL else { return }
-        let database = try await ServeProcessTests.freshDatabase(url)
-        let relay = try await TestRelay.start()
+        guard let setup = try await Self.start("down") else { return }
+        let (relay, receiver, serve, database, instance, port) = (setup.relay, setup.receiver, setup.serve, setup.database, setup.instance, setup.port)
         defer { Task { await relay.stop() } }
-        let receiver = try await Receiver(file: relay.directory + "/spans.jsonl")
-        let instance = "otlp-down-\(UUID().uuidString.prefix(6))"
-        let config = try Self.configuration(
-            relay: relay, receiverPort: receiver.port, instance: instance, database: database, spool: relay.directory + "/spool-down")
-        let serve = try RelayProcess(arguments: ["serve", "--config", config], standardError: relay.directory + "/serve.log")
-        let port = try await serve.port(after: "apns-relay ingress on")
         let metricsPort = try await serve.port(after: "apns-relay metrics on")
         let base = "http://127.0.0.1:\(port)"
 
