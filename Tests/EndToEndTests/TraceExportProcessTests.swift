@@ -85,13 +85,11 @@ struct TraceExportProcessTests {
 
     /// A fresh database, a mock APNs, the receiver and `serve` exporting to it.
     struct Setup {
-        var database: String
-        var relay: TestRelay
-        var receiver: Receiver
-        var instance: String
-        var serve: RelayProcess
-        var standardError: String
-        var port: UInt16
+        let (database, instance): (String, String)
+        let (relay, receiver, serve): (TestRelay, Receiver, RelayProcess)
+        let port: UInt16
+        /// The child's JSON log lines.
+        var standardError: String { relay.directory + "/serve.log" }
     }
 
     /// Nil without the test Postgres (scripts/test provides it).
@@ -106,8 +104,7 @@ struct TraceExportProcessTests {
         let standardError = relay.directory + "/serve.log"
         let serve = try RelayProcess(arguments: ["serve", "--config", config], environment: environment, standardError: standardError)
         let port = try await serve.port(after: "apns-relay ingress on")
-        return Setup(
-            database: database, relay: relay, receiver: receiver, instance: instance, serve: serve, standardError: standardError, port: port)
+        return Setup(database: database, instance: instance, relay: relay, receiver: receiver, serve: serve, port: port)
     }
 
     @Test("a send with the caller's traceparent arrives as one trace: ingress.request → apns.send → apns.attempt; the audit row and the log lines carry its trace id")
