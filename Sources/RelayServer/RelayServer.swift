@@ -7,6 +7,7 @@ public import Ingress
 public import Logging
 public import Relay
 public import Telemetry
+import RelayBasics
 import Tracing
 
 /// The relay as `apns-relay serve` runs it: the relay service on an HTTP/2
@@ -25,6 +26,7 @@ public final class RelayServer: Sendable {
     let transport: HTTP2Transport
     let ingressServer: HTTPServer
     let metricsServer: HTTPServer
+    let tracing: RelayTracing
     let logger: Logger
 
     /// Where the ingress listens (the real port when the configuration said 0).
@@ -42,13 +44,24 @@ public final class RelayServer: Sendable {
     ///   scripts/bench); `serve` otherwise always audits.
     public init(configuration: ServerConfiguration, logger: Logger, killSwitch: KillSwitch = KillSwitch(), recordsAudit: Bool = true) async throws {
         self.configuration = configuration
+        let metrics = RelayMetrics()
+        self.metrics = metrics
+        let tracing = try RelayTracing(
+            settings: configuration.tracing, instance: configuration.instance, version: RelayVersion.current, logger: logger,
+            dropped: { drop, count in metrics.spansDropped(reason: drop.rawValue, count: count) })
+        self.tracing = tracing
+        if configuration.tracing.exporter == .otlp {
+            // The series exist from the start, so rate() and the alert see the first drop.
+            for drop in OTelDiagnostics.Drop.allCases { metrics.spansDropped(reason: drop.rawValue, count: 0) }
+        }
+        // Log lines written inside a span carry its trace id, whichever tracer made it.
+        var logger = logger
+        logger.handler.metadataProvider = tracing.metadataProvider
         self.logger = logger
         if let url = configuration.audit.databaseURL, configuration.audit.migrateOnStart {
             await Self.migrate(conninfo: url, logger: logger)
         }
 
-        let metrics = RelayMetrics()
-        self.metrics = metrics
         var transportConfiguration = HTTP2Transport.Configuration()
         transportConfiguration.connectionsPerOrigin = configuration.apns.connectionsPerOrigin
         transportConfiguration.caFile = configuration.apns.caFile
@@ -64,6 +77,7 @@ public final class RelayServer: Sendable {
         do {
             audit = try AuditWriter(configuration: auditConfiguration, logger: logger)
         } catch {
+            await tracing.shutdown(within: 1)
             throw ConfigurationError(field: "audit.spool_directory", "cannot be used: \(error)")
         }
 
@@ -76,7 +90,7 @@ public final class RelayServer: Sendable {
         for (environment, origin) in configuration.apns.origins {
             relayConfiguration.endpointOverrides[environment] = .overriding(send: origin)
         }
-        let tracer = JSONSpanTracer(logger: logger)
+        let tracer = tracing.tracer
         do {
             service = try RelayService(
                 configuration: relayConfiguration, transport: transport, killSwitch: killSwitch,
@@ -84,6 +98,7 @@ public final class RelayServer: Sendable {
                 tracer: tracer, logger: logger, jwtMinted: { app, issuedAt in metrics.jwtMinted(app: app, issuedAt: issuedAt) })
         } catch {
             await audit.shutdown()
+            await tracing.shutdown(within: 1)
             throw error
         }
 
@@ -179,6 +194,7 @@ public final class RelayServer: Sendable {
             metricsServer = try HTTPServer(configuration: metricsServerConfiguration, router: metricsRouter)
         } catch {
             await audit.shutdown()
+            await tracing.shutdown(within: 1)
             throw ConfigurationError(field: "metrics.listen", "cannot listen on \(configuration.metrics.listen): \(error)")
         }
         do {
@@ -187,6 +203,7 @@ public final class RelayServer: Sendable {
         } catch {
             await metricsServer.stop(drainTimeout: 0)
             await audit.shutdown()
+            await tracing.shutdown(within: 1)
             throw ConfigurationError(field: "ingress.listen", "cannot listen on \(configuration.ingress.listen): \(error)")
         }
         logger.info("apns-relay serving", metadata: [
@@ -200,8 +217,10 @@ public final class RelayServer: Sendable {
 
     /// SIGTERM's work: stop intake (503 Draining, `/readyz` fails), let
     /// in-flight sends finish within the drain timeout, close the APNs
-    /// connections, write or spool every audit row, stop the listeners.
+    /// connections, write or spool every audit row, export the queued spans,
+    /// stop the listeners.
     public func drain() async {
+        let started = ContinuousClock.now
         logger.notice("draining: intake stopped", metadata: ["in_flight": "\(ingress.requestsInFlight)"])
         // Batches go on starting sends for the first half of the drain timeout
         // and answer the rest NotSent; at the end the APNs connections close
@@ -238,6 +257,12 @@ public final class RelayServer: Sendable {
             "audit_written": "\(statistics.written)", "audit_spooled": "\(statistics.spooled)",
             "audit_quarantined": "\(statistics.quarantined)", "audit_dropped": "\(statistics.dropped)",
         ])
+        // Spans last: every send's spans have ended by now. What the queue
+        // still holds is exported within what is left of the drain timeout
+        // (1 s at least); what the collector does not take then is counted
+        // as dropped before /metrics stops.
+        let elapsed = (ContinuousClock.now - started).seconds
+        await tracing.shutdown(within: max(1, drainTimeout - elapsed))
         await metricsServer.stop(drainTimeout: 1)
     }
 

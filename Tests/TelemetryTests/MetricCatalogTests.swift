@@ -52,7 +52,7 @@ struct MetricCatalogTests {
     func declaredOnce() {
         let names = MetricCatalog.declarations.map(\.name)
         #expect(Set(names).count == names.count, "a name declared twice: \(names)")
-        #expect(names.count == 34)
+        #expect(names.count == 35)
         for declaration in MetricCatalog.declarations {
             #expect(declaration.name.wholeMatch(of: /[a-zA-Z_:][a-zA-Z0-9_:]*/) != nil, "\(declaration.name)")
             #expect(!declaration.help.isEmpty, "\(declaration.name) has no HELP")
@@ -124,6 +124,7 @@ struct MetricCatalogTests {
         metrics.connectionEvent("opened")
         metrics.ingressRequest(route: "/v1/send", status: 200, seconds: 0.01)
         metrics.idempotentReplay(app: "catalog-app")
+        metrics.spansDropped(reason: "export_failed", count: 1)
         var sources = MetricSources(
             clockSkewSeconds: { 1 }, retryDisabled: { false }, inflightStreams: { 0 },
             audit: { AuditSnapshot(queueDepth: 0, spoolBytes: 0, connected: true, written: 1, spooled: 0, replayed: 0, dropped: 0) },

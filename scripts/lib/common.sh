@@ -14,9 +14,11 @@ DEBIAN_PACKAGES=(
 )
 
 # Python packages the tests use as independent implementations (schemathesis:
-# the fuzz campaign's OpenAPI component, pinned to a version known to install here).
-PYTHON_PACKAGES=(cryptography jsonschema rfc3339-validator PyYAML kubernetes-validate "schemathesis==4.32.5")
-PYTHON_MODULES=(cryptography jsonschema rfc3339_validator yaml kubernetes_validate schemathesis)
+# the fuzz campaign's OpenAPI component, pinned to a version known to install here;
+# opentelemetry-proto: OpenTelemetry's own protobuf classes for the OTLP receiver in
+# Tests/EndToEndTests/otlp_receiver.py).
+PYTHON_PACKAGES=(cryptography jsonschema rfc3339-validator PyYAML kubernetes-validate "schemathesis==4.32.5" "opentelemetry-proto==1.45.2")
+PYTHON_MODULES=(cryptography jsonschema rfc3339_validator yaml kubernetes_validate schemathesis opentelemetry.proto.collector.trace.v1.trace_service_pb2)
 
 install_test_dependencies() {
     local missing=()

@@ -20,6 +20,11 @@ struct RequestSpan: IngressMiddleware {
         context.span = span
         var response = try await next(request, context)
         span.attributes["http.response.status_code"] = response.status
+        // OpenTelemetry's HTTP server conventions: only a 5xx is the server's error.
+        if response.status >= 500 {
+            span.attributes["error.type"] = String(response.status)
+            span.setStatus(SpanStatus(code: .error))
+        }
         if let traceparent = tracer.traceParentHeader(for: span.context) { response.headers.append(HTTPHeader(TraceParent.headerName, traceparent)) }
         return response
     }

@@ -103,6 +103,9 @@ struct SendRun {
             // could not be reached (502).
             let deadlineBoundsAttempt = remaining <= client.configuration.requestTimeout
             let origin = request.origin(in: client.configuration.endpoints)
+            // OpenTelemetry's semantic conventions for the peer (server.*), the relay's own under apns.*.
+            attemptSpan.attributes["server.address"] = origin.host
+            attemptSpan.attributes["server.port"] = origin.port
             let wireRequest = HTTP2Request(
                 method: request.method.rawValue, path: request.path, authority: origin.authority,
                 headers: request.headers + [HTTPHeader("authorization", authorization.headerValue)],
@@ -131,6 +134,8 @@ struct SendRun {
                 attemptLog[attemptLog.count - 1].reason = error.code.rawValue
                 if let trap = error.trapID, !trapHits.contains(trap) { trapHits.append(trap) }
                 attemptSpan.attributes["apns.reason"] = error.code.rawValue
+                attemptSpan.attributes["error.type"] = error.code.rawValue
+                if let trap = error.trapID { attemptSpan.attributes["apns.trap_ids"] = [trap.rawValue] }
                 attemptSpan.setStatus(SpanStatus(code: .error, message: error.code.rawValue))
                 attemptSpan.end()
                 let retryAfter = RetryAfter.seconds(from: response.header("retry-after"), now: UnixTime.nowSeconds())
@@ -139,6 +144,7 @@ struct SendRun {
             case .failure(let error):
                 attemptLog.append(AttemptSummary(status: nil, reason: "transport_\(error.kind.rawValue)", durationSeconds: duration))
                 attemptSpan.attributes["apns.transport_error"] = error.kind.rawValue
+                attemptSpan.attributes["error.type"] = "transport_\(error.kind.rawValue)"
                 attemptSpan.setStatus(SpanStatus(code: .error, message: error.kind.rawValue))
                 attemptSpan.end()
                 failure = .transport(error, attemptCutByDeadline: deadlineBoundsAttempt)

@@ -1,5 +1,6 @@
 import APNs
 import HTTP2
+import Logging
 import Tracing
 import RelayBasics
 
@@ -26,6 +27,7 @@ extension SendRun {
         let uniqueID = response.header("apns-unique-id")
         span.attributes["apns.status"] = response.status
         span.attributes["apns.attempts"] = attempt
+        if !trapHits.isEmpty { span.attributes["apns.trap_ids"] = trapHits.map(\.rawValue) }
         span.setStatus(SpanStatus(code: .ok))
         span.end()
         await publish(SendEvent(
@@ -55,6 +57,8 @@ extension SendRun {
         span.attributes["apns.attempts"] = attempt
         if let status { span.attributes["apns.status"] = status }
         if let reason { span.attributes["apns.reason"] = reason }
+        if !trapHits.isEmpty { span.attributes["apns.trap_ids"] = trapHits.map(\.rawValue) }
+        span.attributes["error.type"] = failure.errorType
         span.setStatus(SpanStatus(code: .error, message: failure.errorType))
         span.end()
         await publish(SendEvent(
@@ -95,6 +99,23 @@ extension SendRun {
     /// (the audit journal) hold it on disk: the caller is answered only then.
     private func publish(_ event: SendEvent) async {
         await client.observers.publishDurably(event)
+        // One line per send, with the ids that find it in the tracing backend
+        // and the audit (span lines of the `log` exporter aside, a send logs
+        // nothing else when it goes well). The send's span is not the task's
+        // current context, so its ids are given here.
+        guard client.logger.logLevel <= .info else { return }
+        var metadata: Logger.Metadata = [
+            "apns_id": "\(event.send.apnsID.value)", "app": "\(event.send.app)", "operation": "\(event.send.operation.rawValue)",
+            "outcome": "\(event.outcome.rawValue)", "attempts": "\(event.attempts)",
+            "latency_ms": "\((event.latencySeconds * 1000 * 1000).rounded() / 1000)",
+        ]
+        if let status = event.status { metadata["status"] = "\(status)" }
+        if let reason = event.reason ?? event.errorType { metadata["reason"] = "\(reason)" }
+        if let traceparent = client.tracer.traceParentHeader(for: span.context).flatMap({ TraceParent(header: $0) }) {
+            metadata["trace_id"] = "\(traceparent.traceID)"
+            metadata["span_id"] = "\(traceparent.spanID)"
+        }
+        client.logger.info("send finished", metadata: metadata)
     }
 }
 

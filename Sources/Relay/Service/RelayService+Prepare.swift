@@ -116,6 +116,8 @@ extension RelayService {
             attributes["apns.id"] = apnsID.value
             attributes["apns.attempts"] = 0
             if let trap = trapHits.first { attributes["apns.trap"] = trap.rawValue }
+            if !trapHits.isEmpty { attributes["apns.trap_ids"] = trapHits.map(\.rawValue) }
+            attributes["error.type"] = failure.errorType
         }
         span.setStatus(SpanStatus(code: .error, message: failure.errorType))
         span.end()

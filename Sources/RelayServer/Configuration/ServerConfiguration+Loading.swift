@@ -112,6 +112,33 @@ extension ServerConfiguration {
             if let value = try shutdown.number("drain_timeout_seconds", in: 0...3600) { configuration.drainTimeoutSeconds = value }
             try shutdown.rejectUnknown()
         }
+        if var tracing = try root.child("tracing") {
+            if let text = try tracing.string("exporter") {
+                guard let exporter = TracingSettings.Exporter(rawValue: text) else {
+                    throw ConfigurationError(field: tracing.name("exporter"), "must be otlp, log or none, got \(text)")
+                }
+                configuration.tracing.exporter = exporter
+            }
+            if let endpoint = try tracing.string("endpoint"), !endpoint.isEmpty {
+                guard endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://") else {
+                    throw ConfigurationError(field: tracing.name("endpoint"), "must be an http:// or https:// URL (OTLP/HTTP), got \(endpoint)")
+                }
+                configuration.tracing.endpoint = endpoint
+            }
+            if var sampling = try tracing.child("sampling") {
+                if let value = try sampling.number("ratio", in: 0...1) { configuration.tracing.samplingRatio = value }
+                if let value = try sampling.bool("parent_based") { configuration.tracing.parentBased = value }
+                try sampling.rejectUnknown()
+            }
+            if let value = try tracing.integer("max_queue_size", in: 1...1_000_000) { configuration.tracing.maximumQueueSize = value }
+            if let value = try tracing.integer("max_export_batch_size", in: 1...100_000) { configuration.tracing.maximumExportBatchSize = value }
+            if let value = try tracing.integer("schedule_delay_ms", in: 1...600_000) { configuration.tracing.scheduleDelayMilliseconds = value }
+            if let value = try tracing.integer("export_timeout_ms", in: 1...600_000) { configuration.tracing.exportTimeoutMilliseconds = value }
+            try tracing.rejectUnknown()
+            guard configuration.tracing.maximumExportBatchSize <= configuration.tracing.maximumQueueSize else {
+                throw ConfigurationError(field: tracing.name("max_export_batch_size"), "must not exceed tracing.max_queue_size (\(configuration.tracing.maximumQueueSize))")
+            }
+        }
         if var logging = try root.child("logging") {
             if let level = try logging.string("level") { configuration.logLevel = level }
             try logging.rejectUnknown()

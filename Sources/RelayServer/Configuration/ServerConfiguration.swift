@@ -72,6 +72,38 @@ public struct ServerConfiguration: Sendable {
         public var readinessBehindSeconds = 120.0
     }
 
+    /// Where finished spans go (`tracing:`). The standard `OTEL_*`
+    /// variables (endpoint, headers, service name, resource attributes,
+    /// sampler) are read by swift-otel and win over these.
+    public struct TracingSettings: Sendable {
+        public enum Exporter: String, Sendable, CaseIterable {
+            /// OTLP/HTTP with protobuf to a collector, batched in the background.
+            case otlp
+            /// One JSON log line per span on standard error (the default).
+            case log
+            /// No spans anywhere; trace ids still reach the audit and the logs.
+            case none
+        }
+        public var exporter = Exporter.log
+        /// The OTLP/HTTP base URL (`/v1/traces` is appended); nil: swift-otel's
+        /// default, http://localhost:4318, unless OTEL_EXPORTER_OTLP_ENDPOINT says otherwise.
+        public var endpoint: String?
+        /// The share of new traces recorded (0...1).
+        public var samplingRatio = 1.0
+        /// A caller's sampled flag in `traceparent` decides for its trace.
+        public var parentBased = true
+        /// Spans waiting for export at most; past it they are dropped and counted.
+        public var maximumQueueSize = 2048
+        /// Spans per OTLP request at most.
+        public var maximumExportBatchSize = 512
+        /// How often the queue is exported (milliseconds).
+        public var scheduleDelayMilliseconds = 1000
+        /// How long one export may take before its spans are dropped (milliseconds).
+        public var exportTimeoutMilliseconds = 10_000
+
+        public init() {}
+    }
+
     public var instance: String
     public var ingress = IngressSettings()
     public var metrics = MetricsSettings()
@@ -80,6 +112,7 @@ public struct ServerConfiguration: Sendable {
     public var apps: [AppConfiguration] = []
     public var apiKeys: [APIKey] = []
     public var audit = AuditSettings()
+    public var tracing = TracingSettings()
     public var drainTimeoutSeconds = 25.0
     public var logLevel = "info"
     /// Where the file was read from, for relative key paths and messages.

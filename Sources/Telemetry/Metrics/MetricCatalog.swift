@@ -90,6 +90,13 @@ public enum MetricCatalog {
         help: "Sends answered from an earlier send with the same Idempotency-Key (nothing sent, no audit row), by app.",
         labels: AppLabels.self)
 
+    // MARK: Trace export
+
+    static let spansDroppedTotal = CounterDefinition(
+        "apns_relay_spans_dropped_total",
+        help: "Finished spans never delivered to the OTLP collector, by reason (queue_full: the export queue was full; export_failed: the collector was down, slow or answered an error).",
+        labels: SpanDropLabels.self)
+
     // MARK: The process
 
     static let buildInfo = GaugeDefinition(
@@ -121,7 +128,7 @@ extension MetricCatalog {
         auditConnected.declaration,
         ingressRequestsTotal.declaration, ingressRequestDuration.declaration, ingressInflightRequests.declaration,
         ingressSendsAdmitted.declaration, ingressBatchSendsRunning.declaration, ingressRequestsTimedOutTotal.declaration,
-        batchSendsNotSentTotal.declaration, idempotentReplaysTotal.declaration,
+        batchSendsNotSentTotal.declaration, idempotentReplaysTotal.declaration, spansDroppedTotal.declaration,
         buildInfo.declaration, residentMemory.declaration, virtualMemory.declaration, cpuSecondsTotal.declaration,
         openFDs.declaration, maxFDs.declaration, startTime.declaration, threads.declaration,
     ]

@@ -101,6 +101,12 @@ struct NotSentLabels: FixedMetricLabels {
     static var fields: [(name: String, value: KeyPath<Self, String>)] { [("reason", \.reason)] }
 }
 
+/// `apns_relay_spans_dropped_total`.
+struct SpanDropLabels: FixedMetricLabels {
+    var reason: String
+    static var fields: [(name: String, value: KeyPath<Self, String>)] { [("reason", \.reason)] }
+}
+
 /// `apns_relay_audit_rows_total`.
 struct AuditRowLabels: FixedMetricLabels {
     var result: String

@@ -98,6 +98,11 @@ public final class RelayMetrics: RelayObserver, Sendable {
         jwtIssuedAt.withLock { $0[app] = issuedAt }
     }
 
+    /// Spans the OTLP export lost (`queue_full` or `export_failed`); 0 makes the series exist.
+    public func spansDropped(reason: String, count: Int) {
+        counter(MetricCatalog.spansDroppedTotal, SpanDropLabels(reason: reason)).increment(by: Int64(count))
+    }
+
     /// Refreshes the gauges that are read, not counted, just before a scrape.
     public func refresh(_ sources: MetricSources) {
         let now = UnixTime.nowSeconds()

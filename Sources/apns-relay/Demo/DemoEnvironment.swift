@@ -29,7 +29,8 @@ struct DemoEnvironment {
 
     static func start(
         databaseURL: String?, ingressPort: UInt16 = 0, metricsPort: UInt16 = 0, mockDelayMilliseconds: Int = 0, logger: Logger,
-        scriptedFaults: Bool = true, auditDirectory: String? = nil, recordsAudit: Bool = true
+        scriptedFaults: Bool = true, auditDirectory: String? = nil, recordsAudit: Bool = true,
+        tracing: ServerConfiguration.TracingSettings = .init()
     ) async throws -> DemoEnvironment {
         let directory = NSTemporaryDirectory() + "apns-relay-demo-" + String(UUID().uuidString.prefix(8)).lowercased()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -67,6 +68,7 @@ struct DemoEnvironment {
         configuration.audit.databaseURL = databaseURL
         configuration.audit.spoolDirectory = auditDirectory ?? directory + "/spool"
         configuration.drainTimeoutSeconds = 10
+        configuration.tracing = tracing
         do {
             let server = try await RelayServer(configuration: configuration, logger: logger, recordsAudit: recordsAudit)
             return DemoEnvironment(directory: directory, mock: mock, server: server, apiKey: apiKey, adminKey: adminKey)
