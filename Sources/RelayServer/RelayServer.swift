@@ -133,7 +133,7 @@ public final class RelayServer: Sendable {
             tracer: tracer, logger: logger, readiness: readiness,
             observer: { route, status, seconds in metrics.ingressRequest(route: route, status: status, seconds: seconds) },
             idempotency: idempotency, onReplay: { app in metrics.idempotentReplay(app: app) })
-        purge = idempotency.map { store in
+        purge = idempotency.map { [logger] store in
             Task {
                 // Bounded: statements of at most 1000 rows, at most 100 a minute
                 // per relay, so no statement holds the table long.
