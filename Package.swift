@@ -135,7 +135,7 @@ let package = Package(
         .target(
             name: "RelayServer",
             dependencies: [
-                "Ingress", "Relay", "APNs", "HTTP2", "HTTPServer", "Telemetry", "Audit", "RelayJSON",
+                "Ingress", "Relay", "APNs", "HTTP2", "HTTPServer", "Telemetry", "Audit", "RelayJSON", "RelayBasics",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "OTel", package: "swift-otel"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
