@@ -105,9 +105,13 @@ public final class HTTPServer: Sendable {
         while inFlight > 0, clock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
+        // Keep-alive connections may still bring requests after the wait:
+        // from here they are answered at once, never suspended.
+        daemon.core.closeIntake()
         if inFlight > 0 {
-            // Past the drain timeout: answer what is left (libmicrohttpd cannot
-            // stop with suspended connections) and give it a moment to go out.
+            // Past the drain timeout, or a request that came in just before the
+            // intake closed: answer what is left (libmicrohttpd cannot stop with
+            // suspended connections) and give it a moment to go out.
             var draining = daemon.core.configuration.errorRenderer(503, "Draining", "the relay stopped before this request finished", nil)
             draining.headers.append(HTTPHeader("retry-after", "1"))
             daemon.resumeSuspended(with: draining)

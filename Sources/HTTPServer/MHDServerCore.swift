@@ -10,6 +10,16 @@ final class MHDServerCore: Sendable {
     /// stop past the drain timeout must resume them first, since
     /// libmicrohttpd aborts the process when stopped with suspended connections.
     let suspended = Mutex<[ObjectIdentifier: PendingExchange]>([:])
+    /// Set under the `suspended` lock when the server is about to stop: a
+    /// request arriving after it (on a keep-alive connection) is answered at
+    /// once instead of suspended, since libmicrohttpd aborts the process when
+    /// stopped with a suspended connection.
+    let intakeClosed = Atomic<Bool>(false)
+
+    /// Closes the intake; from now on no connection is suspended.
+    func closeIntake() {
+        suspended.withLock { _ in intakeClosed.store(true, ordering: .relaxed) }
+    }
     let deadlines: RequestDeadlines
 
     init(router: Router, configuration: HTTPServer.Configuration) {

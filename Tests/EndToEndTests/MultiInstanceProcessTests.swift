@@ -16,6 +16,17 @@ struct MultiInstanceProcessTests {
         var config: String
         var process: RelayProcess
         var port: UInt16
+        /// The relay's standard error (its JSON log).
+        var log: String
+
+        /// The log's last lines, for a failure message.
+        func logTail(_ count: Int = 15) -> String {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? "(no log)"
+            let lines = text.split(separator: "\n")
+            // A crash report's head says what stopped the process; its registers do not.
+            let crash = lines.filter { $0.contains("Fatal") || $0.contains("Crash") || $0.contains("error") || $0.contains(" at /") || $0.hasPrefix("#") }
+            return (crash.prefix(40) + ["..."] + lines.suffix(count)).joined(separator: "\n")
+        }
     }
 
     /// Starts `serve` as instance `name` on `spool`, sending to `mock`; `port` 0
@@ -30,10 +41,11 @@ struct MultiInstanceProcessTests {
             try text.replacingOccurrences(of: "  listen: 127.0.0.1:0\nmetrics", with: "  listen: 127.0.0.1:\(port)\nmetrics")
                 .write(toFile: config, atomically: true, encoding: .utf8)
         }
-        let process = try RelayProcess(arguments: ["serve", "--config", config], standardError: directory + "/serve-\(UUID().uuidString.prefix(4)).log")
+        let log = directory + "/serve-\(UUID().uuidString.prefix(4)).log"
+        let process = try RelayProcess(arguments: ["serve", "--config", config], standardError: log)
         let bound = try await process.port(after: "apns-relay ingress on")
         if port != 0 { #expect(bound == port, "\(name) took its predecessor's port") }
-        return Instance(name: name, config: config, process: process, port: bound)
+        return Instance(name: name, config: config, process: process, port: bound, log: log)
     }
 
     static let threads = 12
@@ -83,7 +95,8 @@ struct MultiInstanceProcessTests {
         // B is replaced (a rolling update): SIGTERM drains it (its /readyz fails, HAProxy
         // takes it out), then a fresh instance with a spool of its own takes the slot.
         b.process.signal(SIGTERM)
-        #expect(await b.process.waitForExit() == 0, "a drained relay exits 0")
+        let exit = await b.process.waitForExit()
+        #expect(exit == 0, "a drained relay exits 0; exit \(String(describing: exit)), output \(b.process.output.suffix(5)), log:\n\(b.logTail())")
         #expect(await balancer.waitFor("b", "DOWN") == nil)
         #expect(await answered(150), "the load goes on over a and c")
         let b2 = try await start("multi-b2-\(run)", spool: "spool-b2", port: b.port)

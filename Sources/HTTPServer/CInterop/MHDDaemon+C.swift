@@ -234,10 +234,23 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
     exchange.socket = apns_relay_mhd_connection_fd(connection)
     request.clientProbe = { [exchange] in exchange.clientHasGone() }
 
-    core.inFlight.add(1, ordering: .relaxed)
-    MHD_suspend_connection(connection)
-    exchange.connection = SuspendedConnection(pointer: connection)
-    core.suspended.withLock { $0[ObjectIdentifier(exchange)] = exchange }
+    // Suspended under the lock `closeIntake` takes: a request either is in
+    // `suspended` before the intake closes (and stop resumes it) or is
+    // answered here, never suspended behind stop's back.
+    let accepted = core.suspended.withLock { suspended -> Bool in
+        guard !core.intakeClosed.load(ordering: .relaxed) else { return false }
+        core.inFlight.add(1, ordering: .relaxed)
+        MHD_suspend_connection(connection)
+        exchange.connection = SuspendedConnection(pointer: connection)
+        suspended[ObjectIdentifier(exchange)] = exchange
+        return true
+    }
+    guard accepted else {
+        exchange.dispatched = false
+        var refusal = core.refusal(503, "Draining", "this relay instance is shutting down; retry on another")
+        refusal.headers.append(HTTPHeader("retry-after", "1"))
+        return queue(refusal, for: exchange, on: connection, core: core)
+    }
     Task {
         let response = await core.respond(to: request)
         // In flight until libmicrohttpd reports the response written (see
