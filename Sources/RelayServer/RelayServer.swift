@@ -8,11 +8,13 @@ public import Logging
 public import Relay
 public import Telemetry
 import RelayBasics
+import ServiceLifecycle
 import Tracing
 
 /// The relay as `apns-relay serve` runs it: the relay service on an HTTP/2
 /// pool, the audit writer, the ingress and the metrics listener, wired from
-/// one ``ServerConfiguration``, with an orderly drain.
+/// one ``ServerConfiguration``, run as the parts of one swift-service-lifecycle
+/// `ServiceGroup` with an orderly drain (`RelayServer+Lifecycle.swift`).
 public final class RelayServer: Sendable {
     public let configuration: ServerConfiguration
     public let service: RelayService
@@ -28,13 +30,17 @@ public final class RelayServer: Sendable {
     let metricsServer: HTTPServer
     let tracing: RelayTracing
     let logger: Logger
+    /// The parts' group and the task running it (see `RelayServer+Lifecycle.swift`).
+    let group: ServiceGroup
+    let running: Task<Result<Void, any Error>, Never>
 
     /// Where the ingress listens (the real port when the configuration said 0).
     public var ingressAddress: ServerConfiguration.Address { .init(host: configuration.ingress.listen.host, port: ingressServer.port) }
     public var metricsAddress: ServerConfiguration.Address { .init(host: configuration.metrics.listen.host, port: metricsServer.port) }
 
     /// Applies migrations when configured, loads every key, opens the spool
-    /// (a crash's leftovers replay in the background) and starts both listeners.
+    /// (a crash's leftovers replay in the background), starts both listeners
+    /// and the group of the relay's parts.
     ///
     /// - Throws: ``ConfigurationError`` for what the configuration got wrong,
     ///   or the credential error of the first app whose key cannot be used.
@@ -42,7 +48,12 @@ public final class RelayServer: Sendable {
     ///   path. Only benchmarks use it, to measure what the audit costs
     ///   (`bench ingress`, and `serve --benchmark-without-audit` for
     ///   scripts/bench); `serve` otherwise always audits.
-    public init(configuration: ServerConfiguration, logger: Logger, killSwitch: KillSwitch = KillSwitch(), recordsAudit: Bool = true) async throws {
+    /// - Parameter drainingOnSignals: true: SIGTERM and SIGINT drain the relay
+    ///   (the group's `gracefulShutdownSignals`; `serve`). Otherwise only ``drain()`` does.
+    public init(
+        configuration: ServerConfiguration, logger: Logger, killSwitch: KillSwitch = KillSwitch(), recordsAudit: Bool = true,
+        drainingOnSignals: Bool = false
+    ) async throws {
         self.configuration = configuration
         let metrics = RelayMetrics()
         self.metrics = metrics
@@ -77,7 +88,6 @@ public final class RelayServer: Sendable {
         do {
             audit = try AuditWriter(configuration: auditConfiguration, logger: logger)
         } catch {
-            await tracing.shutdown(within: 1)
             throw ConfigurationError(field: "audit.spool_directory", "cannot be used: \(error)")
         }
 
@@ -98,7 +108,6 @@ public final class RelayServer: Sendable {
                 tracer: tracer, logger: logger, jwtMinted: { app, issuedAt in metrics.jwtMinted(app: app, issuedAt: issuedAt) })
         } catch {
             await audit.shutdown()
-            await tracing.shutdown(within: 1)
             throw error
         }
 
@@ -194,16 +203,15 @@ public final class RelayServer: Sendable {
             metricsServer = try HTTPServer(configuration: metricsServerConfiguration, router: metricsRouter)
         } catch {
             await audit.shutdown()
-            await tracing.shutdown(within: 1)
             throw ConfigurationError(field: "metrics.listen", "cannot listen on \(configuration.metrics.listen): \(error)")
         }
         do {
-            ingressServer = try HTTPServer(configuration: ingressServerConfiguration, router: ingressRouter)
+            let ingressServer = try HTTPServer(configuration: ingressServerConfiguration, router: ingressRouter)
+            self.ingressServer = ingressServer
             ingressServerBox.server.withLock { $0 = ingressServer }
         } catch {
             await metricsServer.stop(drainTimeout: 0)
             await audit.shutdown()
-            await tracing.shutdown(within: 1)
             throw ConfigurationError(field: "ingress.listen", "cannot listen on \(configuration.ingress.listen): \(error)")
         }
         logger.info("apns-relay serving", metadata: [
@@ -213,57 +221,12 @@ public final class RelayServer: Sendable {
             "audit": "\(configuration.audit.databaseURL == nil ? "spool only" : "postgres + spool")",
             "instance": "\(configuration.instance)",
         ])
-    }
-
-    /// SIGTERM's work: stop intake (503 Draining, `/readyz` fails), let
-    /// in-flight sends finish within the drain timeout, close the APNs
-    /// connections, write or spool every audit row, export the queued spans,
-    /// stop the listeners.
-    public func drain() async {
-        let started = ContinuousClock.now
-        logger.notice("draining: intake stopped", metadata: ["in_flight": "\(ingress.requestsInFlight)"])
-        // Batches go on starting sends for the first half of the drain timeout
-        // and answer the rest NotSent; at the end the APNs connections close
-        // so every running send ends with a result its request can still
-        // report (per item, for a batch) before the server's blanket 503.
-        let drainTimeout = configuration.drainTimeoutSeconds
-        ingress.beginDraining(batchesStartFor: drainTimeout / 2)
-        let transport = transport
-        let cutOff = Task {
-            try? await Task.sleep(for: .milliseconds(Int((drainTimeout - min(2, drainTimeout / 5)) * 1000)))
-            if !Task.isCancelled { await transport.close(drainTimeout: 0) }
-        }
-        await ingressServer.stop(drainTimeout: drainTimeout)
-        cutOff.cancel()
-        await cutOff.value
-        await transport.close(drainTimeout: 5)
-        // Sends cut off by the close finish with a failure and journal their
-        // row; the writer stays open until each one has. A send that is still
-        // stuck past its own deadline loses nothing either: its intent is in
-        // the journal and the next start records it (outcome `unknown`), or
-        // its completion is journaled whenever it ends.
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(configuration.apns.sendDeadlineSeconds + 5)
-        while service.sendsInFlight > 0, clock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        if service.sendsInFlight > 0 {
-            logger.error("sends still running when the audit writer stopped; their rows stay in the journal for the next start", metadata: ["sends": "\(service.sendsInFlight)"])
-        }
-        purge?.cancel()
-        await audit.shutdown()
-        let statistics = audit.statistics
-        logger.notice("drained", metadata: [
-            "audit_written": "\(statistics.written)", "audit_spooled": "\(statistics.spooled)",
-            "audit_quarantined": "\(statistics.quarantined)", "audit_dropped": "\(statistics.dropped)",
-        ])
-        // Spans last: every send's spans have ended by now. What the queue
-        // still holds is exported within what is left of the drain timeout
-        // (1 s at least); what the collector does not take then is counted
-        // as dropped before /metrics stops.
-        let elapsed = (ContinuousClock.now - started).seconds
-        await tracing.shutdown(within: max(1, drainTimeout - elapsed))
-        await metricsServer.stop(drainTimeout: 1)
+        let inputs = PartInputs(
+            ingressServer: ingressServer, metricsServer: metricsServer, ingress: ingress, transport: transport, service: service,
+            audit: audit, purge: purge, exporter: tracing.exportService, drainTimeout: configuration.drainTimeoutSeconds,
+            sendDeadline: configuration.apns.sendDeadlineSeconds, logger: logger, started: {})
+        (group, running) = await Self.start(
+            inputs, signals: drainingOnSignals, drainTimeout: configuration.drainTimeoutSeconds, clock: DrainClock(), logger: logger)
     }
 
     /// Why the audit keeps this relay out of rotation, or nil. Readiness as a

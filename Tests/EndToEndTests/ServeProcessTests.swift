@@ -82,8 +82,9 @@ struct ServeProcessTests {
         return #"{"items":[{"app":"app-a","environment":"development","operation":"alert","tokens":[\#(tokens)],"snapshot":\#(TestRelay.liveSnapshot)}]}"#
     }
 
-    @Test("SIGTERM: in-flight sends finish, every one is audited, the process exits 0; migrations ran at start-up")
-    func sigtermDrains() async throws {
+    @Test("SIGTERM and SIGINT: in-flight sends finish, every one is audited, the process exits 0; migrations ran at start-up",
+          arguments: [SIGTERM, SIGINT])
+    func signalDrains(_ signal: Int32) async throws {
         guard let url = Self.databaseURL else { return }
         let database = try await Self.freshDatabase(url)
         // A slow APNs, so the batch is still in flight when the signal lands.
@@ -91,10 +92,10 @@ struct ServeProcessTests {
         defer { Task { await relay.stop() } }
         let slowMock = try Self.slowMock(beside: relay, delayMilliseconds: 400)
         defer { slowMock.stop() }
-        let instance = "serve-term-\(UUID().uuidString.prefix(6))"
+        let instance = "serve-sig\(signal)-\(UUID().uuidString.prefix(6))"
         let config = try Self.writeConfiguration(
             directory: relay.directory, mock: slowMock, keyPath: relay.keyPath, instance: instance, databaseURL: database,
-            spool: relay.directory + "/spool-term")
+            spool: relay.directory + "/spool-sig\(signal)")
         let serve = try RelayProcess(arguments: ["serve", "--config", config])
         let port = try await serve.port(after: "apns-relay ingress on")
         let base = "http://127.0.0.1:\(port)"
@@ -102,7 +103,7 @@ struct ServeProcessTests {
         let sends = 120
         let inFlight = Task { try await relay.curl("POST", "/v1/send/batch", body: Self.batch(sends), base: base) }
         #expect(await eventually { slowMock.engine.log.total > 0 }, "the batch reached APNs")
-        serve.signal(SIGTERM)
+        serve.signal(signal)
         let answer = try await inFlight.value
         #expect(answer.status == 200, "\(answer)")
         #expect(answer.json?["summary"]?["succeeded"] == .integer(Int64(sends)), "\(answer.body.prefix(300))")

@@ -20,7 +20,11 @@ public final class RelayTracing: Sendable {
     public let tracer: any Tracer
     /// Puts the current trace and span ids on log lines, whichever tracer made the span.
     public let metadataProvider: Logger.MetadataProvider
-    private let export: BackgroundExport?
+    /// swift-otel's batch processor and exporter (`otlp` only): a lifecycle
+    /// service that runs as the relay's last part, so its graceful shutdown
+    /// exports the queue after everything else has stopped
+    /// (`RelayServer+Lifecycle.swift`).
+    let exportService: (any Service)?
 
     /// The service name when OTEL_SERVICE_NAME does not give one.
     public static let defaultServiceName = "apns-relay"
@@ -37,11 +41,11 @@ public final class RelayTracing: Sendable {
         case .log:
             tracer = JSONSpanTracer(logger: logger)
             metadataProvider = TraceMetadata.provider
-            export = nil
+            exportService = nil
         case .none:
             tracer = JSONSpanTracer(logger: Logger(label: "apns-relay.spans") { _ in SwiftLogNoOpLogHandler() })
             metadataProvider = TraceMetadata.provider
-            export = nil
+            exportService = nil
         case .otlp:
             let diagnostics = Logger(label: "swift-otel") { _ in OTelDiagnostics(relayLogger: logger, dropped: dropped) }
             let configuration = Self.otelConfiguration(settings, instance: instance, version: version, diagnostics: diagnostics)
@@ -54,7 +58,7 @@ public final class RelayTracing: Sendable {
             }
             tracer = backend.factory
             metadataProvider = Logger.MetadataProvider.multiplex([TraceMetadata.provider, OTel.makeLoggingMetadataProvider()]) ?? TraceMetadata.provider
-            export = BackgroundExport(service: backend.service, logger: diagnostics)
+            exportService = backend.service
         }
     }
 
@@ -93,46 +97,5 @@ public final class RelayTracing: Sendable {
     /// The OTLP/HTTP traces URL under a base URL, as the OpenTelemetry specification builds it.
     static func tracesURL(base: String) -> String {
         base.hasSuffix("/") ? base + "v1/traces" : base + "/v1/traces"
-    }
-
-    /// Exports what is queued and stops the exporter, waiting at most `seconds`.
-    /// The drain calls it last, after the audit flush: no span is made after it.
-    func shutdown(within seconds: Double) async {
-        await export?.shutdown(within: seconds)
-    }
-}
-
-/// swift-otel's tracing service, run in a task of its own instead of a
-/// ServiceGroup around the whole relay: the relay's drain order is written
-/// out in ``RelayServer/drain()`` and the export stops last.
-private final class BackgroundExport: Sendable {
-    private let group: ServiceGroup
-    private let running: Task<Void, Never>
-
-    init(service: any Service, logger: Logger) {
-        // No signals: `serve` waits for SIGTERM itself and drains in order.
-        let group = ServiceGroup(configuration: .init(services: [.init(service: service)], logger: logger))
-        self.group = group
-        running = Task {
-            do {
-                try await group.run()
-            } catch is CancellationError {
-                // shutdown(within:) ran out of time: what was still queued is dropped (and counted).
-                logger.warning("the trace export did not finish within the drain timeout; spans still queued are dropped")
-            } catch {
-                logger.error("the trace export stopped", metadata: ["error": "\(error)"])
-            }
-        }
-    }
-
-    func shutdown(within seconds: Double) async {
-        await group.triggerGracefulShutdown()
-        let running = running
-        let deadline = Task {
-            try? await Task.sleep(for: .milliseconds(Int(max(0.1, seconds) * 1000)))
-            if !Task.isCancelled { running.cancel() }
-        }
-        await running.value
-        deadline.cancel()
     }
 }

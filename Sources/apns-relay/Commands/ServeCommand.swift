@@ -54,7 +54,9 @@ struct ServeCommand: AsyncParsableCommand {
 
             SIGTERM or SIGINT: intake stops (new requests get 503 Draining and /readyz fails), in-flight \
             sends finish within shutdown.drain_timeout_seconds, every audit row is written to Postgres or \
-            the spool, and the process exits 0.
+            the spool, queued spans are exported, and the process exits 0. The whole drain is bounded by \
+            shutdown.drain_timeout_seconds + 10 s; a part that fails, or does not stop within that, is named \
+            in the log and the process exits 1.
             """)
 
     @OptionGroup var config: ConfigurationOptions
@@ -68,7 +70,8 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = makeLogger(level: configuration.logLevel)
         let server: RelayServer
         do {
-            server = try await RelayServer(configuration: configuration, logger: logger, recordsAudit: !benchmarkWithoutAudit)
+            server = try await RelayServer(
+                configuration: configuration, logger: logger, recordsAudit: !benchmarkWithoutAudit, drainingOnSignals: true)
         } catch {
             logger.critical("apns-relay could not start", metadata: ["error": "\(error)"])
             throw ExitCode(1)
@@ -77,9 +80,13 @@ struct ServeCommand: AsyncParsableCommand {
         // Plain lines on stdout for people and scripts waiting for the ports.
         printUnbuffered("apns-relay ingress on http://\(server.ingressAddress)")
         printUnbuffered("apns-relay metrics on http://\(server.metricsAddress)/metrics")
-        let received = await SignalWaiter.waitForTermination()
-        logger.notice("signal received; draining", metadata: ["signal": "\(received)"])
-        await server.drain()
+        // Until SIGTERM or SIGINT has drained every part (the relay's
+        // ServiceGroup), or a part failed: logged by the server, naming it.
+        do {
+            try await server.run()
+        } catch {
+            throw ExitCode(1)
+        }
     }
 }
 

@@ -1,0 +1,208 @@
+import Audit
+import Foundation
+import HTTPServer
+import Ingress
+import Logging
+import Relay
+import RelayBasics
+import ServiceLifecycle
+import Synchronization
+
+/// The relay's parts under one swift-service-lifecycle `ServiceGroup`.
+///
+/// Why one group with its parts listed in order, rather than parts that wait
+/// for each other: the drain's order is strict (intake stops before the pool
+/// closes, the pool before the audit writer flushes, the exporter last, so
+/// the spans of the drain itself are exported), and a `ServiceGroup` already
+/// shuts its services down one at a time in the reverse of their listing,
+/// each after the one before has returned. The order is then one list
+/// (``RelayServer/parts``), the signals (`gracefulShutdownSignals`) and the
+/// bound on the whole drain (`maximumGracefulShutdownDuration`) are the
+/// library's, and a part that fails while the relay serves shuts the others
+/// down in the same order (`failureTerminationBehavior:
+/// .gracefullyShutdownGroup`) and ends the group with its error.
+extension RelayServer {
+    /// The time the whole drain may take beyond `shutdown.drain_timeout_seconds`:
+    /// the pool's close, the audit's flush, the last export and the metrics
+    /// listener's stop. Past it the group cancels the part still stopping
+    /// (abandoned, named in an error log, `serve` exits 1); rows it did not
+    /// write stay in the journal for the next start. Deployments give the
+    /// process 40 s to the default 25 s drain (deploy/), above 25 + 10.
+    public static let drainMargin: Double = 10
+
+    /// How long cancelled parts may take to return before ServiceGroup
+    /// gives up on the process (a crash: the bound holds even then).
+    static let cancellationMargin: Double = 2
+
+    /// The inputs of ``parts``: the parts' handles and the drain's settings.
+    struct PartInputs {
+        var ingressServer: HTTPServer
+        var metricsServer: HTTPServer
+        var ingress: Ingress
+        var transport: HTTP2Transport
+        var service: RelayService
+        var audit: AuditWriter
+        var purge: Task<Void, Never>?
+        var exporter: (any Service)?
+        var drainTimeout: Double
+        var sendDeadline: Double
+        var logger: Logger
+        var started: @Sendable () -> Void
+    }
+
+    /// The parts in the order ServiceGroup starts them; it shuts them down in
+    /// reverse, so the drain runs bottom to top:
+    ///
+    /// 1. ingress listener: intake stops (503 `Draining`, `/readyz` 503), the
+    ///    requests in flight finish within the drain timeout; the APNs pools
+    ///    close shortly before it ends so running sends end with a result.
+    /// 2. APNs pool: closed (in-flight streams get 5 s; after the cut-off there are none).
+    /// 3. audit writer: waits for the relay's sends to publish their events,
+    ///    then writes every journaled row to Postgres or the spool.
+    /// 4. metrics listener: stopped.
+    /// 5. trace exporter (`tracing.exporter: otlp`): what is queued, the
+    ///    drain's own spans included, is exported within what is left of the
+    ///    drain timeout, 1 s at least.
+    static func parts(_ inputs: PartInputs, clock drain: DrainClock) -> [ServiceGroupConfiguration.ServiceConfiguration] {
+        let (ingressServer, metricsServer, ingress, transport, service, audit, purge) =
+            (inputs.ingressServer, inputs.metricsServer, inputs.ingress, inputs.transport, inputs.service, inputs.audit, inputs.purge)
+        let (drainTimeout, sendDeadline, logger) = (inputs.drainTimeout, inputs.sendDeadline, inputs.logger)
+        func part(_ name: String, _ body: RelayPart.Body) -> ServiceGroupConfiguration.ServiceConfiguration {
+            .init(
+                service: RelayPart(name: name, body: body, logger: logger, started: inputs.started),
+                successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup,
+                serviceName: name)
+        }
+        var parts: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let exporter = inputs.exporter {
+            parts.append(part("trace exporter", .service(exporter, within: { max(1, drainTimeout - drain.elapsed) })))
+        }
+        parts.append(part("metrics listener", .stoppedBy {
+            await metricsServer.stop(drainTimeout: 1)
+        }))
+        parts.append(part("audit writer", .stoppedBy {
+            // Sends cut off by the pool's close finish with a failure and
+            // journal their row; the writer stays open until each one has. A
+            // send still stuck past its own deadline (or past the drain's
+            // bound) loses nothing either: its intent is in the journal and
+            // the next start records it (outcome `unknown`), or its
+            // completion is journaled whenever it ends.
+            let clock = ContinuousClock()
+            let deadline = min(clock.now + .seconds(sendDeadline + 5), drain.start + .seconds(drainTimeout + 5))
+            while service.sendsInFlight > 0, clock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            if service.sendsInFlight > 0 {
+                logger.error("sends still running when the audit writer stopped; their rows stay in the journal for the next start", metadata: ["sends": "\(service.sendsInFlight)"])
+            }
+            purge?.cancel()
+            await audit.shutdown()
+            let statistics = audit.statistics
+            logger.notice("drained", metadata: [
+                "audit_written": "\(statistics.written)", "audit_spooled": "\(statistics.spooled)",
+                "audit_quarantined": "\(statistics.quarantined)", "audit_dropped": "\(statistics.dropped)",
+            ])
+        }))
+        parts.append(part("APNs pool", .stoppedBy {
+            await transport.close(drainTimeout: 5)
+        }))
+        parts.append(part("ingress listener", .stoppedBy {
+            drain.begin()
+            logger.notice("draining: intake stopped", metadata: ["in_flight": "\(ingress.requestsInFlight)"])
+            // Batches go on starting sends for the first half of the drain
+            // timeout and answer the rest NotSent; at the end the APNs
+            // connections close so every running send ends with a result its
+            // request can still report (per item, for a batch) before the
+            // server's blanket 503.
+            ingress.beginDraining(batchesStartFor: drainTimeout / 2)
+            let cutOff = Task {
+                try? await Task.sleep(for: .milliseconds(Int((drainTimeout - min(2, drainTimeout / 5)) * 1000)))
+                if !Task.isCancelled { await transport.close(drainTimeout: 0) }
+            }
+            await ingressServer.stop(drainTimeout: drainTimeout)
+            cutOff.cancel()
+            await cutOff.value
+        }))
+        return parts
+    }
+
+    /// Waits until the relay has drained (after SIGTERM or SIGINT when it was
+    /// made with `drainingOnSignals`, or ``drain()``), or a part failed.
+    ///
+    /// - Throws: ``RelayPartFailure`` naming the part that failed, ended on
+    ///   its own, or did not stop within the drain's bound; the others were
+    ///   drained in order first. Already logged.
+    public func run() async throws {
+        let running = running
+        let group = group
+        let result = await withTaskCancellationHandler {
+            await running.value
+        } onCancel: {
+            Task { await group.triggerGracefulShutdown() }
+        }
+        try result.get()
+    }
+
+    /// SIGTERM's work, for callers without signals (tests, `demo`): the
+    /// group's graceful shutdown, each part in turn (see ``parts``).
+    /// Returns when every part has stopped; at once when the relay has
+    /// already drained. A part's failure is logged, not thrown.
+    public func drain() async {
+        await group.triggerGracefulShutdown()
+        _ = await running.value
+    }
+
+    /// Starts the group and returns once every part runs (so a signal that
+    /// arrives after the listeners' ports are printed drains the relay).
+    static func start(
+        _ inputs: PartInputs, signals: Bool, drainTimeout: Double, clock: DrainClock, logger: Logger
+    ) async -> (ServiceGroup, Task<Result<Void, any Error>, Never>) {
+        let (started, startedContinuation) = AsyncStream<Void>.makeStream()
+        var inputs = inputs
+        inputs.started = { startedContinuation.yield() }
+        let parts = parts(inputs, clock: clock)
+        var configuration = ServiceGroupConfiguration(
+            services: parts, gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger)
+        configuration.maximumGracefulShutdownDuration = .seconds(drainTimeout + drainMargin)
+        configuration.maximumCancellationDuration = .seconds(cancellationMargin)
+        let group = ServiceGroup(configuration: configuration)
+        let running = Task { () -> Result<Void, any Error> in
+            do {
+                try await group.run()
+                return .success(())
+            } catch {
+                logger.critical("apns-relay stopped: a part failed", metadata: [
+                    "part": "\((error as? RelayPartFailure)?.part ?? "unknown")", "error": "\(error)",
+                ])
+                startedContinuation.finish()
+                return .failure(error)
+            }
+        }
+        var count = 0
+        for await _ in started {
+            count += 1
+            if count == parts.count { break }
+        }
+        return (group, running)
+    }
+}
+
+/// When the drain began (the ingress listener's stop, the first), so later
+/// parts know what is left of the drain timeout.
+final class DrainClock: Sendable {
+    private let began = Mutex<ContinuousClock.Instant?>(nil)
+
+    func begin() {
+        began.withLock { if $0 == nil { $0 = .now } }
+    }
+
+    /// When the drain began; now, if it has not (a part failed before the ingress stopped).
+    var start: ContinuousClock.Instant {
+        began.withLock { began in
+            if began == nil { began = .now }
+            return began!
+        }
+    }
+
+    var elapsed: Double { (ContinuousClock.now - start).seconds }
+}
