@@ -1,4 +1,5 @@
 import Foundation
+import MockAPNs
 import RelayJSON
 import Synchronization
 import Testing
@@ -53,7 +54,9 @@ struct TraceExportProcessTests {
         }
     }
 
-    static func configuration(relay: TestRelay, receiverPort: UInt16, instance: String, database: String, spool: String) throws -> String {
+    static func configuration(
+        relay: TestRelay, receiverPort: UInt16, instance: String, database: String, spool: String, scheduleDelayMilliseconds: Int = 50
+    ) throws -> String {
         let path = try ServeProcessTests.writeConfiguration(
             directory: relay.directory, mock: relay.mock, keyPath: relay.keyPath, instance: instance, databaseURL: database, spool: spool)
         let tracing = """
@@ -61,7 +64,7 @@ struct TraceExportProcessTests {
             tracing:
               exporter: otlp
               endpoint: http://127.0.0.1:\(receiverPort)
-              schedule_delay_ms: 50
+              schedule_delay_ms: \(scheduleDelayMilliseconds)
               export_timeout_ms: 2000
               sampling:
                 ratio: 1.0
@@ -93,14 +96,17 @@ struct TraceExportProcessTests {
     }
 
     /// Nil without the test Postgres (scripts/test provides it).
-    static func start(_ name: String, environment: [String: String] = [:]) async throws -> Setup? {
+    static func start(
+        _ name: String, environment: [String: String] = [:], rules: [MockRule] = [], scheduleDelayMilliseconds: Int = 50
+    ) async throws -> Setup? {
         guard let url = ServeProcessTests.databaseURL else { return nil }
         let database = try await ServeProcessTests.freshDatabase(url)
-        let relay = try await TestRelay.start()
+        let relay = try await TestRelay.start(rules: rules)
         let receiver = try await Receiver(file: relay.directory + "/spans.jsonl")
         let instance = "otlp-\(name)-\(UUID().uuidString.prefix(6))"
         let config = try Self.configuration(
-            relay: relay, receiverPort: receiver.port, instance: instance, database: database, spool: relay.directory + "/spool-\(name)")
+            relay: relay, receiverPort: receiver.port, instance: instance, database: database, spool: relay.directory + "/spool-\(name)",
+            scheduleDelayMilliseconds: scheduleDelayMilliseconds)
         let standardError = relay.directory + "/serve.log"
         let serve = try RelayProcess(arguments: ["serve", "--config", config], environment: environment, standardError: standardError)
         let port = try await serve.port(after: "apns-relay ingress on")
