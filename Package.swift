@@ -227,7 +227,14 @@ let package = Package(
             name: "IngressTests",
             dependencies: ["Ingress", "HTTPServer", "APNs", "RelayBasics", "RelayJSON", "Telemetry", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift),
-        .testTarget(name: "RelayServerTests", dependencies: ["RelayServer", "Audit", "APNs", "TestSupport"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "RelayServerTests",
+            dependencies: [
+                "RelayServer", "Audit", "APNs", "TestSupport",
+                // Stand-in parts (a Service that fails) for the lifecycle tests.
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSwift),
         .testTarget(name: "ZlibTests", dependencies: ["Zlib"], swiftSettings: strictSwift),
         .testTarget(
             name: "MockAPNsTests", dependencies: ["MockAPNs", "APNs", "RelayJSON", "RelayBasics", "TestSupport"],

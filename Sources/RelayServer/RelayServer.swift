@@ -8,7 +8,6 @@ public import Logging
 public import Relay
 public import Telemetry
 import RelayBasics
-import ServiceLifecycle
 import Tracing
 
 /// The relay as `apns-relay serve` runs it: the relay service on an HTTP/2
@@ -31,7 +30,7 @@ public final class RelayServer: Sendable {
     let tracing: RelayTracing
     let logger: Logger
     /// The parts' group and the task running it (see `RelayServer+Lifecycle.swift`).
-    let group: ServiceGroup
+    let group: RelayPartGroup
     let running: Task<Result<Void, any Error>, Never>
 
     /// Where the ingress listens (the real port when the configuration said 0).

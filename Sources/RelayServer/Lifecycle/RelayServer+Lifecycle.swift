@@ -63,17 +63,14 @@ extension RelayServer {
     /// 5. trace exporter (`tracing.exporter: otlp`): what is queued, the
     ///    drain's own spans included, is exported within what is left of the
     ///    drain timeout, 1 s at least.
-    static func parts(_ inputs: PartInputs, clock drain: DrainClock) -> [ServiceGroupConfiguration.ServiceConfiguration] {
+    static func parts(_ inputs: PartInputs, clock drain: DrainClock) -> [RelayPart] {
         let (ingressServer, metricsServer, ingress, transport, service, audit, purge) =
             (inputs.ingressServer, inputs.metricsServer, inputs.ingress, inputs.transport, inputs.service, inputs.audit, inputs.purge)
         let (drainTimeout, sendDeadline, logger) = (inputs.drainTimeout, inputs.sendDeadline, inputs.logger)
-        func part(_ name: String, _ body: RelayPart.Body) -> ServiceGroupConfiguration.ServiceConfiguration {
-            .init(
-                service: RelayPart(name: name, body: body, logger: logger, started: inputs.started),
-                successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup,
-                serviceName: name)
+        func part(_ name: String, _ body: RelayPart.Body) -> RelayPart {
+            RelayPart(name: name, body: body, logger: logger, started: inputs.started)
         }
-        var parts: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        var parts: [RelayPart] = []
         if let exporter = inputs.exporter {
             parts.append(part("trace exporter", .service(exporter, within: { max(1, drainTimeout - drain.elapsed) })))
         }
@@ -152,20 +149,38 @@ extension RelayServer {
         _ = await running.value
     }
 
+    /// The group of `parts`, shut down in reverse of their order. A part that
+    /// fails, or ends, while the relay serves shuts the others down in order
+    /// (`.gracefullyShutdownGroup`) and the group ends with its error; the
+    /// whole drain may take `drainTimeout + margin` seconds, then the part
+    /// still stopping is cancelled (``RelayPart`` abandons it).
+    static func group(
+        _ parts: [RelayPart], signals: Bool, drainTimeout: Double, margin: Double = drainMargin, logger: Logger
+    ) -> RelayPartGroup {
+        let failures = RelayPartGroup.Failures()
+        let services = parts.map { part in
+            ServiceGroupConfiguration.ServiceConfiguration(
+                service: RelayPartGroup.Recorded(part: part, failures: failures),
+                successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup,
+                serviceName: part.name)
+        }
+        var configuration = ServiceGroupConfiguration(
+            services: services, gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger)
+        configuration.maximumGracefulShutdownDuration = .seconds(drainTimeout + margin)
+        configuration.maximumCancellationDuration = .seconds(cancellationMargin)
+        return RelayPartGroup(group: ServiceGroup(configuration: configuration), failures: failures)
+    }
+
     /// Starts the group and returns once every part runs (so a signal that
     /// arrives after the listeners' ports are printed drains the relay).
     static func start(
         _ inputs: PartInputs, signals: Bool, drainTimeout: Double, clock: DrainClock, logger: Logger
-    ) async -> (ServiceGroup, Task<Result<Void, any Error>, Never>) {
+    ) async -> (RelayPartGroup, Task<Result<Void, any Error>, Never>) {
         let (started, startedContinuation) = AsyncStream<Void>.makeStream()
         var inputs = inputs
         inputs.started = { startedContinuation.yield() }
         let parts = parts(inputs, clock: clock)
-        var configuration = ServiceGroupConfiguration(
-            services: parts, gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger)
-        configuration.maximumGracefulShutdownDuration = .seconds(drainTimeout + drainMargin)
-        configuration.maximumCancellationDuration = .seconds(cancellationMargin)
-        let group = ServiceGroup(configuration: configuration)
+        let group = group(parts, signals: signals, drainTimeout: drainTimeout, logger: logger)
         let running = Task { () -> Result<Void, any Error> in
             do {
                 try await group.run()
@@ -184,6 +199,53 @@ extension RelayServer {
             if count == parts.count { break }
         }
         return (group, running)
+    }
+}
+
+/// The relay's ServiceGroup and what its parts reported.
+///
+/// The part that failed is recorded here as well as thrown: once the drain's
+/// bound has cancelled the group, ServiceGroup may end without the error of
+/// the part it was waiting for (another part's end can arrive first and the
+/// rest are discarded), and the process must still exit 1 naming it.
+struct RelayPartGroup: Sendable {
+    let group: ServiceGroup
+    let failures: Failures
+
+    final class Failures: Sendable {
+        private let recorded = Mutex<[RelayPartFailure]>([])
+        func record(_ failure: RelayPartFailure) { recorded.withLock { $0.append(failure) } }
+        var first: RelayPartFailure? { recorded.withLock { $0.first } }
+    }
+
+    /// A part that records its failure before the group sees it.
+    struct Recorded: Service, CustomStringConvertible {
+        let part: RelayPart
+        let failures: Failures
+        var description: String { part.name }
+
+        func run() async throws {
+            do {
+                try await part.run()
+            } catch let failure as RelayPartFailure {
+                failures.record(failure)
+                throw failure
+            }
+        }
+    }
+
+    /// Runs the group to its end; throws the first part's failure.
+    func run() async throws {
+        do {
+            try await group.run()
+        } catch {
+            throw failures.first ?? error
+        }
+        if let failure = failures.first { throw failure }
+    }
+
+    func triggerGracefulShutdown() async {
+        await group.triggerGracefulShutdown()
     }
 }
 
