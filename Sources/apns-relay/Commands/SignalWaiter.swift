@@ -4,7 +4,9 @@
     import Glibc
 #endif
 
-/// Waits for SIGINT or SIGTERM without blocking a thread.
+/// Waits for SIGINT or SIGTERM without blocking a thread: `mock-apns` and
+/// `demo --serve`. `serve` drains on them through its parts' ServiceGroup
+/// (`RelayServer(drainingOnSignals: true)`).
 enum SignalWaiter {
     static func waitForTermination() async -> Int32 {
         let (stream, continuation) = AsyncStream<Int32>.makeStream()
