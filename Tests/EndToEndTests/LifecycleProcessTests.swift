@@ -10,7 +10,7 @@ import TestSupport
 /// that hangs cannot keep the process alive.
 @Suite("serve's parts: drain order and bound")
 struct LifecycleProcessTests {
-    @Test("SIGTERM with a send held at APNs: /readyz fails while it still runs; released, it answers 200, gets its audit row, and the exporter (last) sends the spans it ended during the drain; exit 0")
+    @Test("SIGTERM (twice) with a send held at APNs: /readyz fails while it still runs; released, it answers 200, gets its audit row, and the exporter (last) sends the spans it ended during the drain; exit 0")
     func drainOrder() async throws {
         // Spans leave only when the exporter is shut down: a schedule delay
         // of ten minutes, so what the receiver gets was sent by the last part.
@@ -36,6 +36,9 @@ struct LifecycleProcessTests {
         // stops first (new connections wait unaccepted, a kept-alive one gets
         // 503 Draining), and /readyz on the metrics listener says so.
         #expect(await eventually { (try? await relay.curl("GET", "/readyz", key: nil, base: metrics))?.status == 503 }, "/readyz fails")
+        // A second signal (an impatient operator) must not cut the drain
+        // short: the answer and the exit status below say it did not.
+        serve.signal(SIGTERM)
         #expect(relay.mock.engine.heldCount == 1 && !answered.load(ordering: .sequentiallyConsistent), "the held send is still running")
 
         // 2. Released, it finishes with its result; the process drains and exits 0.
