@@ -29,9 +29,8 @@ public final class RelayServer: Sendable {
     let metricsServer: HTTPServer
     let tracing: RelayTracing
     let logger: Logger
-    /// The parts' group and the task running it (see `RelayServer+Lifecycle.swift`).
-    let group: RelayPartGroup
-    let running: Task<Result<Void, any Error>, Never>
+    /// The parts' group, once started (see `RelayServer+Lifecycle.swift`).
+    let lifecycle = RelayLifecycle()
 
     /// Where the ingress listens (the real port when the configuration said 0).
     public var ingressAddress: ServerConfiguration.Address { .init(host: configuration.ingress.listen.host, port: ingressServer.port) }
@@ -220,12 +219,10 @@ public final class RelayServer: Sendable {
             "audit": "\(configuration.audit.databaseURL == nil ? "spool only" : "postgres + spool")",
             "instance": "\(configuration.instance)",
         ])
-        let inputs = PartInputs(
-            ingressServer: ingressServer, metricsServer: metricsServer, ingress: ingress, transport: transport, service: service,
-            audit: audit, purge: purge, exporter: tracing.exportService, drainTimeout: configuration.drainTimeoutSeconds,
-            sendDeadline: configuration.apns.sendDeadlineSeconds, logger: logger, started: {})
-        (group, running) = await Self.start(
-            inputs, signals: drainingOnSignals, drainTimeout: configuration.drainTimeoutSeconds, clock: DrainClock(), logger: logger)
+        let clock = DrainClock()
+        await lifecycle.start(signals: drainingOnSignals, drainTimeout: configuration.drainTimeoutSeconds, logger: logger) { started in
+            parts(clock: clock, started: started)
+        }
     }
 
     /// Why the audit keeps this relay out of rotation, or nil. Readiness as a

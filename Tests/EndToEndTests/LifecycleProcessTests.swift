@@ -65,7 +65,6 @@ struct LifecycleProcessTests {
     @Test("a part that hangs (the audit writer stuck connecting to a Postgres that never answers) does not keep serve alive: SIGTERM ends it within the drain's bound with exit 1 and a log line naming the part; the next start records the answered send's row")
     func hungPartIsBounded() async throws {
         guard let url = ServeProcessTests.databaseURL else { return }
-        let database = try await ServeProcessTests.freshDatabase(url)
         let relay = try await TestRelay.start()
         defer { Task { await relay.stop() } }
         // A "Postgres" that completes the TCP handshake (the kernel does,
@@ -106,6 +105,7 @@ struct LifecycleProcessTests {
 
         // Nothing lost: the completion is in the journal; a relay on the same
         // spool with a Postgres that answers writes the row.
+        let database = try await ServeProcessTests.freshDatabase(url)
         let next = try ServeProcessTests.writeConfiguration(
             directory: relay.directory, mock: relay.mock, keyPath: relay.keyPath, instance: instance, databaseURL: database, spool: spool)
         let restarted = try RelayProcess(arguments: ["serve", "--config", next])

@@ -1,9 +1,4 @@
-import Audit
-import Foundation
-import HTTPServer
-import Ingress
 import Logging
-import Relay
 import RelayBasics
 import ServiceLifecycle
 import Synchronization
@@ -34,22 +29,6 @@ extension RelayServer {
     /// gives up on the process (a crash: the bound holds even then).
     static let cancellationMargin: Double = 2
 
-    /// The inputs of ``parts``: the parts' handles and the drain's settings.
-    struct PartInputs {
-        var ingressServer: HTTPServer
-        var metricsServer: HTTPServer
-        var ingress: Ingress
-        var transport: HTTP2Transport
-        var service: RelayService
-        var audit: AuditWriter
-        var purge: Task<Void, Never>?
-        var exporter: (any Service)?
-        var drainTimeout: Double
-        var sendDeadline: Double
-        var logger: Logger
-        var started: @Sendable () -> Void
-    }
-
     /// The parts in the order ServiceGroup starts them; it shuts them down in
     /// reverse, so the drain runs bottom to top:
     ///
@@ -63,15 +42,18 @@ extension RelayServer {
     /// 5. trace exporter (`tracing.exporter: otlp`): what is queued, the
     ///    drain's own spans included, is exported within what is left of the
     ///    drain timeout, 1 s at least.
-    static func parts(_ inputs: PartInputs, clock drain: DrainClock) -> [RelayPart] {
-        let (ingressServer, metricsServer, ingress, transport, service, audit, purge) =
-            (inputs.ingressServer, inputs.metricsServer, inputs.ingress, inputs.transport, inputs.service, inputs.audit, inputs.purge)
-        let (drainTimeout, sendDeadline, logger) = (inputs.drainTimeout, inputs.sendDeadline, inputs.logger)
+    ///
+    /// The parts hold the relay's handles, not the relay itself.
+    func parts(clock drain: DrainClock, started: @escaping @Sendable () -> Void) -> [RelayPart] {
+        let (ingressServer, metricsServer, ingress, transport, service, audit, purge, logger) =
+            (ingressServer, metricsServer, ingress, transport, service, audit, purge, logger)
+        let drainTimeout = configuration.drainTimeoutSeconds
+        let sendDeadline = configuration.apns.sendDeadlineSeconds
         func part(_ name: String, _ body: RelayPart.Body) -> RelayPart {
-            RelayPart(name: name, body: body, logger: logger, started: inputs.started)
+            RelayPart(name: name, body: body, logger: logger, started: started)
         }
         var parts: [RelayPart] = []
-        if let exporter = inputs.exporter {
+        if let exporter = tracing.exportService {
             parts.append(part("trace exporter", .service(exporter, within: { max(1, drainTimeout - drain.elapsed) })))
         }
         parts.append(part("metrics listener", .stoppedBy {
@@ -130,14 +112,7 @@ extension RelayServer {
     ///   its own, or did not stop within the drain's bound; the others were
     ///   drained in order first. Already logged.
     public func run() async throws {
-        let running = running
-        let group = group
-        let result = await withTaskCancellationHandler {
-            await running.value
-        } onCancel: {
-            Task { await group.triggerGracefulShutdown() }
-        }
-        try result.get()
+        try await lifecycle.run()
     }
 
     /// SIGTERM's work, for callers without signals (tests, `demo`): the
@@ -145,8 +120,7 @@ extension RelayServer {
     /// Returns when every part has stopped; at once when the relay has
     /// already drained. A part's failure is logged, not thrown.
     public func drain() async {
-        await group.triggerGracefulShutdown()
-        _ = await running.value
+        await lifecycle.drain()
     }
 
     /// The group of `parts`, shut down in reverse of their order. A part that
@@ -170,17 +144,20 @@ extension RelayServer {
         configuration.maximumCancellationDuration = .seconds(cancellationMargin)
         return RelayPartGroup(group: ServiceGroup(configuration: configuration), failures: failures)
     }
+}
 
-    /// Starts the group and returns once every part runs (so a signal that
-    /// arrives after the listeners' ports are printed drains the relay).
-    static func start(
-        _ inputs: PartInputs, signals: Bool, drainTimeout: Double, clock: DrainClock, logger: Logger
-    ) async -> (RelayPartGroup, Task<Result<Void, any Error>, Never>) {
+/// The relay's running group, started once at the end of ``RelayServer``'s init.
+final class RelayLifecycle: Sendable {
+    private let state = Mutex<(group: RelayPartGroup, running: Task<Result<Void, any Error>, Never>)?>(nil)
+
+    /// Starts the group of `parts` and returns once every part runs (so a
+    /// signal that arrives after the listeners' ports are printed drains the relay).
+    func start(
+        signals: Bool, drainTimeout: Double, logger: Logger, parts makeParts: (_ started: @escaping @Sendable () -> Void) -> [RelayPart]
+    ) async {
         let (started, startedContinuation) = AsyncStream<Void>.makeStream()
-        var inputs = inputs
-        inputs.started = { startedContinuation.yield() }
-        let parts = parts(inputs, clock: clock)
-        let group = group(parts, signals: signals, drainTimeout: drainTimeout, logger: logger)
+        let parts = makeParts { startedContinuation.yield() }
+        let group = RelayServer.group(parts, signals: signals, drainTimeout: drainTimeout, logger: logger)
         let running = Task { () -> Result<Void, any Error> in
             do {
                 try await group.run()
@@ -193,12 +170,28 @@ extension RelayServer {
                 return .failure(error)
             }
         }
+        state.withLock { $0 = (group, running) }
         var count = 0
         for await _ in started {
             count += 1
             if count == parts.count { break }
         }
-        return (group, running)
+    }
+
+    func run() async throws {
+        guard let (group, running) = state.withLock({ $0 }) else { return }
+        let result = await withTaskCancellationHandler {
+            await running.value
+        } onCancel: {
+            Task { await group.triggerGracefulShutdown() }
+        }
+        try result.get()
+    }
+
+    func drain() async {
+        guard let (group, running) = state.withLock({ $0 }) else { return }
+        await group.triggerGracefulShutdown()
+        _ = await running.value
     }
 }
 
