@@ -93,7 +93,7 @@ struct RelayPart: Service, CustomStringConvertible {
             }
         case .service(.failure(let error)):
             if error is CancellationError { return }
-            logger.critical("failed", metadata: ["part": "\(name)", "error": "\(error)"])
+            logger.critical("a part of the relay failed", metadata: ["part": "\(name)", "error": "\(error)"])
             throw RelayPartFailure(part: name, reason: "failed: \(error)")
         }
     }
