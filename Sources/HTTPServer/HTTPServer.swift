@@ -96,10 +96,17 @@ public final class HTTPServer: Sendable {
     /// Requests whose handlers are running.
     public var inFlight: Int { daemon.core.inFlight.load(ordering: .relaxed) }
 
+    /// Stops accepting connections at once: a new connection is refused
+    /// (the client can go to another instance), while connections already
+    /// open keep being served. ``stop(drainTimeout:)`` begins with it.
+    public func stopAccepting() {
+        daemon.quiesce()
+    }
+
     /// Stops accepting connections, waits up to `drainTimeout` seconds for
     /// running handlers to answer, then stops.
     public func stop(drainTimeout: Double = 5) async {
-        daemon.quiesce()
+        stopAccepting()
         let clock = ContinuousClock()
         let deadline = clock.now + .milliseconds(Int(drainTimeout * 1000))
         while inFlight > 0, clock.now < deadline {

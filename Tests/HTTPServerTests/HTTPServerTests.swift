@@ -109,6 +109,32 @@ struct HTTPServerTests {
         #expect(code != 0, "the stopped server must refuse connections")
     }
 
+    @Test("once it stops accepting, a new connection is refused at once while a running request is still answered")
+    func newConnectionsRefusedWhileDraining() async throws {
+        let release = AsyncStream<Void>.makeStream()
+        let entered = AsyncStream<Void>.makeStream()
+        let server = try makeServer(extra: { router in
+            router.add("GET", "/held") { _ in
+                entered.continuation.yield()
+                for await _ in release.stream { break }
+                return .text(200, "released")
+            }
+        })
+        let base = "http://127.0.0.1:\(server.port)"
+        async let held = Curl.request("\(base)/held")
+        var iterator = entered.stream.makeAsyncIterator()
+        _ = await iterator.next()
+        server.stopAccepting()
+        // curl's exit 7 is "could not connect"; a backlog nobody accepts
+        // would instead run into --max-time (28).
+        let (_, code) = try await Curl.run(["--max-time", "20", "\(base)/hello/x"])
+        #expect(code == 7, "a new connection during the drain must be refused, not left in the backlog (curl exit \(code))")
+        release.continuation.yield()
+        let response = try await held
+        #expect(response.status == 200)
+        await server.stop(drainTimeout: 5)
+    }
+
     @Test("a handler still running at the drain timeout is answered 503 and the server stops (libmicrohttpd would abort)")
     func stopPastDrainTimeout() async throws {
         let entered = AsyncStream<Void>.makeStream()

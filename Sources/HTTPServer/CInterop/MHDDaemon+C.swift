@@ -122,6 +122,15 @@ final class MHDDaemon: @unchecked Sendable {
         lifecycle.withLock { state in
             guard !state.stopped, state.listenSocket < 0, let daemon else { return }
             state.listenSocket = Int32(MHD_quiesce_daemon(daemon))
+            // Quiesced, the socket still listens: the kernel would complete
+            // new handshakes into a backlog nobody accepts, and those clients
+            // would hang until the stop resets them. Shut down, a listening
+            // socket stops listening (connects are refused at once, the
+            // backlog is reset), so a client retries on another instance now.
+            // Not closed: libmicrohttpd's threads may still hold the number
+            // until MHD_stop_daemon (microhttpd.h), and a closed number could
+            // be reused by another descriptor meanwhile.
+            if state.listenSocket >= 0 { _ = shutdown(state.listenSocket, Int32(SHUT_RDWR)) }
         }
     }
 

@@ -4,6 +4,7 @@ against the Deployment, and every core resource against Kubernetes' schemas."""
 
 import copy
 import os
+import urllib.parse
 
 import yaml
 
@@ -73,7 +74,26 @@ def check_workload(c, documents, path, workload):
     spool = (env.get("APNS_RELAY_SPOOL_DIRECTORY") or {}).get("value") or (config.get("audit") or {}).get("spool_directory")
     c.expect(spool in mounts, f"{where}: the spool {spool} is not a mounted volume")
     check_secrets_and_keys(c, documents, where, config, env, mounts, volumes)
-    return f"{workload['kind']} probes on {metrics}, grace {grace} s > drain {drain} s"
+    exporter = check_tracing_settings(c, where, config, env)
+    return f"{workload['kind']} probes on {metrics}, grace {grace} s > drain {drain} s, spans {exporter}"
+
+
+def check_tracing_settings(c, where, config, env):
+    """With `tracing.exporter: otlp` the pod must say where the collector is
+    (OTEL_EXPORTER_OTLP_ENDPOINT, or tracing.endpoint), as an http(s) base URL
+    with a port: the relay appends /v1/traces itself. Returns the exporter."""
+    tracing = config.get("tracing") or {}
+    exporter = tracing.get("exporter", "log")
+    c.expect(exporter in ("otlp", "log", "none"), f"{where}: tracing.exporter {exporter!r} is not otlp, log or none")
+    if exporter != "otlp":
+        return exporter
+    endpoint = (env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or {}).get("value") or tracing.get("endpoint") or ""
+    parsed = urllib.parse.urlsplit(endpoint)
+    c.expect(parsed.scheme in ("http", "https") and parsed.hostname and parsed.port and parsed.path in ("", "/"),
+             f"{where}: tracing.exporter is otlp but the collector endpoint {endpoint!r} is not an http(s)://host:port base URL "
+             "(set OTEL_EXPORTER_OTLP_ENDPOINT or tracing.endpoint; /v1/traces is appended)")
+    c.expect((env.get("OTEL_SERVICE_NAME") or {}).get("value"), f"{where}: tracing.exporter is otlp but OTEL_SERVICE_NAME is not set")
+    return f"otlp to {endpoint}"
 
 
 def check_pod(c, where, workload):

@@ -3,8 +3,10 @@ numbers at and past every integer limit in the fields and query parameters
 that hold them (`since`, `limit`, dates, `priority`), and control characters
 in every field that ends up in an APNs request header (which must be refused
 with 400: a header value cannot carry them, and a CR or LF there would split
-the request). Nothing here may crash the relay or answer 5xx."""
+the request), and Idempotency-Key values past its rules on every sending
+route. Nothing here may crash the relay or answer 5xx."""
 
+import json
 import random
 
 from . import bodies, verdicts
@@ -109,7 +111,43 @@ def run(campaign):
             seed.headers = [(name, v) for name, v in seed.headers if name != header] + [(header, value[:2] + control + value[2:])]
             campaign.run("edges", f"POST /3/device {header} with {control!r}", bodies.encode(seed, relay.keys, relay.port),
                          allowed={400, 403, 404}, check=no_send)
+    # Idempotency-Key: 1 to 255 printable ASCII bytes, one per request, on
+    # every sending route; anything else is 400 and nothing is sent.
+    for name in ("send-alert", "batch", "device"):
+        bad = [value for value in (["", "k" * 256] + ["ab" + control + "cd" for control in CONTROL + ["\t", "\x80"]])]
+        for value in bad:
+            seed = seed_named(rng, name)
+            if name == "batch":
+                # Refused per item: that item answers InvalidRequest naming its
+                # key, the batch's other items go on (docs/api.md).
+                seed.body["items"][0]["idempotencyKey"] = value
+                campaign.run("edges", f"POST {seed.path} idempotency key {value[:12]!r}",
+                             bodies.encode(seed, relay.keys, relay.port), allowed={200}, check=first_item_refused)
+                continue
+            campaign.run("edges", f"POST {seed.path} idempotency key {value[:12]!r}",
+                         bodies.encode(seed, relay.keys, relay.port, extra_headers=[("Idempotency-Key", value)]),
+                         allowed={400}, check=no_send)
+        if name != "batch":
+            seed = seed_named(rng, name)
+            campaign.run("edges", f"POST {seed.path} two Idempotency-Key headers",
+                         bodies.encode(seed, relay.keys, relay.port, extra_headers=[("Idempotency-Key", "a"), ("Idempotency-Key", "b")]),
+                         allowed={400}, check=no_send)
     campaign.health("edges")
+
+
+def first_item_refused(result):
+    """A batch whose item 0 must be refused as InvalidRequest naming items[0].idempotencyKey."""
+    problems = []
+    for response in result.responses:
+        try:
+            first = json.loads(response.body)["results"][0]
+        except (ValueError, KeyError, IndexError, TypeError):
+            problems.append((verdicts.WRONG_STATUS, f"no results[0] in {response.body[:80]!r}"))
+            continue
+        error = first.get("error") or {}
+        if first.get("ok") is not False or error.get("type") != "InvalidRequest" or "items[0].idempotencyKey" not in error.get("message", ""):
+            problems.append((verdicts.WRONG_STATUS, f"item 0 not refused for its key: {json.dumps(first)[:160]}"))
+    return problems
 
 
 def no_send(result):

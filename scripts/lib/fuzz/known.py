@@ -32,4 +32,13 @@ def reason(component, kind, case):
         return MHD_PAGE + " (431: the head is over its connection memory)"
     if component == "auth" and case.endswith("with NUL and more after the key") and kind == verdicts.ACCEPTED_BAD_KEY:
         return NUL_CUT
+    # An Idempotency-Key header with a line break never reaches the relay
+    # (libmicrohttpd's page), and one with a NUL reaches it cut short: the
+    # relay sees a valid shorter key, so it sends (or answers 422 when the
+    # shorter key was used with another body), exactly as for that key.
+    key_case = component in ("edges", "mutation") and ("idempotency key " in case.lower() or "idempotency-key " in case.lower())
+    if key_case and kind == verdicts.NON_JSON and ("\\n" in case or "\\r\\n" in case):
+        return MHD_PAGE + " (a line break in the Idempotency-Key header)"
+    if key_case and kind == verdicts.WRONG_STATUS and "\\x00" in case:
+        return NUL_CUT.replace("the key", "the Idempotency-Key").replace("; no auth bypass: the right key is still needed", "")
     return None

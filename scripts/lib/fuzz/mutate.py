@@ -190,7 +190,7 @@ TEXT = [duplicate_key, raw_number, invalid_utf8, lone_surrogate, truncate, garba
 
 def header_mutation(rng, seed):
     """A header of the request (content-type, an apns-* header of /3/device) made odd."""
-    choice = "query" if seed.query and rng.random() < 0.6 else rng.choice(["content-type", "apns", "traceparent"])
+    choice = "query" if seed.query and rng.random() < 0.6 else rng.choice(["content-type", "apns", "traceparent", "idempotency-key"])
     if choice == "content-type":
         value = rng.choice(["text/plain", "application/json; charset=latin-1", "application/jsonx", "", "application/json\x00",
                             "multipart/form-data; boundary=x", "APPLICATION/JSON"])
@@ -198,6 +198,12 @@ def header_mutation(rng, seed):
     if choice == "traceparent":
         value = rng.choice(["00-" + "0" * 32 + "-" + "0" * 16 + "-01", "zz", "00-" + "a" * 500, "\x00"])
         return None, [("traceparent", value)], "application/json", f"traceparent {value[:20]!r}"
+    if choice == "idempotency-key":
+        # Keys are hashed into the audit row and the shared key table: odd
+        # bytes, limits, and a key repeated with another body (422, no row).
+        value = rng.choice(["", " ", "k" * 255, "k" * 256, "a\x00b", "a\rb", "a\nb", "\x7f", "é", "key 1", "fuzz-repeat",
+                            "'; drop table apns_idempotency_keys; --", "\\N", "a\tb"])
+        return seed, [("Idempotency-Key", value)], "application/json", f"Idempotency-Key {value[:20]!r}"
     if choice == "query" and seed.query:
         name = rng.choice(list(seed.query))
         value = rng.choice(["", "-1", "0", "99999999999999999999", "1e308", "9223372036854775807d", "9223372036854775808s",
