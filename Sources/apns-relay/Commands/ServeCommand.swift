@@ -52,7 +52,7 @@ struct ServeCommand: AsyncParsableCommand {
             APNS_RELAY_APP_<NAME>_KEY_PATH, APNS_RELAY_DISABLE_RETRY, …; see deploy/apns-relay.example.yaml). \
             Logs are JSON lines on standard error.
 
-            SIGTERM or SIGINT: intake stops (new requests get 503 Draining and /readyz fails), in-flight \
+            SIGTERM or SIGINT: intake stops (new connections are refused, new requests on open ones get 503 Draining, /readyz fails), in-flight \
             sends finish within shutdown.drain_timeout_seconds, every audit row is written to Postgres or \
             the spool, queued spans are exported, and the process exits 0. The whole drain is bounded by \
             shutdown.drain_timeout_seconds + 10 s; a part that fails, or does not stop within that, is named \
