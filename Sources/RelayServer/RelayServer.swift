@@ -83,6 +83,8 @@ public final class RelayServer: Sendable {
         auditConfiguration.batchSize = configuration.audit.batchSize
         auditConfiguration.flushInterval = Double(configuration.audit.flushIntervalMilliseconds) / 1000
         auditConfiguration.retentionDays = configuration.audit.retentionDays
+        auditConfiguration.journalSync = configuration.audit.journalSync
+        auditConfiguration.journalSyncInterval = Double(configuration.audit.journalSyncIntervalMilliseconds) / 1000
         do {
             audit = try AuditWriter(configuration: auditConfiguration, logger: logger)
         } catch {

@@ -84,6 +84,14 @@ struct AuditCopyLineTests {
         #expect(String(decoding: line, as: UTF8.self) == Self.awkwardLineFormat2)
     }
 
+    @Test("an unknown row's id is derived from its journal key, byte for byte as relays before have derived it")
+    func derivedIDPinned() {
+        // Computed by the String(format: "%016llx%016llx") version: a journal
+        // recovered twice, by an older and a newer relay, must give one id.
+        #expect(AuditRecord.derivedID("6e1f0a4c-0000-4000-8000-000000000001/1763800000000000000") == "4dfc4db8-b9aa-0928-4d35-777154deb304")
+        #expect(AuditRecord.derivedID("a").utf8.count == 36)
+    }
+
     @Test("appending to a batch buffer adds exactly the row's line after what is there")
     func appendsToBuffer() {
         var buffer = Array("previous\n".utf8)

@@ -9,8 +9,10 @@ import TestSupport
 /// into the JSON log stream.
 @Suite("apns-relay audit durability, as a process")
 struct AuditDurabilityProcessTests {
-    @Test("SIGKILL under concurrent load: every answered apns-id has exactly one row after the next start; in-flight ones at most one (unknown)")
-    func sigkillUnderLoad() async throws {
+    @Test(
+        "SIGKILL under concurrent load: every answered apns-id, and every one that reached APNs, has exactly one row after the next start; in-flight ones at most one (unknown)",
+        arguments: ["interval", "always"])
+    func sigkillUnderLoad(journalSync: String) async throws {
         guard let url = ServeProcessTests.databaseURL else { return }
         let database = try await ServeProcessTests.freshDatabase(url)
         let relay = try await TestRelay.start()
@@ -21,7 +23,7 @@ struct AuditDurabilityProcessTests {
         let instance = "kill-load-\(UUID().uuidString.prefix(6))"
         let config = try ServeProcessTests.writeConfiguration(
             directory: relay.directory, mock: mock, keyPath: relay.keyPath, instance: instance, databaseURL: database,
-            spool: relay.directory + "/spool-kill-load")
+            spool: relay.directory + "/spool-kill-load-\(journalSync)", journalSync: journalSync)
         let serve = try RelayProcess(arguments: ["serve", "--config", config])
         let port = try await serve.port(after: "apns-relay ingress on")
 
@@ -32,6 +34,11 @@ struct AuditDurabilityProcessTests {
         #expect(await eventually(60) { !driver.isRunning }, "the driver stops once its connections die")
         let answered = Set(driver.answered)
         try #require(!answered.isEmpty, "\(driver.lines.prefix(3))")
+        // Every send that left for APNs had its intent journaled first (with
+        // `interval`: in the page cache, which the kill does not touch).
+        let log = mock.engine.log
+        let reached = Set(log.entries.compactMap(\.apnsID))
+        try #require(log.entries.count == log.total, "the mock kept every request it saw")
 
         // The next relay on the same spool directory recovers the journal.
         let next = try RelayProcess(arguments: ["serve", "--config", config])
@@ -41,7 +48,9 @@ struct AuditDurabilityProcessTests {
         #expect(await next.waitForExit() == 0)
 
         let tally = try await AuditTally.of(answered, in: database)
-        print("SIGKILL under load: \(tally)")
+        let reachedTally = try await AuditTally.of(reached, in: database)
+        print("SIGKILL under load, journal_sync \(journalSync): \(tally); reached APNs: \(reachedTally)")
+        #expect(reachedTally.missing == 0, "sends that reached APNs without a row: \(reachedTally)")
         #expect(landed, "rows of answered sends landed: \(tally)")
         #expect(tally.missing == 0, "answered sends without a row: \(tally)")
         #expect(tally.duplicated == 0, "apns-ids with more than one row: \(tally)")

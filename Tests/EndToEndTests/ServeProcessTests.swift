@@ -37,7 +37,8 @@ struct ServeProcessTests {
     }
 
     static func writeConfiguration(
-        directory: String, mock: MockAPNsServer, keyPath: String, instance: String, databaseURL: String, spool: String
+        directory: String, mock: MockAPNsServer, keyPath: String, instance: String, databaseURL: String, spool: String,
+        journalSync: String = "interval"
     ) throws -> String {
         let hash = Fingerprint.sha256Hex(Array(TestRelay.keys["backend"]!.utf8))
         let yaml = """
@@ -67,6 +68,7 @@ struct ServeProcessTests {
               database_url: "\(databaseURL)"
               spool_directory: \(spool)
               flush_interval_ms: 20
+              journal_sync: \(journalSync)
             shutdown:
               drain_timeout_seconds: 20
             logging:

@@ -11,11 +11,19 @@ internal import Zlib
 /// `[kind][COPY line]`: a kind is an ASCII letter and a format byte is below
 /// 0x20, so the first byte tells them apart, and such a record is format 1.
 /// A batch is written with one `write` and
-/// made durable with `fsync` before the writer counts it as spooled. A crash
+/// made durable with `fdatasync` before the writer counts it as spooled. A crash
 /// mid-write leaves at most a torn last record, which replay detects by its
 /// length or checksum and skips with a warning.
+///
+/// The journal may also append without syncing (`audit.journal_sync:
+/// interval`): then a retired segment stays open until ``takeSyncWork()``
+/// hands it to the journal thread, which syncs and closes it, so no
+/// descriptor is closed (and its number reused) under a sync in flight.
 final class AuditSpool: @unchecked Sendable {
-    // Used only from the audit writer's thread (and before it starts).
+    // The spool is used only from the audit writer's thread (and before it
+    // starts). The journal: by the journal thread (`always`), or by the
+    // sending threads and the journal thread under the writer's
+    // `condition` (`interval`); `read` touches no shared state.
 
     /// What a spooled record holds.
     enum Kind: UInt8 {
@@ -56,8 +64,16 @@ final class AuditSpool: @unchecked Sendable {
     /// the spool, `journal-….journal` for the send journal.
     let prefix: String
     let suffix: String
-    private var current: (url: URL, handle: FileHandle, size: Int, number: Int)?
+    private var current: (url: URL, file: SegmentFile, size: Int, number: Int)?
     private var lastNumber = 0
+    /// Appends without a sync since the last ``takeSyncWork()``, and whether
+    /// one of them went to the current segment.
+    private var currentUnsynced = false
+    /// Segments left behind by a rotation without syncing: open until the
+    /// journal thread has synced and closed them.
+    private var retired: [SegmentFile] = []
+    /// A segment was created since the directory was last synced.
+    private var directoryUnsynced = false
 
     init(directory: String, segmentLimit: Int = 16 << 20, prefix: String = "segment-", suffix: String = ".spool") throws {
         self.directory = URL(fileURLWithPath: directory, isDirectory: true)
@@ -94,7 +110,7 @@ final class AuditSpool: @unchecked Sendable {
         }
     }
 
-    /// Appends `records` durably (write + fsync) to the current segment and
+    /// Appends `records` durably (write + fdatasync) to the current segment and
     /// returns that segment's number.
     @discardableResult
     func append(_ records: [Record]) throws -> Int {
@@ -103,15 +119,17 @@ final class AuditSpool: @unchecked Sendable {
         return try append(encoded: bytes)
     }
 
-    /// Appends already encoded records durably; returns the segment's number.
+    /// Appends already encoded records; returns the segment's number.
+    /// `sync` false: written (in the page cache, safe from a crash of the
+    /// process) but not synced; ``takeSyncWork()`` names what to sync.
     @discardableResult
-    func append(encoded bytes: [UInt8]) throws -> Int {
-        if current == nil || (current!.size > 0 && current!.size + bytes.count > segmentLimit) { try rotate() }
-        guard var segment = current else { throw CocoaError(.fileWriteUnknown) }
+    func append(encoded bytes: [UInt8], sync: Bool = true) throws -> Int {
+        if current == nil || (current!.size > 0 && current!.size + bytes.count > segmentLimit) { try rotate(sync: sync) }
+        guard var segment = current else { throw SegmentFileError("append", path: directory.path, code: 0) }
         guard !bytes.isEmpty else { return segment.number }
         do {
-            try segment.handle.write(contentsOf: Data(bytes))
-            try segment.handle.synchronize()
+            try segment.file.append(bytes)
+            if sync { try segment.file.syncData() } else { currentUnsynced = true }
         } catch {
             // A write that failed part way (ENOSPC) must not leave a broken
             // record mid-file: a reader stops at the first bad checksum, so
@@ -120,8 +138,7 @@ final class AuditSpool: @unchecked Sendable {
             // so the next append starts a new one and the broken record is
             // that file's torn tail.
             do {
-                try segment.handle.truncate(atOffset: UInt64(segment.size))
-                try segment.handle.seekToEnd()
+                try segment.file.truncate(to: segment.size)
             } catch {
                 sealCurrent()
             }
@@ -133,9 +150,23 @@ final class AuditSpool: @unchecked Sendable {
     }
 
     /// Closes the current segment so replay may read and delete it.
+    /// Not with appends unsynced in it (see ``takeSyncWork()``).
     func sealCurrent() {
-        if let segment = current { try? segment.handle.close() }
+        if let segment = current { segment.file.close() }
         current = nil
+        currentUnsynced = false
+    }
+
+    /// What `append(encoded:sync: false)` left unsynced, handed over and
+    /// forgotten: the files to `fdatasync` (the caller then closes the
+    /// retired ones) and whether the directory needs a sync for new names.
+    /// An append after this call is in the next hand-over.
+    func takeSyncWork() -> (current: SegmentFile?, retired: [SegmentFile], directory: Bool) {
+        let work = (currentUnsynced ? current?.file : nil, retired, directoryUnsynced)
+        currentUnsynced = false
+        retired = []
+        directoryUnsynced = false
+        return work
     }
 
     /// Reads a segment; a torn tail is reported, not thrown.
@@ -161,7 +192,14 @@ final class AuditSpool: @unchecked Sendable {
         try FileManager.default.removeItem(at: url)
     }
 
-    private func rotate() throws {
+    private func rotate(sync: Bool) throws {
+        if !sync, let segment = current {
+            // Synced and closed by the journal thread, never here: it may be
+            // syncing this very descriptor right now.
+            retired.append(segment.file)
+            current = nil
+            currentUnsynced = false
+        }
         sealCurrent()
         // Numbers only grow within a run, even after every segment was removed,
         // so a number never names two files (the journal's ledger keys on it).
@@ -169,25 +207,32 @@ final class AuditSpool: @unchecked Sendable {
         lastNumber = next
         let name = prefix + String(format: "%016d", next) + suffix
         let url = directory.appendingPathComponent(name)
-        guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]),
-              let handle = try? FileHandle(forWritingTo: url)
-        else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
-        current = (url, handle, 0, next)
-        // The new name must survive a power cut too (best effort: not every
-        // file system lets a directory be opened for fsync).
-        if let directoryHandle = FileHandle(forReadingAtPath: directory.path) {
-            try? directoryHandle.synchronize()
-            try? directoryHandle.close()
-        }
+        current = (url, try SegmentFile.create(url.path), 0, next)
+        // The new name must survive a power cut too: now, or with the next
+        // sync of the journal thread.
+        if sync { SegmentFile.syncDirectory(directory.path) } else { directoryUnsynced = true }
     }
 
     static func encode(_ record: Record, into bytes: inout [UInt8]) {
-        precondition(record.format.rawValue > 0 && record.format.rawValue < formatLimit, "a format byte must not read as a kind")
-        var body: [UInt8] = [record.format.rawValue, record.kind.rawValue]
-        body.append(contentsOf: record.line)
-        appendUInt32(UInt32(body.count), to: &bytes)
-        appendUInt32(crc(body), to: &bytes)
-        bytes.append(contentsOf: body)
+        encode(kind: record.kind, format: record.format, into: &bytes) { $0.append(contentsOf: record.line) }
+    }
+
+    /// Appends one record whose line `writeLine` appends in place: no
+    /// buffer of its own for the line or the body (the length and checksum
+    /// are filled in after it).
+    static func encode(kind: Kind, format: AuditRowFormat, into bytes: inout [UInt8], writeLine: (inout [UInt8]) -> Void) {
+        precondition(format.rawValue > 0 && format.rawValue < formatLimit, "a format byte must not read as a kind")
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: 8))
+        bytes.append(format.rawValue)
+        bytes.append(kind.rawValue)
+        writeLine(&bytes)
+        let length = UInt32(bytes.count - start - 8)
+        let checksum = crc(bytes[(start + 8)...])
+        for index in 0..<4 {
+            bytes[start + index] = UInt8(truncatingIfNeeded: length >> UInt32(index * 8))
+            bytes[start + 4 + index] = UInt8(truncatingIfNeeded: checksum >> UInt32(index * 8))
+        }
     }
 
     /// A record's body, with its format byte or (written before records
@@ -203,10 +248,6 @@ final class AuditSpool: @unchecked Sendable {
     }
 
     static func crc(_ bytes: some Collection<UInt8>) -> UInt32 { Zlib.crc32(bytes) }
-
-    private static func appendUInt32(_ value: UInt32, to bytes: inout [UInt8]) {
-        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8((value >> UInt32(shift)) & 0xFF)) }
-    }
 
     private static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
         (0..<4).reduce(UInt32(0)) { value, index in value | UInt32(bytes[offset + index]) << UInt32(index * 8) }

@@ -142,10 +142,18 @@ public struct AuditRecord: Sendable, Hashable {
         }
         let high = fnv(0xcbf2_9ce4_8422_2325)
         let low = fnv(0x84222325_cbf29ce4 ^ 0x5bd1_e995)
-        let hex = String(format: "%016llx%016llx", high, low)
-        let characters = Array(hex)
-        func part(_ range: Range<Int>) -> String { String(characters[range]) }
-        return [part(0..<8), part(8..<12), part(12..<16), part(16..<20), part(20..<32)].joined(separator: "-")
+        // Straight into ASCII, 8-4-4-4-12: String(format:) went through
+        // Foundation's formatter and an array of Characters (2% of a send's CPU).
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        for (index, word) in [high, low].enumerated() {
+            for shift in stride(from: 56, through: 0, by: -8) {
+                let position = index * 8 + (56 - shift) / 8
+                if position == 4 || position == 6 || position == 8 || position == 10 { text.append(UInt8(ascii: "-")) }
+                Hex.append(UInt8(truncatingIfNeeded: word >> UInt64(shift)), to: &text)
+            }
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// The row as one line of `COPY … FROM STDIN` text format.

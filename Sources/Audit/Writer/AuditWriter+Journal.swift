@@ -6,15 +6,208 @@ extension AuditWriter {
     func startJournalThreadIfNeeded() {
         guard !journalThreadRunning else { return }
         journalThreadRunning = true
-        let thread = Thread { [self] in runJournal() }
+        let thread = Thread { [self] in
+            if configuration.journalSync == .interval { runJournalSyncs() } else { runJournal() }
+        }
         thread.name = "apns-relay-audit-journal"
         thread.start()
     }
 
-    /// The journal thread: take everything pending, write it with one fsync
-    /// (group commit), hand completed rows to the writer, resume the sends.
-    /// It exits when the writer has stopped and nothing is pending; a late
-    /// entry starts it again.
+    /// A journal record as the writer's ledger needs it: the key tying an
+    /// intent to its completion, and a completion's row(s) for the queue.
+    struct JournalItem {
+        var key: String
+        var intent: Bool
+        var audit: [UInt8] = []
+        var dead: [UInt8]?
+    }
+
+    /// Appends the entry's record(s) to `bytes`, each line built once,
+    /// straight into the record (a barrier has none: nil).
+    func encodeJournal(_ entry: JournalEntry, into bytes: inout [UInt8]) -> JournalItem? {
+        let layout = configuration.rowLayout
+        switch entry {
+        case .intent(let send, let startedAt):
+            let key = AuditRecord.journalKey(apnsID: send.apnsID.value, startedAt: startedAt)
+            let record = AuditRecord(intent: send, startedAt: startedAt, relayInstance: configuration.relayInstance)
+            AuditSpool.encode(kind: .intent, format: layout.format, into: &bytes) { line in
+                Self.appendKey(key, to: &line)
+                layout.appendLine(record, to: &line)
+            }
+            return JournalItem(key: key, intent: true)
+        case .completion(let event):
+            let key = AuditRecord.journalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt)
+            // The row goes to the writer's queue too: built once, copied once into the record.
+            let audit = layout.line(AuditRecord(event: event, relayInstance: configuration.relayInstance))
+            let dead = DeadTokenRecord(event: event)?.copyLine()
+            AuditSpool.encode(kind: .completion, format: layout.format, into: &bytes) { line in
+                Self.appendKey(key, to: &line)
+                line.append(contentsOf: audit)
+            }
+            if let dead { AuditSpool.encode(AuditSpool.Record(kind: .deadToken, format: layout.format, line: dead), into: &bytes) }
+            return JournalItem(key: key, intent: false, audit: audit, dead: dead)
+        case .barrier:
+            return nil
+        }
+    }
+
+    /// Enters a journaled record in the ledger (an intent's segment; a
+    /// completion's rows queued for the writer, its intent answered).
+    /// Called with `condition` held.
+    func enterInLedger(_ item: JournalItem, segment: Int?) {
+        if item.intent {
+            if let segment {
+                openIntents[item.key] = segment
+                journalOutstanding[segment, default: 0] += 1
+            }
+            return
+        }
+        let format = configuration.rowLayout.format
+        queue.append(Row(kind: .audit, format: format, line: item.audit, journalSegment: segment))
+        if let dead = item.dead {
+            queue.append(Row(kind: .deadToken, format: format, line: dead, journalSegment: segment))
+        }
+        if let segment { journalOutstanding[segment, default: 0] += item.dead == nil ? 1 : 2 }
+        // The intent is answered; its segment may go once this
+        // completion's own segment does (deletion is oldest first).
+        if let intentSegment = openIntents.removeValue(forKey: item.key) {
+            journalOutstanding[intentSegment, default: 0] -= 1
+        }
+    }
+
+    /// `.interval`: appends the entry's record on the calling thread, with
+    /// one `write(2)` and no sync, and enters it in the ledger (a completion's
+    /// rows go to the writer's queue), all under `condition`, so the ledger
+    /// and the segment the record went to agree, whoever appends and trims.
+    ///
+    /// The caller may be on Swift's cooperative pool, which must never block.
+    /// A small buffered append is acceptable there, as a log line is: the
+    /// kernel copies the bytes into the page cache and returns (~3 µs; it
+    /// waits for no device), and the lock is held only for that copy and the
+    /// ledger. An `fsync` is not: it waits for the disk (milliseconds on a
+    /// busy one), so it never runs here; the journal thread issues it every
+    /// `journalSyncInterval` (``runJournalSyncs()``). Once `write` returned
+    /// the record survives a crash of the process; a crash of the machine
+    /// may lose what the next sync had not reached yet.
+    func appendToJournal(_ entry: JournalEntry) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(1024)
+        guard let item = encodeJournal(entry, into: &bytes) else { return }
+        var failure: (any Error)?
+        var segment: Int?
+        condition.lock()
+        do {
+            segment = try journal.append(encoded: bytes, sync: false)
+        } catch {
+            failure = error
+        }
+        counters.journalCommits += 1
+        let wake = segment != nil && journalUnsynced == 0
+        if segment != nil { journalUnsynced += 1 }
+        if let segment { journalCurrentSegment = segment }
+        enterInLedger(item, segment: segment)
+        if queue.count - queueHead >= configuration.batchSize || stopping { condition.broadcast() }
+        condition.unlock()
+        if let failure {
+            // The disk refused: the rows still go to the writer (Postgres
+            // or the spool); only a crash before then would lose them.
+            logger.critical("audit journal write failed; rows are not crash-safe until written", metadata: ["error": "\(failure)"])
+        }
+        if wake {
+            // The first append since the last sync: the journal thread may be
+            // idle. At most once per sync interval, so a second lock is cheap.
+            journalCondition.lock()
+            journalWakeRequested = true
+            startJournalThreadIfNeeded()
+            journalCondition.signal()
+            journalCondition.unlock()
+        }
+    }
+
+    /// The journal thread with `.interval`: `fdatasync` what the sending
+    /// threads appended, at most once per `journalSyncInterval` and only when
+    /// something was appended; trim settled segments. It exits when the
+    /// writer has stopped and nothing is unsynced; a late append starts it again.
+    func runJournalSyncs() {
+        var syncsSinceTrim = 0
+        while true {
+            journalCondition.lock()
+            if !journalWakeRequested, !writerExited {
+                _ = journalCondition.wait(until: Date().addingTimeInterval(configuration.journalIdleWake))
+            }
+            journalWakeRequested = false
+            let exiting = writerExited
+            journalCondition.unlock()
+
+            let synced = syncJournal()
+            condition.lock()
+            counters.journalSyncChecks += 1
+            let segment = journalCurrentSegment
+            condition.unlock()
+            if synced {
+                syncsSinceTrim += 1
+                if syncsSinceTrim >= 64 || segment != lastTrimmedSegment {
+                    syncsSinceTrim = 0
+                    lastTrimmedSegment = segment
+                    trimJournal()
+                }
+                // One sync per interval: the appends of the next window
+                // share it. A machine crash loses at most this window.
+                if !exiting { Thread.sleep(forTimeInterval: configuration.journalSyncInterval) }
+                continue
+            }
+            trimJournal()
+            guard exiting else { continue }
+            journalCondition.lock()
+            // An append since the sync asked for another: take it first.
+            guard !journalWakeRequested else {
+                journalCondition.unlock()
+                continue
+            }
+            journalThreadRunning = false
+            let waiting = journalExitContinuations
+            journalExitContinuations = []
+            journalCondition.unlock()
+            waiting.forEach { $0.resume() }
+            return
+        }
+    }
+
+    /// `.interval`: takes what is unsynced (under `condition`, so an append
+    /// after it waits for the next sync) and `fdatasync`s it outside the lock.
+    /// Returns whether there was anything to sync.
+    private func syncJournal() -> Bool {
+        condition.lock()
+        let appends = journalUnsynced
+        journalUnsynced = 0
+        let work = journal.takeSyncWork()
+        condition.unlock()
+        guard appends > 0 || !work.retired.isEmpty else { return false }
+        var failure: (any Error)?
+        // Retired segments first: they hold the older records.
+        for file in work.retired {
+            do { try file.syncData() } catch { failure = error }
+            file.close()
+        }
+        if let current = work.current {
+            do { try current.syncData() } catch { failure = error }
+        }
+        if work.directory { SegmentFile.syncDirectory(journal.directory.path) }
+        condition.lock()
+        counters.journalSyncs += 1
+        condition.unlock()
+        if let failure {
+            // The bytes are still in the page cache (a process crash loses
+            // nothing); the writer brings the rows to Postgres or the spool.
+            logger.critical("audit journal sync failed; rows are not safe from a machine crash until written", metadata: ["error": "\(failure)"])
+        }
+        return true
+    }
+
+    /// The journal thread with `.always`: take everything pending, write it
+    /// with one `fdatasync` (group commit), hand completed rows to the writer,
+    /// resume the sends. It exits when the writer has stopped and nothing is
+    /// pending; a late entry starts it again.
     func runJournal() {
         while true {
             journalCondition.lock()
@@ -44,34 +237,21 @@ extension AuditWriter {
             journalBusy = true
             journalCondition.unlock()
 
-            // Each entry as the journal key and the row(s) it becomes.
-            var encoded: [(intent: Bool, key: String, audit: [UInt8], dead: [UInt8]?)?] = []
-            encoded.reserveCapacity(entries.count)
+            var items: [JournalItem] = []
+            items.reserveCapacity(entries.count)
             var bytes: [UInt8] = []
-            bytes.reserveCapacity(entries.count * 600)
-            let layout = configuration.rowLayout
+            bytes.reserveCapacity(entries.count * 1024)
             for (entry, _) in entries {
-                switch entry {
-                case .intent(let send, let startedAt):
-                    let key = AuditRecord.journalKey(apnsID: send.apnsID.value, startedAt: startedAt)
-                    let line = layout.line(AuditRecord(intent: send, startedAt: startedAt, relayInstance: configuration.relayInstance))
-                    AuditSpool.encode(AuditSpool.Record(kind: .intent, format: layout.format, line: Self.keyed(key, line)), into: &bytes)
-                    encoded.append((true, key, line, nil))
-                case .completion(let event):
-                    let key = AuditRecord.journalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt)
-                    let audit = layout.line(AuditRecord(event: event, relayInstance: configuration.relayInstance))
-                    let dead = DeadTokenRecord(event: event)?.copyLine()
-                    AuditSpool.encode(AuditSpool.Record(kind: .completion, format: layout.format, line: Self.keyed(key, audit)), into: &bytes)
-                    if let dead { AuditSpool.encode(AuditSpool.Record(kind: .deadToken, format: layout.format, line: dead), into: &bytes) }
-                    encoded.append((false, key, audit, dead))
-                case .barrier:
-                    encoded.append(nil)
-                }
+                if let item = encodeJournal(entry, into: &bytes) { items.append(item) }
             }
             var segment: Int?
+            var synced = false
             do {
                 // A group of barriers only has nothing to write (and must not start a segment).
-                if !bytes.isEmpty { segment = try journal.append(encoded: bytes) }
+                if !bytes.isEmpty {
+                    segment = try journal.append(encoded: bytes)
+                    synced = true
+                }
             } catch {
                 // The disk refused: the rows still go to the writer (Postgres
                 // or the spool); only a crash before then would lose them.
@@ -80,26 +260,9 @@ extension AuditWriter {
 
             condition.lock()
             counters.journalCommits += 1
+            if synced { counters.journalSyncs += 1 }
             if let segment { journalCurrentSegment = segment }
-            for case let entry? in encoded {
-                if entry.intent {
-                    if let segment {
-                        openIntents[entry.key] = segment
-                        journalOutstanding[segment, default: 0] += 1
-                    }
-                    continue
-                }
-                queue.append(Row(kind: .audit, format: configuration.rowLayout.format, line: entry.audit, journalSegment: segment))
-                if let dead = entry.dead {
-                    queue.append(Row(kind: .deadToken, format: configuration.rowLayout.format, line: dead, journalSegment: segment))
-                }
-                if let segment { journalOutstanding[segment, default: 0] += entry.dead == nil ? 1 : 2 }
-                // The intent is answered; its segment may go once this
-                // completion's own segment does (deletion is oldest first).
-                if let intentSegment = openIntents.removeValue(forKey: entry.key) {
-                    journalOutstanding[intentSegment, default: 0] -= 1
-                }
-            }
+            for item in items { enterInLedger(item, segment: segment) }
             if queue.count - queueHead >= configuration.batchSize || stopping { condition.broadcast() }
             let commits = counters.journalCommits
             condition.unlock()
@@ -134,17 +297,16 @@ extension AuditWriter {
     func trimJournal() {
         for url in journal.segments() {
             guard let number = journal.number(of: url) else { continue }
+            // The check and the deletion under one lock: with `.interval` a
+            // sending thread may append to the current segment at any time,
+            // and a record must never land in a segment being deleted (the
+            // next append after the deletion starts a new one).
             condition.lock()
-            let outstanding = journalOutstanding[number, default: 0]
-            condition.unlock()
-            // Only the journal thread appends, and it is here: deleting even
-            // the current segment is safe (the next append starts a new one).
-            guard outstanding <= 0 else { return }
+            defer { condition.unlock() }
+            guard journalOutstanding[number, default: 0] <= 0 else { return }
             do {
                 try journal.remove(url)
-                condition.lock()
                 journalOutstanding[number] = nil
-                condition.unlock()
             } catch {
                 logger.error("could not delete a settled audit journal segment", metadata: ["segment": "\(url.lastPathComponent)", "error": "\(error)"])
                 return
@@ -152,8 +314,18 @@ extension AuditWriter {
         }
     }
 
+    /// `key TAB`, the prefix of an intent's or a completion's line.
+    static func appendKey(_ key: String, to line: inout [UInt8]) {
+        line.append(contentsOf: key.utf8)
+        line.append(0x09)
+    }
+
     static func keyed(_ key: String, _ line: [UInt8]) -> [UInt8] {
-        Array(key.utf8) + [0x09] + line
+        var keyed: [UInt8] = []
+        keyed.reserveCapacity(key.utf8.count + 1 + line.count)
+        appendKey(key, to: &keyed)
+        keyed.append(contentsOf: line)
+        return keyed
     }
 
     /// Moves what a previous run left in the journal to the spool: every

@@ -7,14 +7,20 @@ public import Relay
 ///
 /// Two threads of its own, none of Swift's cooperative pool:
 ///
-/// - The **journal thread** appends each send's intent (before its first
-///   attempt) and completion (before the caller is answered) to a journal
-///   in the spool directory, many sends per `fsync` (group commit), then
-///   resumes the waiting sends and hands completed rows to the writer.
-///   A relay killed at any point leaves every answered send's row in the
-///   journal; a send that had started but not finished is recovered as a
-///   row with outcome `unknown`. Journal segments are deleted, oldest first,
-///   once every row in them is in Postgres or the spool.
+/// - The **journal**: each send's intent (before its first attempt) and
+///   completion (before the caller is answered) are appended to a journal
+///   in the spool directory. With `journalSync` `.interval` (the default)
+///   the sending thread appends them itself with one `write(2)` and hands
+///   completed rows to the writer; the **journal thread** only
+///   `fdatasync`s, every `journalSyncInterval` while appends arrive. With
+///   `.always` the journal thread takes the records, writes many sends per
+///   `fdatasync` (group commit), then resumes the waiting sends and hands
+///   completed rows to the writer. Either way a relay process killed at any
+///   point leaves every answered send's row in the journal (`.interval`: in
+///   the kernel's page cache, which outlives the process; a machine crash
+///   may lose the last interval); a send that had started but not finished
+///   is recovered as a row with outcome `unknown`. Journal segments are
+///   deleted, oldest first, once every row in them is in Postgres or the spool.
 /// - The **writer thread** owns a blocking libpq connection and drains the
 ///   rows in batches with COPY (flushing at `batchSize` rows or every
 ///   `flushInterval`). When Postgres is unreachable, or the queue passes its
@@ -28,8 +34,9 @@ public import Relay
 /// spooled stays in the journal for the next start.
 public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     // Shared state is guarded by `condition`; the connection and the spool
-    // are used only by the writer thread, the journal only by the journal
-    // thread (and by `init` before either starts).
+    // are used only by the writer thread; the journal by the journal thread
+    // (`.always`), or under `condition` by the sending threads and the
+    // journal thread (`.interval`), and by `init` before either starts.
 
     /// Settings of the writer.
     public struct Configuration: Sendable {
@@ -54,6 +61,15 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         public var retentionDays: Int?
         /// Journal segment size before a new one is started, bytes.
         public var journalSegmentBytes = 4 << 20
+        /// How the journal reaches the disk (`audit.journal_sync`).
+        public var journalSync = JournalSync.interval
+        /// `.interval`: seconds between the journal thread's `fdatasync`s
+        /// while appends arrive (`audit.journal_sync_interval_ms`): what a
+        /// machine crash or power cut can lose at most.
+        public var journalSyncInterval = 0.01
+        /// `.interval`: how long an idle journal thread waits before it
+        /// looks again (and trims settled segments); tests shorten it.
+        var journalIdleWake = 1.0
         /// The row's columns (tests describe a later layout with it).
         var rowLayout = AuditRowLayout.standard
 
@@ -74,7 +90,20 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         var journalSegment: Int?
     }
 
-    /// What the journal thread is asked to make durable.
+    /// When a journal record counts as durable.
+    public enum JournalSync: String, Sendable, CaseIterable {
+        /// Appended with `write(2)` by the sending thread, no wait: it
+        /// survives a crash of the process at once, and a crash of the
+        /// machine once the journal thread's next `fdatasync` (every
+        /// `journalSyncInterval`) has run.
+        case interval
+        /// The send waits until its record is written and `fdatasync`ed by
+        /// the journal thread (group commit): a machine crash loses no
+        /// answered send either, for two thread round trips per send.
+        case always
+    }
+
+    /// What the journal thread is asked to make durable (`.always`).
     /// Encoded on the journal thread, not on the sending task: the
     /// cooperative pool has two threads and they are the scarce resource.
     enum JournalEntry {
@@ -106,6 +135,9 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     var writerExited = false
     /// `shutdown()` callers waiting for the journal thread's last trim.
     var journalExitContinuations: [CheckedContinuation<Void, Never>] = []
+    /// `.interval`: an append found the journal synced and asks the journal
+    /// thread for the next sync.
+    var journalWakeRequested = false
 
     // The ledger of what each journal segment still holds, guarded by `condition`.
     /// Rows (and open intents) each journal segment holds that are not yet
@@ -115,6 +147,8 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     var openIntents: [String: Int] = [:]
     /// The segment the journal last appended to.
     var journalCurrentSegment: Int?
+    /// `.interval`: appends since the journal thread last took the journal to sync.
+    var journalUnsynced = 0
     /// Journal thread only: the segment current at its last trim.
     var lastTrimmedSegment: Int?
 
@@ -168,27 +202,34 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     public func attemptFinished(_ event: AttemptEvent) {}
 
     /// Journals the send's row (and its dead-token upsert) without waiting:
-    /// for paths that cannot suspend. Never blocks on I/O.
+    /// for paths that cannot suspend. Never waits for a sync.
     public func sendFinished(_ event: SendEvent) {
+        if configuration.journalSync == .interval { return appendToJournal(.completion(event)) }
         enqueueJournal(.completion(event), continuation: nil)
     }
 
-    /// Journals the send's row and returns once it is on disk.
+    /// Journals the send's row and returns once it is durable: appended
+    /// (`.interval`, without suspending) or synced (`.always`).
     public func sendFinishedDurably(_ event: SendEvent) async {
+        if configuration.journalSync == .interval { return appendToJournal(.completion(event)) }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             enqueueJournal(.completion(event), continuation: continuation)
         }
     }
 
-    /// Journals the send's intent and returns once it is on disk.
+    /// Journals the send's intent and returns once it is durable: appended
+    /// (`.interval`, without suspending) or synced (`.always`).
     public func sendStarting(_ send: SendDescriptor, startedAt: UInt64) async {
+        if configuration.journalSync == .interval { return appendToJournal(.intent(send, startedAt: startedAt)) }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             enqueueJournal(.intent(send, startedAt: startedAt), continuation: continuation)
         }
     }
 
-    /// Returns once everything handed over so far is durable.
+    /// Returns once everything handed over so far is durable. At once with
+    /// `.interval`: every record was appended before its call returned.
     public func waitUntilDurable() async {
+        if configuration.journalSync == .interval { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             enqueueJournal(.barrier, continuation: continuation)
         }
@@ -211,6 +252,7 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         defer { condition.unlock() }
         var snapshot = counters
         snapshot.queueDepth = queue.count - queueHead + journalDepth
+        snapshot.journalUnsynced = journalUnsynced
         return snapshot
     }
 
@@ -277,8 +319,16 @@ public struct AuditStatistics: Sendable, Hashable {
     /// Seconds the last batch write took.
     public var lastWriteSeconds = 0.0
     public var writeBatches = 0
-    /// Journal appends (each one fsync, for many sends).
+    /// Journal appends, one `write` each: a group of sends (`always`, each
+    /// followed by an `fdatasync`) or one record (`interval`).
     public var journalCommits = 0
+    /// `fdatasync`s of the journal.
+    public var journalSyncs = 0
+    /// `interval`: appends not yet taken by a sync of the journal thread.
+    public var journalUnsynced = 0
+    /// `interval`: times the journal thread looked for appends to sync
+    /// (each sync, and each idle wake-up).
+    public var journalSyncChecks = 0
 
     public init() {}
 

@@ -2,8 +2,11 @@
 /// hears the result: the audit journal implements it, the relay awaits it,
 /// and the relay still never imports the audit.
 ///
-/// Implementations must not block the cooperative pool: they hand the work
-/// to a thread of their own and resume the caller when it is on disk.
+/// Implementations must not block the cooperative pool: a sync to disk runs
+/// on a thread of their own (the caller waits for it suspended, or not at
+/// all); at most a small buffered write, as a log line makes, runs on the
+/// caller. What "durable" means is the implementation's setting (the
+/// audit's `audit.journal_sync`).
 public protocol DurableSendObserver: RelayObserver {
     /// Called once per send before its first attempt leaves. Returns once the
     /// intent is durable, so a crash after APNs answered (and before the

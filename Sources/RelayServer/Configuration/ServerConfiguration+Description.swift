@@ -74,6 +74,8 @@ extension ServerConfiguration {
         lines.append("  retention_days: \(audit.retentionDays.map(String.init) ?? "(keep forever)")")
         lines.append("  batch_size: \(audit.batchSize)")
         lines.append("  flush_interval_ms: \(audit.flushIntervalMilliseconds)")
+        lines.append("  journal_sync: \(audit.journalSync.rawValue)")
+        lines.append("  journal_sync_interval_ms: \(audit.journalSyncIntervalMilliseconds)\(audit.journalSync == .always ? "  # unused: always syncs before the send goes on" : "")")
         lines.append("tracing:")
         lines.append("  exporter: \(tracing.exporter.rawValue)")
         lines.append("  endpoint: \(tracing.endpoint.map(Self.maskPassword) ?? "(OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318)")")

@@ -1,4 +1,5 @@
 public import APNs
+import Audit
 import Foundation
 import Ingress
 import Relay
@@ -13,6 +14,7 @@ extension ServerConfiguration {
         public static let metricsListen = "APNS_RELAY_METRICS_LISTEN"
         public static let databaseURL = "APNS_RELAY_DATABASE_URL"
         public static let spoolDirectory = "APNS_RELAY_SPOOL_DIRECTORY"
+        public static let auditJournalSync = "APNS_RELAY_AUDIT_JOURNAL_SYNC"
         public static let logLevel = "APNS_RELAY_LOG_LEVEL"
 
         /// `APNS_RELAY_APP_<NAME>_<SETTING>` for per-app credentials.
@@ -106,6 +108,10 @@ extension ServerConfiguration {
             if let value = try audit.integer("retention_days", in: 1...3650) { configuration.audit.retentionDays = value }
             if let value = try audit.integer("batch_size", in: 1...100_000) { configuration.audit.batchSize = value }
             if let value = try audit.integer("flush_interval_ms", in: 1...60_000) { configuration.audit.flushIntervalMilliseconds = value }
+            if let text = try audit.string("journal_sync") {
+                configuration.audit.journalSync = try journalSync(text, field: audit.name("journal_sync"))
+            }
+            if let value = try audit.integer("journal_sync_interval_ms", in: 1...10_000) { configuration.audit.journalSyncIntervalMilliseconds = value }
             try audit.rejectUnknown()
         }
         if var shutdown = try root.child("shutdown") {
@@ -213,6 +219,9 @@ extension ServerConfiguration {
         if let value = environment[Variable.metricsListen], !value.isEmpty { metrics.listen = try Address(parsing: value, field: Variable.metricsListen) }
         if let value = environment[Variable.databaseURL] { audit.databaseURL = value.isEmpty ? nil : value }
         if let value = environment[Variable.spoolDirectory], !value.isEmpty { audit.spoolDirectory = value }
+        if let value = environment[Variable.auditJournalSync], !value.isEmpty {
+            audit.journalSync = try Self.journalSync(value, field: Variable.auditJournalSync)
+        }
         if let value = environment[Variable.logLevel], !value.isEmpty { logLevel = value }
     }
 
@@ -237,6 +246,13 @@ extension ServerConfiguration {
         if ingress.listen == metrics.listen, ingress.listen.port != 0 {
             throw ConfigurationError(field: "metrics.listen", "must differ from ingress.listen (\(ingress.listen))")
         }
+    }
+
+    static func journalSync(_ text: String, field: String) throws(ConfigurationError) -> AuditWriter.JournalSync {
+        guard let mode = AuditWriter.JournalSync(rawValue: text) else {
+            throw ConfigurationError(field: field, "must be interval or always, got \(text)")
+        }
+        return mode
     }
 
     static func resolve(_ path: String, against directory: String) -> String {

@@ -1,4 +1,5 @@
 public import APNs
+public import Audit
 public import Ingress
 public import Relay
 
@@ -65,6 +66,10 @@ public struct ServerConfiguration: Sendable {
         public var retentionDays: Int? = 30
         public var batchSize = 500
         public var flushIntervalMilliseconds = 50
+        /// When a send's journal record counts as durable (`audit.journal_sync`).
+        public var journalSync = AuditWriter.JournalSync.interval
+        /// `interval`: milliseconds between the journal's `fdatasync`s.
+        public var journalSyncIntervalMilliseconds = 10
         /// `/readyz` fails once audit rows have waited this long for the
         /// configured Postgres while it accepts connections (the alert
         /// APNsRelayAuditBehind uses the same 120 s). Not a YAML setting:
