@@ -17,12 +17,15 @@ extension Ingress {
         server.errorRenderer = IngressError.serverErrorRenderer
         let tracer = tracer
         server.responseFinisher = { request, response in
-            guard !response.headers.contains(where: { $0.name.lowercased() == TraceParent.headerName }) else { return }
+            // Header names are lowercase (HTTPHeader keeps them so).
+            guard !response.headers.contains(where: { $0.name == TraceParent.headerName }) else { return }
             var parent = ServiceContext.topLevel
             tracer.extract(request.headers, into: &parent, using: HTTPHeaderPropagation())
             let span = tracer.startSpan("ingress.request", context: parent, ofKind: .server)
-            span.attributes["http.request.method"] = request.method
-            span.attributes["http.response.status_code"] = response.status
+            if span.isRecording {
+                span.attributes["http.request.method"] = request.method
+                span.attributes["http.response.status_code"] = response.status
+            }
             if response.status >= 500 { span.setStatus(SpanStatus(code: .error)) }
             if let traceparent = tracer.traceParentHeader(for: span.context) { response.headers.append(HTTPHeader(TraceParent.headerName, traceparent)) }
             span.end()

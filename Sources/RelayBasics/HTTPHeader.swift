@@ -11,7 +11,7 @@ public struct HTTPHeader: Sendable, Hashable, CustomStringConvertible {
     public var value: String
 
     public init(_ name: String, _ value: String) {
-        self.name = name.lowercased()
+        self.name = name.lowercasedHeaderName
         self.value = value
     }
 
@@ -21,7 +21,18 @@ public struct HTTPHeader: Sendable, Hashable, CustomStringConvertible {
 extension Sequence where Element == HTTPHeader {
     /// The value of the first header called `name` (any case), or nil.
     public func value(of name: String) -> String? {
-        let lowered = name.lowercased()
+        let lowered = name.lowercasedHeaderName
         return first(where: { $0.name == lowered })?.value
+    }
+}
+
+extension String {
+    /// `lowercased()`, without its cost for the usual case: header names
+    /// are nearly always lowercase ASCII already (HTTP/2 requires it, and
+    /// the relay writes its own that way), and then the name itself is the
+    /// answer, with no new string. Anything else takes `lowercased()`.
+    var lowercasedHeaderName: String {
+        let alreadyLower = utf8.allSatisfy { $0 < 0x80 && !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
+        return alreadyLower ? self : lowercased()
     }
 }

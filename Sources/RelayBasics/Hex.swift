@@ -58,8 +58,9 @@ public enum Hex {
         text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
     }
 
-    @usableFromInline
-    static func digit(_ nibble: UInt8) -> UInt8 {
+    /// The lowercase ASCII digit of a nibble (0–15).
+    @inlinable
+    public static func digit(_ nibble: UInt8) -> UInt8 {
         nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 }

@@ -26,8 +26,22 @@ extension Instrument {
     /// The `traceparent` this instrument would send for `context`, or nil
     /// when it injects none (a no-op tracer, a context without a span).
     public func traceParentHeader(for context: InstrumentationContext) -> String? {
-        var headers: [HTTPHeader] = []
-        inject(context, into: &headers, using: HTTPHeaderPropagation())
-        return headers.value(of: TraceParent.headerName)
+        var value: String?
+        inject(context, into: &value, using: TraceParentSlot())
+        return value
+    }
+
+    /// ``traceParentHeader(for:)`` parsed: the trace and span ids this
+    /// instrument would send for `context` (for audit rows and log lines).
+    public func traceParent(for context: InstrumentationContext) -> TraceParent? {
+        traceParentHeader(for: context).flatMap { TraceParent(header: $0) }
+    }
+}
+
+/// A carrier of one value: the `traceparent` an instrument injects, and
+/// nothing else (no header list to build and search on every send).
+private struct TraceParentSlot: Injector {
+    func inject(_ value: String, forKey key: String, into carrier: inout String?) {
+        if key.lowercasedHeaderName == TraceParent.headerName { carrier = value }
     }
 }

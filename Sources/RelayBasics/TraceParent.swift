@@ -25,21 +25,49 @@ public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
     /// Parses a header value; nil when it breaks the W3C format (a bad
     /// header starts a new trace rather than failing the request).
     public init?(header: String) {
-        let parts = header.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count >= 4, parts[0].count == 2, Hex.isLowercase(parts[0]), parts[0] != "ff" else { return nil }
-        // Version 00 has exactly four fields; later versions may append more.
-        if parts[0] == "00", parts.count != 4 { return nil }
-        guard parts[1].count == 32, Hex.isLowercase(parts[1]), parts[1] != String(repeating: "0", count: 32),
-              parts[2].count == 16, Hex.isLowercase(parts[2]), parts[2] != String(repeating: "0", count: 16),
-              parts[3].count == 2, Hex.isLowercase(parts[3]), let flags = UInt8(parts[3], radix: 16)
+        // Byte by byte, no splitting: every send reads its span's trace id back from this form.
+        var header = header
+        guard let parsed = header.withUTF8({ Self.parse($0) }) else { return nil }
+        self = parsed
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> TraceParent? {
+        let dash = UInt8(ascii: "-")
+        // version "-" trace id "-" parent id "-" flags, then (later versions only) "-" and more.
+        guard bytes.count >= 55, bytes[2] == dash, bytes[35] == dash, bytes[52] == dash,
+              isLowercaseHex(bytes, 0..<2), isLowercaseHex(bytes, 3..<35), isLowercaseHex(bytes, 36..<52), isLowercaseHex(bytes, 53..<55)
         else { return nil }
-        self.init(traceID: parts[1], spanID: parts[2], flags: flags)
+        let version = bytes[0..<2]
+        guard !version.elementsEqual("ff".utf8) else { return nil }
+        // Version 00 has exactly four fields; later versions may append more after a dash.
+        if version.elementsEqual("00".utf8) {
+            guard bytes.count == 55 else { return nil }
+        } else if bytes.count > 55 {
+            guard bytes[55] == dash else { return nil }
+        }
+        guard bytes[3..<35].contains(where: { $0 != UInt8(ascii: "0") }), bytes[36..<52].contains(where: { $0 != UInt8(ascii: "0") })
+        else { return nil }
+        let flags = Hex.value(of: bytes[53])! << 4 | Hex.value(of: bytes[54])!
+        return TraceParent(
+            traceID: String(decoding: UnsafeBufferPointer(rebasing: bytes[3..<35]), as: UTF8.self),
+            spanID: String(decoding: UnsafeBufferPointer(rebasing: bytes[36..<52]), as: UTF8.self), flags: flags)
+    }
+
+    private static func isLowercaseHex(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Bool {
+        bytes[range].allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
     }
 
     /// The header value, version 00.
     public var description: String {
-        let flagText = String(flags, radix: 16)
-        return "00-\(traceID)-\(spanID)-\(flags < 16 ? "0" : "")\(flagText)"
+        var text: [UInt8] = []
+        text.reserveCapacity(3 + traceID.utf8.count + 1 + spanID.utf8.count + 3)
+        text.append(contentsOf: "00-".utf8)
+        text.append(contentsOf: traceID.utf8)
+        text.append(UInt8(ascii: "-"))
+        text.append(contentsOf: spanID.utf8)
+        text.append(UInt8(ascii: "-"))
+        Hex.append(flags, to: &text)
+        return String(decoding: text, as: UTF8.self)
     }
 
     public var isSampled: Bool { flags & 1 == 1 }
@@ -49,20 +77,25 @@ public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
     /// A fresh random span id.
     public static func randomSpanID() -> String { randomHex(bytes: 8) }
 
-    /// Random ids drawn 64 bits at a time: one getrandom call per 8 bytes,
-    /// not per byte (span ids are minted on every request).
+    /// Random ids from ``SecureRandom`` (the kernel CSPRNG, fetched in
+    /// blocks): span ids are minted on every request.
     static func randomHex(bytes: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        while true {
-            var text: [UInt8] = []
-            text.reserveCapacity(bytes * 2)
-            var word: UInt64 = 0
-            for index in 0..<bytes {
-                if index % 8 == 0 { word = generator.next() }
-                Hex.append(UInt8(truncatingIfNeeded: word >> (UInt64(index % 8) * 8)), to: &text)
+        precondition(bytes <= 16)
+        var random: (UInt64, UInt64) = (0, 0)
+        return withUnsafeMutableBytes(of: &random) { raw in
+            let drawn = UnsafeMutableRawBufferPointer(rebasing: raw[0..<bytes])
+            while true {
+                SecureRandom.fill(drawn)
+                // All zeros is W3C's "invalid" id: draw again.
+                if drawn.contains(where: { $0 != 0 }) { break }
             }
-            // All zeros is W3C's "invalid" id: draw again.
-            if text.contains(where: { $0 != UInt8(ascii: "0") }) { return String(decoding: text, as: UTF8.self) }
+            return String(unsafeUninitializedCapacity: bytes * 2) { text in
+                for (index, byte) in drawn.enumerated() {
+                    text[2 * index] = Hex.digit(byte >> 4)
+                    text[2 * index + 1] = Hex.digit(byte & 0x0F)
+                }
+                return bytes * 2
+            }
         }
     }
 }

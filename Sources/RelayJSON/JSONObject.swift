@@ -14,6 +14,17 @@ public struct JSONObject: Sendable, Hashable {
         for (key, value) in pairs { self[key] = value }
     }
 
+    /// Appends a member whose key the caller knows is new (the parser has
+    /// already refused duplicates): no search for an existing key.
+    mutating func appendNewMember(_ key: String, _ value: JSONValue) {
+        members.append((key, value))
+    }
+
+    /// Whether a member is called `key`.
+    func containsKey(_ key: String) -> Bool {
+        members.contains { $0.key == key }
+    }
+
     public var count: Int { members.count }
     public var isEmpty: Bool { members.isEmpty }
     public var keys: [String] { members.map(\.key) }

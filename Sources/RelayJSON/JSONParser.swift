@@ -20,6 +20,9 @@ public struct JSONParser {
     /// Deepest nesting of arrays and objects accepted.
     public static let maximumDepth = 256
 
+    /// Members up to which duplicate keys are found by a scan, not a set.
+    static let linearKeyCheckLimit = 16
+
     public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
         try parse(Array(text.utf8))
     }
@@ -90,7 +93,10 @@ public struct JSONParser {
         guard depth <= Self.maximumDepth else { throw error("nesting deeper than \(Self.maximumDepth)") }
         index += 1  // {
         var object = JSONObject()
-        var seen = Set<String>()
+        // Duplicate keys: a scan of the members so far while the object is
+        // small (as nearly every object is), a set once it grows; a set per
+        // object cost a hasher seeding per object and per key.
+        var seen: Set<String>?
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -103,12 +109,21 @@ public struct JSONParser {
             }
             let keyStart = index
             let key = try parseString()
-            guard seen.insert(key).inserted else { throw error("duplicate key \"\(key)\"", at: keyStart) }
+            let duplicate: Bool
+            if seen != nil {
+                duplicate = !seen!.insert(key).inserted
+            } else if object.count < Self.linearKeyCheckLimit {
+                duplicate = object.containsKey(key)
+            } else {
+                seen = Set(object.keys)
+                duplicate = !seen!.insert(key).inserted
+            }
+            guard !duplicate else { throw error("duplicate key \"\(key)\"", at: keyStart) }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
             index += 1
             skipWhitespace()
-            object[key] = try parseValue(depth: depth)
+            object.appendNewMember(key, try parseValue(depth: depth))
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of input inside an object") }
             if bytes[index] == UInt8(ascii: ",") {
@@ -150,6 +165,27 @@ public struct JSONParser {
     }
 
     private mutating func parseString() throws(JSONParseError) -> String {
+        let start = index
+        // The common string has no escape: its bytes become the String
+        // directly, without being copied one by one into a buffer first.
+        var end = index + 1
+        while end < bytes.count {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "\"") {
+                guard let string = String(validating: bytes[(index + 1)..<end], as: UTF8.self) else {
+                    throw error("string is not valid UTF-8", at: start)
+                }
+                index = end + 1
+                return string
+            }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            end += 1
+        }
+        return try parseEscapedString()
+    }
+
+    /// A string with escapes (or an error): decoded byte by byte.
+    private mutating func parseEscapedString() throws(JSONParseError) -> String {
         let start = index
         index += 1  // opening quote
         var utf8: [UInt8] = []
@@ -249,12 +285,32 @@ public struct JSONParser {
             guard index < bytes.count, isDigit(bytes[index]) else { throw error("digit expected in exponent") }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
+        if isInteger, let integer = Self.integer(bytes[start..<index]) { return .integer(integer) }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if isInteger, let integer = Int64(text) { return .integer(integer) }
         guard let double = Double(text), double.isFinite else {
             throw error("number out of range", at: start)
         }
         return .double(double)
+    }
+
+    /// An integer's digits (already checked: an optional `-`, then digits)
+    /// as an Int64, without a String in between; nil when it overflows, and
+    /// the caller then takes the general path.
+    private static func integer(_ digits: ArraySlice<UInt8>) -> Int64? {
+        var rest = digits[...]
+        let negative = rest.first == UInt8(ascii: "-")
+        if negative { rest = rest.dropFirst() }
+        var value: Int64 = 0
+        for digit in rest {
+            // Accumulated negatively, so Int64.min fits.
+            let (shifted, overflowShift) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflowAdd) = shifted.subtractingReportingOverflow(Int64(digit &- UInt8(ascii: "0")))
+            if overflowShift || overflowAdd { return nil }
+            value = next
+        }
+        if negative { return value }
+        return value == .min ? nil : -value
     }
 
     private func isDigit(_ byte: UInt8) -> Bool {

@@ -59,6 +59,12 @@ extension JSONValue {
 
     static func encodeString(_ string: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
+        // Nearly every string needs no escape: then its bytes go in with one copy.
+        if string.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            output.append(contentsOf: string.utf8)
+            output.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in string.utf8 {
             switch byte {
             case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])

@@ -5,6 +5,14 @@ extension LiveSurfaceSnapshot {
     /// The top-level fields every kind carries.
     static let baseKeys: Set<String> = ["schemaVersion", "id", "surfaceId", "kind", "updatedAt", "state"]
 
+    // Made once rather than on every snapshot: the top level's allowed keys
+    // (see `init(json:)`), each slice's (see `readSlice`), the enum spellings.
+    private static let topLevelKeys: [SurfaceKind: Set<String>] = Dictionary(
+        uniqueKeysWithValues: SurfaceKind.allCases.map { ($0, baseKeys.union(["$schema", $0.rawValue])) })
+    private static let topLevelKeysOfAnyKind = baseKeys.union(["$schema"]).union(SurfaceKind.allCases.map(\.rawValue))
+    private static let kindNames = SurfaceKind.allCases.map(\.rawValue)
+    private static let stateNames = SurfaceState.allCases.map(\.rawValue)
+
     /// Parses and validates a snapshot from JSON bytes.
     public init(parsing bytes: some Collection<UInt8>) throws(SnapshotValidationError) {
         let value: JSONValue
@@ -25,13 +33,12 @@ extension LiveSurfaceSnapshot {
         }
         let path = JSONPath.root
 
-        let kindText = reader.string(root, "kind", at: path, required: true, allowed: SurfaceKind.allCases.map(\.rawValue))
+        let kindText = reader.string(root, "kind", at: path, required: true, allowed: Self.kindNames)
         let kind = kindText.flatMap(SurfaceKind.init(rawValue:))
         // Every reference fixture carries a "$schema" annotation for editors;
         // the JSON Schema's additionalProperties would reject it, so the
         // relay accepts it at the top level only (and ignores it).
-        var allowed = Self.baseKeys.union(["$schema"])
-        if let kind { allowed.insert(kind.rawValue) } else { allowed.formUnion(SurfaceKind.allCases.map(\.rawValue)) }
+        let allowed = kind.flatMap { Self.topLevelKeys[$0] } ?? Self.topLevelKeysOfAnyKind
         reader.rejectUnknownKeys(root, allowed: allowed, at: path)
         _ = reader.string(root, "$schema", at: path, required: false)
 
@@ -40,7 +47,7 @@ extension LiveSurfaceSnapshot {
         }
         let id = reader.string(root, "id", at: path, required: true, minLength: 1)
         let surfaceID = reader.string(root, "surfaceId", at: path, required: true, minLength: 1)
-        let state = reader.string(root, "state", at: path, required: true, allowed: SurfaceState.allCases.map(\.rawValue))
+        let state = reader.string(root, "state", at: path, required: true, allowed: Self.stateNames)
         var updatedSeconds: Double?
         let updatedAt = reader.string(root, "updatedAt", at: path, required: true)
         if let updatedAt {
@@ -62,7 +69,7 @@ extension LiveSurfaceSnapshot {
     }
 
     private static func readSlice(_ kind: SurfaceKind, _ object: JSONObject, at path: JSONPath, _ reader: inout SnapshotReader) -> Slice? {
-        func keys(_ names: String...) { reader.rejectUnknownKeys(object, allowed: Set(names), at: path) }
+        func keys(_ names: Set<String>) { reader.rejectUnknownKeys(object, allowed: names, at: path) }
         func enumValue<E: RawRepresentable & CaseIterable>(_ type: E.Type, _ key: String, required: Bool) -> E? where E.RawValue == String {
             reader.string(object, key, at: path, required: required, allowed: E.allCases.map(\.rawValue)).flatMap(E.init(rawValue:))
         }
@@ -71,7 +78,7 @@ extension LiveSurfaceSnapshot {
 
         switch kind {
         case .liveActivity:
-            keys("title", "body", "progress", "deepLink", "modeLabel", "contextLabel", "statusLine", "actionLabel", "stage", "estimatedSeconds", "morePartsCount")
+            keys(SliceKeys.liveActivity)
             let slice = LiveActivitySlice(
                 title: reader.string(object, "title", at: path, required: true, minLength: 1) ?? "",
                 body: reader.string(object, "body", at: path, required: true) ?? "",
@@ -86,7 +93,7 @@ extension LiveSurfaceSnapshot {
                 morePartsCount: reader.integer(object, "morePartsCount", at: path, required: false))
             return reader.issues.count == issuesBefore ? .liveActivity(slice) : nil
         case .widget:
-            keys("title", "body", "progress", "deepLink", "family", "reloadPolicy")
+            keys(SliceKeys.widget)
             let slice = WidgetSlice(
                 title: reader.string(object, "title", at: path, required: true, minLength: 1) ?? "",
                 body: reader.string(object, "body", at: path, required: true) ?? "",
@@ -96,7 +103,7 @@ extension LiveSurfaceSnapshot {
                 reloadPolicy: enumValue(WidgetSlice.ReloadPolicy.self, "reloadPolicy", required: false))
             return reader.issues.count == issuesBefore ? .widget(slice) : nil
         case .control:
-            keys("label", "deepLink", "controlKind", "state", "intent")
+            keys(SliceKeys.control)
             let slice = ControlSlice(
                 label: reader.string(object, "label", at: path, required: true, minLength: 1) ?? "",
                 deepLink: reader.deepLink(object, at: path) ?? "",
@@ -105,7 +112,7 @@ extension LiveSurfaceSnapshot {
                 intent: reader.string(object, "intent", at: path, required: false))
             return reader.issues.count == issuesBefore ? .control(slice) : nil
         case .notification:
-            keys("title", "subtitle", "body", "deepLink", "category", "threadId", "interruptionLevel", "relevanceScore", "targetContentId")
+            keys(SliceKeys.notification)
             let slice = NotificationSlice(
                 title: reader.string(object, "title", at: path, required: true, minLength: 1) ?? "",
                 subtitle: reader.string(object, "subtitle", at: path, required: false, minLength: 1),
@@ -118,7 +125,7 @@ extension LiveSurfaceSnapshot {
                 targetContentID: reader.string(object, "targetContentId", at: path, required: false, minLength: 1))
             return reader.issues.count == issuesBefore ? .notification(slice) : nil
         case .lockAccessory:
-            keys("title", "deepLink", "family", "gaugeValue", "shortText")
+            keys(SliceKeys.lockAccessory)
             let slice = LockAccessorySlice(
                 title: reader.string(object, "title", at: path, required: true, minLength: 1) ?? "",
                 deepLink: reader.deepLink(object, at: path) ?? "",
@@ -127,7 +134,7 @@ extension LiveSurfaceSnapshot {
                 shortText: reader.string(object, "shortText", at: path, required: false, maxLength: 20))
             return reader.issues.count == issuesBefore ? .lockAccessory(slice) : nil
         case .standby:
-            keys("title", "body", "progress", "deepLink", "presentation", "tint")
+            keys(SliceKeys.standby)
             let slice = StandbySlice(
                 title: reader.string(object, "title", at: path, required: true, minLength: 1) ?? "",
                 body: reader.string(object, "body", at: path, required: true) ?? "",
@@ -138,4 +145,14 @@ extension LiveSurfaceSnapshot {
             return reader.issues.count == issuesBefore ? .standby(slice) : nil
         }
     }
+}
+
+/// Each slice's member names, the sets `readSlice` checks a slice against.
+private enum SliceKeys {
+    static let liveActivity: Set<String> = ["title", "body", "progress", "deepLink", "modeLabel", "contextLabel", "statusLine", "actionLabel", "stage", "estimatedSeconds", "morePartsCount"]
+    static let widget: Set<String> = ["title", "body", "progress", "deepLink", "family", "reloadPolicy"]
+    static let control: Set<String> = ["label", "deepLink", "controlKind", "state", "intent"]
+    static let notification: Set<String> = ["title", "subtitle", "body", "deepLink", "category", "threadId", "interruptionLevel", "relevanceScore", "targetContentId"]
+    static let lockAccessory: Set<String> = ["title", "deepLink", "family", "gaugeValue", "shortText"]
+    static let standby: Set<String> = ["title", "body", "progress", "deepLink", "presentation", "tint"]
 }

@@ -20,22 +20,34 @@ struct SnapshotReader {
     /// optional: nil without one). Every typed reader below starts here.
     private mutating func field<Value>(
         _ object: JSONObject, _ key: String, at path: JSONPath, required: Bool, kind: String, _ extract: (JSONValue) -> Value?
-    ) -> (path: JSONPath, raw: JSONValue, value: Value)? {
-        let path = path.appending(key)
+    ) -> (path: FieldPath, raw: JSONValue, value: Value)? {
+        let path = FieldPath(parent: path, key: key)
         guard let raw = object[key] else {
-            if required { fail(path, "required", "is required") }
+            if required { fail(path.path, "required", "is required") }
             return nil
         }
         guard let value = extract(raw) else {
-            fail(path, "type", "must be \(kind) (got \(raw.typeName))")
+            fail(path.path, "type", "must be \(kind) (got \(raw.typeName))")
             return nil
         }
         return (path, raw, value)
     }
 
+    /// A field's path, spelled out only for an issue: most fields are fine,
+    /// and appending to a path copies its components.
+    struct FieldPath {
+        let parent: JSONPath
+        let key: String
+        var path: JSONPath { parent.appending(key) }
+    }
+
+    mutating func fail(_ path: FieldPath, _ rule: String, _ message: String) {
+        fail(path.path, rule, message)
+    }
+
     /// Reports every key of `object` not in `allowed`.
     mutating func rejectUnknownKeys(_ object: JSONObject, allowed: Set<String>, at path: JSONPath) {
-        for key in object.keys where !allowed.contains(key) {
+        for (key, _) in object.members where !allowed.contains(key) {
             fail(path.appending(key), "additionalProperties", "is not a field of this object (allowed: \(allowed.sorted().joined(separator: ", ")))")
         }
     }
@@ -75,18 +87,20 @@ struct SnapshotReader {
 
     /// `^[a-z][a-z0-9+\-.]*:\/\/`, matched at the start of the string.
     static func hasURLScheme(_ text: String) -> Bool {
-        let scalars = Array(text.unicodeScalars)
-        guard let first = scalars.first, ("a"..."z").contains(first) else { return false }
-        var index = 1
-        while index < scalars.count {
-            let scalar = scalars[index]
-            if ("a"..."z").contains(scalar) || ("0"..."9").contains(scalar) || "+-.".unicodeScalars.contains(scalar) {
-                index += 1
-            } else {
-                break
+        // Over UTF-8 bytes: the pattern is ASCII, and any non-ASCII byte ends the scheme without a match.
+        let bytes = text.utf8
+        var index = bytes.startIndex
+        guard index < bytes.endIndex, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(bytes[index]) else { return false }
+        bytes.formIndex(after: &index)
+        while index < bytes.endIndex {
+            switch bytes[index] {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                bytes.formIndex(after: &index)
+            default:
+                return bytes[index...].starts(with: "://".utf8)
             }
         }
-        return scalars.count >= index + 3 && scalars[index] == ":" && scalars[index + 1] == "/" && scalars[index + 2] == "/"
+        return false
     }
 
     mutating func number(_ object: JSONObject, _ key: String, at path: JSONPath, required: Bool, range: ClosedRange<Double>) -> Double? {

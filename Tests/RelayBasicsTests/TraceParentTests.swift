@@ -94,3 +94,61 @@ struct TraceParentPropagationTests {
         #expect(NoOpTracer().traceParentHeader(for: .topLevel) == nil)
     }
 }
+
+/// The byte-by-byte parser against the split-based one it replaced, on
+/// valid headers and on every one-byte change of them.
+@Suite("traceparent parser against its reference")
+struct TraceParentReferenceTests {
+    /// The parser as it was: split on "-", then each field checked.
+    static func reference(_ header: String) -> TraceParent? {
+        let parts = header.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count >= 4, parts[0].count == 2, Hex.isLowercase(parts[0]), parts[0] != "ff" else { return nil }
+        if parts[0] == "00", parts.count != 4 { return nil }
+        guard parts[1].count == 32, Hex.isLowercase(parts[1]), parts[1] != String(repeating: "0", count: 32),
+              parts[2].count == 16, Hex.isLowercase(parts[2]), parts[2] != String(repeating: "0", count: 16),
+              parts[3].count == 2, Hex.isLowercase(parts[3]), let flags = UInt8(parts[3], radix: 16)
+        else { return nil }
+        return TraceParent(traceID: parts[1], spanID: parts[2], flags: flags)
+    }
+
+    @Test("agrees on every one-byte change of valid headers of versions 00 and 01")
+    func mutations() {
+        let id = "4bf92f3577b34da6a3ce929d0e0e4736", span = "00f067aa0ba902b7"
+        let seeds = ["00-\(id)-\(span)-01", "01-\(id)-\(span)-00", "01-\(id)-\(span)-ab-extra", "cc-\(id)-\(span)-01-"]
+        let replacements: [UInt8] = Array("0afgA-xé".utf8) + [0x00, 0x7F]
+        var checked = 0
+        for seed in seeds {
+            let bytes = Array(seed.utf8)
+            #expect(TraceParent(header: seed) == Self.reference(seed))
+            for index in bytes.indices {
+                for replacement in replacements {
+                    var changed = bytes
+                    changed[index] = replacement
+                    let text = String(decoding: changed, as: UTF8.self)
+                    #expect(TraceParent(header: text) == Self.reference(text), "\(text)")
+                    checked += 1
+                }
+                var shorter = bytes
+                shorter.remove(at: index)
+                let text = String(decoding: shorter, as: UTF8.self)
+                #expect(TraceParent(header: text) == Self.reference(text), "\(text)")
+                var longer = bytes
+                longer.insert(UInt8(ascii: "0"), at: index)
+                let longerText = String(decoding: longer, as: UTF8.self)
+                #expect(TraceParent(header: longerText) == Self.reference(longerText), "\(longerText)")
+            }
+        }
+        #expect(checked > 1000)
+    }
+
+    @Test("the all-zero ids and version ff are refused, any later version's suffix needs a dash")
+    func edges() {
+        let id = "4bf92f3577b34da6a3ce929d0e0e4736", span = "00f067aa0ba902b7"
+        for header in ["00-\(id)-\(span)-01x", "01-\(id)-\(span)-01x", "ff-\(id)-\(span)-01", "00-\(id)-\(span)-0"] {
+            #expect(TraceParent(header: header) == nil)
+            #expect(Self.reference(header) == nil)
+        }
+        #expect(TraceParent(header: "02-\(id)-\(span)-01-") != nil)
+        #expect(Self.reference("02-\(id)-\(span)-01-") != nil)
+    }
+}

@@ -108,3 +108,52 @@ struct JSONEncoderTests {
         #expect(path.description == #"$.items[3]["a b"]"#)
     }
 }
+
+/// The parser's fast paths (strings without escapes, integers without a
+/// String, duplicate keys found by a scan in small objects) against what the
+/// general paths give.
+@Suite("JSON parser fast paths")
+struct JSONParserFastPathTests {
+    @Test("a duplicate key is refused in a small object and past the scan limit, at the duplicate")
+    func duplicatesAtAnySize() throws {
+        for size in [1, 2, 15, 16, 17, 40] {
+            let members = (0..<size).map { "\"k\($0)\":\($0)" }
+            let unique = "{" + members.joined(separator: ",") + "}"
+            #expect(try JSONParser.parse(unique).objectValue?.count == size)
+            for repeated in [0, size - 1] {
+                let text = "{" + (members + ["\"k\(repeated)\":true"]).joined(separator: ",") + "}"
+                do {
+                    _ = try JSONParser.parse(text)
+                    Issue.record("size \(size): duplicate k\(repeated) accepted")
+                } catch {
+                    #expect(error.message == "duplicate key \"k\(repeated)\"")
+                    #expect(error.offset == unique.utf8.count)  // the duplicate's opening quote
+                }
+            }
+        }
+    }
+
+    @Test(
+        "integers at and past the 64-bit edges",
+        arguments: [
+            ("0", JSONValue.integer(0)), ("-0", .integer(0)), ("9223372036854775807", .integer(.max)),
+            ("-9223372036854775808", .integer(.min)), ("9223372036854775808", .double(9_223_372_036_854_775_808)),
+            ("-9223372036854775809", .double(-9_223_372_036_854_775_809)), ("12345678901234567890123", .double(1.2345678901234568e22)),
+            ("42", .integer(42)), ("-7", .integer(-7)),
+        ]
+    )
+    func integerEdges(text: String, expected: JSONValue) throws {
+        #expect(try JSONParser.parse(text) == expected)
+    }
+
+    @Test("strings with and without escapes, non-ASCII, and broken ones")
+    func strings() throws {
+        #expect(try JSONParser.parse(#""plain text""#) == "plain text")
+        #expect(try JSONParser.parse(#""""#) == "")
+        #expect(try JSONParser.parse("\"é😀 ü\"") == "é😀 ü")
+        #expect(try JSONParser.parse(#"["a\tb","c"]"#) == ["a\tb", "c"])
+        #expect(throws: JSONParseError.self) { try JSONParser.parse("\"unterminated") }
+        #expect(throws: JSONParseError.self) { try JSONParser.parse("\"a\nb\"") }
+        #expect(throws: JSONParseError.self) { try JSONParser.parse([0x22, 0xC3, 0x28, 0x22]) }
+    }
+}

@@ -56,6 +56,38 @@ struct JSONTracerTests {
         #expect(headers.value(of: "traceparent") == "00-4bf92f3577b34da6a3ce929d0e0e4736-\(sendRecord["span_id"]!.stringValue!)-01")
     }
 
+    @Test("below info nothing is written, so spans keep their ids but record nothing")
+    func quietLogger() throws {
+        let collector = LineCollector()
+        let logger = Logger(label: "trace") { JSONLogHandler(label: $0, sink: collector.sink, level: .error) }
+        let tracer = JSONSpanTracer(logger: logger)
+        var context = InstrumentationContext.topLevel
+        tracer.extract([HTTPHeader("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")], into: &context, using: HTTPHeaderPropagation())
+        let span = tracer.startSpan("apns.send", context: context)
+        #expect(!span.isRecording)
+        span.attributes["apns.operation"] = "alert"
+        span.setStatus(SpanStatus(code: .error, message: "x"))
+        span.addEvent("event")
+        #expect(span.attributes.isEmpty)
+        // The identity is kept: the audit row, the answer's traceparent and the log lines use it.
+        #expect(span.identity.traceID == "4bf92f3577b34da6a3ce929d0e0e4736")
+        #expect(span.identity.parentSpanID == "00f067aa0ba902b7")
+        let header = try #require(tracer.traceParentHeader(for: span.context))
+        #expect(tracer.traceParent(for: span.context) == TraceParent(header: header))
+        #expect(header == "00-4bf92f3577b34da6a3ce929d0e0e4736-\(span.identity.spanID)-01")
+        span.end()
+        #expect(collector.all.isEmpty)
+
+        // At info the same calls record and write the span.
+        let loud = JSONSpanTracer(logger: Logger(label: "trace") { JSONLogHandler(label: $0, sink: collector.sink, level: .info) })
+        let written = loud.startSpan("apns.send", context: context)
+        #expect(written.isRecording)
+        written.attributes["apns.operation"] = "alert"
+        written.end()
+        #expect(!written.isRecording)
+        #expect(try collector.parsed().first?["attributes"]?["apns.operation"] == "alert")
+    }
+
     @Test("log lines written inside a span carry its trace id")
     func logCorrelation() async throws {
         let collector = LineCollector()

@@ -9,16 +9,16 @@ public struct APNsID: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The canonical lowercase 8-4-4-4-12 form.
     public let value: String
 
-    /// A fresh random (version 4) id.
+    /// A fresh random (version 4) id, from the kernel CSPRNG fetched in
+    /// blocks (``SecureRandom``): one system call per 256 ids, not two per id.
     public static func random() -> APNsID {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SecureRandom()
         return random(using: &generator)
     }
 
     /// A fresh version 4 id drawn from `generator` (deterministic in tests).
     public static func random(using generator: inout some RandomNumberGenerator) -> APNsID {
-        // Two 64-bit draws, not sixteen 8-bit ones: the system generator is a
-        // syscall per draw, and every send makes an id.
+        // Two 64-bit draws, not sixteen 8-bit ones: every send makes an id.
         let high = generator.next()
         let low = generator.next()
         var bytes = [UInt8](repeating: 0, count: 16)
@@ -29,13 +29,20 @@ public struct APNsID: Sendable, Hashable, Codable, CustomStringConvertible {
         bytes[6] = (bytes[6] & 0x0F) | 0x40  // version 4
         bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 4122 variant
         // Hex straight into one buffer: this runs on every send.
-        var text: [UInt8] = []
-        text.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            Hex.append(byte, to: &text)
+        let text = String(unsafeUninitializedCapacity: 36) { text in
+            var position = 0
+            for (index, byte) in bytes.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    text[position] = UInt8(ascii: "-")
+                    position += 1
+                }
+                text[position] = Hex.digit(byte >> 4)
+                text[position + 1] = Hex.digit(byte & 0x0F)
+                position += 2
+            }
+            return position
         }
-        return APNsID(uncheckedValue: String(decoding: text, as: UTF8.self))
+        return APNsID(uncheckedValue: text)
     }
 
     /// Parses a caller-supplied id: any case, canonical hyphenation; stored lowercase.

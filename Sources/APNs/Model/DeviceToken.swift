@@ -52,8 +52,13 @@ public enum Fingerprint {
 
     /// The first ``length`` hex digits of SHA-256(`text`'s UTF-8).
     public static func of(_ text: String) -> String {
-        let digest = SHA256Digest.hash(Array(text.utf8))
-        return String(digest.hexString.prefix(length))
+        // Only the bytes whose digits are kept are encoded (two digits a byte).
+        Hex.encode(SHA256Digest.hash(Array(text.utf8)).bytes.prefix(length / 2))
+    }
+
+    /// The SHA-256 of `bytes`, 32 bytes (API key checks compare these).
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        SHA256Digest.hash(bytes).bytes
     }
 
     /// The full SHA-256 of `bytes` as 64 lowercase hex digits (API key hashes).

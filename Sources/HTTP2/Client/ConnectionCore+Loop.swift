@@ -185,13 +185,12 @@ extension ConnectionCore {
     }
 
     private func readAvailable(tls: TLSStream, session: NGHTTP2Session) throws(HTTP2Error) {
-        var buffer = [UInt8](repeating: 0, count: 16_384)
         while true {
-            let result = buffer.withUnsafeMutableBytes { tls.read(into: $0) }
+            let result = readBuffer.withUnsafeMutableBytes { tls.read(into: $0) }
             switch result {
             case .bytes(let count):
                 lastActivity = Clock.now()
-                try session.receive(buffer, count: count)
+                try session.receive(readBuffer, count: count)
             case .wouldBlock:
                 return
             case .closed:

@@ -57,6 +57,8 @@ extension ConnectionCore {
             defer {
                 shared.incoming.removeAll(keepingCapacity: true)
                 shared.cancelled.removeAll(keepingCapacity: true)
+                // Anything handed over from now on signals again (see `wakeIfNeeded`).
+                shared.wakePending = false
             }
             return (shared.incoming, shared.cancelled, shared.closeRequested, shared.closeDeadline)
         }

@@ -16,6 +16,19 @@ final class ConnectionCore: @unchecked Sendable {
         var closeDeadline: UInt64 = 0
         var closeWaiters: [CheckedContinuation<Void, Never>] = []
         var exited = false
+        /// The eventfd has been signalled and the thread has not yet taken
+        /// what was handed over since (`takeIncoming` clears it): a hand-over
+        /// meanwhile needs no signal of its own, the thread takes it with the
+        /// rest. Under load this saves a write(2) per request and the thread's
+        /// extra turns through poll().
+        var wakePending = false
+        /// Whether a hand-over just made must signal the eventfd; marks the
+        /// signal as pending either way.
+        mutating func needsSignal() -> Bool {
+            defer { wakePending = true }
+            return !wakePending
+        }
+
         /// Why the connection never came up (connect, TLS, ALPN), once the
         /// thread has exited: later requests get this, not a resendable error.
         var setupFailure: HTTP2Error?
@@ -38,6 +51,8 @@ final class ConnectionCore: @unchecked Sendable {
     var session: NGHTTP2Session?
     var output: [UInt8] = []
     var outputOffset = 0
+    /// Where TLS records are decrypted into, kept: a fresh 16 KiB buffer per read was a malloc and a memset each wake-up.
+    var readBuffer = [UInt8](repeating: 0, count: 16_384)
     var waiting: [PendingRequest] = []
     var waitingHead = 0
     var streams: [Int32: StreamState] = [:]
@@ -81,30 +96,33 @@ final class ConnectionCore: @unchecked Sendable {
 
     /// Hands a request to the thread, or refuses it at once.
     func enqueue(_ pending: PendingRequest) {
-        let refusal: HTTP2Error? = shared.withLock { shared in
+        let (refusal, signal) = shared.withLock { shared -> (HTTP2Error?, Bool) in
             // Checked under the lock: a cancellation that lands after this
             // check queues its token after the request, and the thread takes
             // both in one snapshot, request first, so it is never lost.
-            if Task.isCancelled { return HTTP2Error(.cancelled, "cancelled by the caller before sending") }
-            if let failure = shared.setupFailure { return failure }
-            if shared.exited || shared.closeRequested { return HTTP2Error(.notSent, "connection to \(configuration.origin) is closing") }
+            if Task.isCancelled { return (HTTP2Error(.cancelled, "cancelled by the caller before sending"), false) }
+            if let failure = shared.setupFailure { return (failure, false) }
+            if shared.exited || shared.closeRequested { return (HTTP2Error(.notSent, "connection to \(configuration.origin) is closing"), false) }
             // Load is in flight plus waiting, and at most `streamLimit` are in flight.
             if load.load(ordering: .relaxed) >= configuration.queueCapacity + streamLimit.load(ordering: .relaxed) {
-                return HTTP2Error(.queueFull, "more than \(configuration.queueCapacity) requests waiting for \(configuration.origin)")
+                return (HTTP2Error(.queueFull, "more than \(configuration.queueCapacity) requests waiting for \(configuration.origin)"), false)
             }
             if state == .goingAway || state == .closed {
-                return HTTP2Error(.notSent, "connection to \(configuration.origin) is going away")
+                return (HTTP2Error(.notSent, "connection to \(configuration.origin) is going away"), false)
             }
             shared.incoming.append(pending)
             load.add(1, ordering: .relaxed)
-            return nil
+            return (nil, shared.needsSignal())
         }
-        if let refusal { pending.finish(.failure(refusal)) } else { wake.signal() }
+        if let refusal { pending.finish(.failure(refusal)) } else if signal { wake.signal() }
     }
 
     func cancel(token: UInt64) {
-        shared.withLock { $0.cancelled.append(token) }
-        wake.signal()
+        let signal = shared.withLock { shared in
+            shared.cancelled.append(token)
+            return shared.needsSignal()
+        }
+        if signal { wake.signal() }
     }
 
     func close(drainTimeout: Double) async {

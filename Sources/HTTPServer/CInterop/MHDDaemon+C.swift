@@ -320,7 +320,7 @@ private func queue(_ response: HTTPResponse, for exchange: PendingExchange, on c
     var headers = response.headers
     let acceptsGzip = exchange.headers.first { $0.name == "accept-encoding" }.map { AcceptEncoding.acceptsGzip($0.value) } ?? false
     if acceptsGzip, response.compressible, body.count >= core.configuration.gzipMinimumBytes,
-       !headers.contains(where: { $0.name.lowercased() == "content-encoding" }), let compressed = Zlib.gzip(body)
+       !headers.contains(where: { $0.name == "content-encoding" }), let compressed = Zlib.gzip(body)
     {
         body = compressed
         headers.append(HTTPHeader("content-encoding", "gzip"))

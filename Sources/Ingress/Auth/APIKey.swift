@@ -58,7 +58,7 @@ public struct APIKeyring: Sendable {
     }
 
     static func bytesOfSHA256(_ text: String) -> [UInt8] {
-        Hex.decode(Fingerprint.sha256Hex(Array(text.utf8))) ?? []
+        Fingerprint.sha256(Array(text.utf8))
     }
 
     static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {

@@ -6,7 +6,9 @@ struct FieldReader {
     let object: JSONObject
     /// The object's own path: "" for the body, "items[3]" for a batch item.
     let path: String
-    private(set) var read: Set<String> = []
+    /// The members read so far. An array: an object has a handful of
+    /// members, and a set hashed every name on every read.
+    private(set) var read: [String] = []
 
     init(_ value: JSONValue, path: String) throws(IngressError) {
         guard case .object(let object) = value else {
@@ -24,7 +26,7 @@ struct FieldReader {
     }
 
     mutating func value(_ key: String) -> JSONValue? {
-        read.insert(key)
+        if !read.contains(key) { read.append(key) }
         guard let value = object[key], value != .null else { return nil }
         return value
     }
@@ -35,8 +37,9 @@ struct FieldReader {
         return text
     }
 
-    mutating func requiredString(_ key: String, rule: String = "is required") throws(IngressError) -> String {
-        guard let text = try string(key) else { throw .invalid(name(key), rule) }
+    /// `rule` is worded only when the field is missing.
+    mutating func requiredString(_ key: String, rule: @autoclosure () -> String = "is required") throws(IngressError) -> String {
+        guard let text = try string(key) else { throw .invalid(name(key), rule()) }
         guard !text.isEmpty else { throw .invalid(name(key), "must not be empty") }
         return text
     }

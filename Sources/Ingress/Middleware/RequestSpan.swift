@@ -14,15 +14,19 @@ struct RequestSpan: IngressMiddleware {
         tracer.extract(request.headers, into: &parent, using: HTTPHeaderPropagation())
         let span = tracer.startSpan("ingress.request", context: parent, ofKind: .server)
         defer { span.end() }
-        span.attributes["http.route"] = context.route
-        span.attributes["http.request.method"] = request.method
+        // A span nobody will export (the log exporter below `info`, an unsampled trace) takes no attributes.
+        let recording = span.isRecording
+        if recording {
+            span.attributes["http.route"] = context.route
+            span.attributes["http.request.method"] = request.method
+        }
         var context = context
         context.span = span
         var response = try await next(request, context)
-        span.attributes["http.response.status_code"] = response.status
+        if recording { span.attributes["http.response.status_code"] = response.status }
         // OpenTelemetry's HTTP server conventions: only a 5xx is the server's error.
         if response.status >= 500 {
-            span.attributes["error.type"] = String(response.status)
+            if recording { span.attributes["error.type"] = String(response.status) }
             span.setStatus(SpanStatus(code: .error))
         }
         if let traceparent = tracer.traceParentHeader(for: span.context) { response.headers.append(HTTPHeader(TraceParent.headerName, traceparent)) }

@@ -58,8 +58,13 @@ struct SendRun {
             priority: request.priority, topic: request.topic, tokenFingerprint: request.tokenFingerprint,
             channelID: request.channelID, snapshotID: context.snapshotID, surfaceID: context.surfaceID,
             payloadBytes: request.body.count, caller: context.caller,
-            traceID: client.tracer.traceParentHeader(for: span.context).flatMap { TraceParent(header: $0)?.traceID },
+            traceID: client.tracer.traceParent(for: span.context)?.traceID,
             idempotencyKeyHash: context.idempotencyKeyHash)
+        // A span nobody will export (the log exporter below `info`, an unsampled trace) takes no attributes.
+        if span.isRecording { Self.describe(span, request, client: client, context: context) }
+    }
+
+    private static func describe(_ span: any Span, _ request: APNsRequest, client: APNsClient, context: SendContext) {
         span.updateAttributes { attributes in
             attributes["apns.operation"] = request.operation.rawValue
             attributes["apns.app"] = client.configuration.app
@@ -85,7 +90,9 @@ struct SendRun {
             if Task.isCancelled { throw await finish(failure: .cancelled, status: nil, reason: nil) }
             attempt += 1
             let attemptSpan = client.tracer.startSpan("apns.attempt", context: span.context, ofKind: .client)
-            attemptSpan.attributes["apns.attempt"] = attempt
+            // Attributes only for a span that will be exported (see `init`).
+            let recording = attemptSpan.isRecording
+            if recording { attemptSpan.attributes["apns.attempt"] = attempt }
             let attemptStart = clock.now
 
             let authorization: ProviderAuthorization
@@ -104,8 +111,10 @@ struct SendRun {
             let deadlineBoundsAttempt = remaining <= client.configuration.requestTimeout
             let origin = request.origin(in: client.configuration.endpoints)
             // OpenTelemetry's semantic conventions for the peer (server.*), the relay's own under apns.*.
-            attemptSpan.attributes["server.address"] = origin.host
-            attemptSpan.attributes["server.port"] = origin.port
+            if recording {
+                attemptSpan.attributes["server.address"] = origin.host
+                attemptSpan.attributes["server.port"] = origin.port
+            }
             let wireRequest = HTTP2Request(
                 method: request.method.rawValue, path: request.path, authority: origin.authority,
                 headers: request.headers + [HTTPHeader("authorization", authorization.headerValue)],
@@ -123,7 +132,7 @@ struct SendRun {
             switch answer {
             case .success(let response):
                 client.clockSkew?.observe(dateHeader: response.header("date"), now: UnixTime.nowSeconds())
-                attemptSpan.attributes["apns.status"] = response.status
+                if recording { attemptSpan.attributes["apns.status"] = response.status }
                 attemptLog.append(AttemptSummary(status: response.status, reason: nil, durationSeconds: duration))
                 if (200..<300).contains(response.status) {
                     attemptSpan.end()
@@ -133,9 +142,11 @@ struct SendRun {
                 let error = APNsError.fromResponse(status: response.status, body: response.body, apnsID: request.apnsID)
                 attemptLog[attemptLog.count - 1].reason = error.code.rawValue
                 if let trap = error.trapID, !trapHits.contains(trap) { trapHits.append(trap) }
-                attemptSpan.attributes["apns.reason"] = error.code.rawValue
-                attemptSpan.attributes["error.type"] = error.code.rawValue
-                if let trap = error.trapID { attemptSpan.attributes["apns.trap_ids"] = [trap.rawValue] }
+                if recording {
+                    attemptSpan.attributes["apns.reason"] = error.code.rawValue
+                    attemptSpan.attributes["error.type"] = error.code.rawValue
+                    if let trap = error.trapID { attemptSpan.attributes["apns.trap_ids"] = [trap.rawValue] }
+                }
                 attemptSpan.setStatus(SpanStatus(code: .error, message: error.code.rawValue))
                 attemptSpan.end()
                 let retryAfter = RetryAfter.seconds(from: response.header("retry-after"), now: UnixTime.nowSeconds())
@@ -143,8 +154,10 @@ struct SendRun {
 
             case .failure(let error):
                 attemptLog.append(AttemptSummary(status: nil, reason: "transport_\(error.kind.rawValue)", durationSeconds: duration))
-                attemptSpan.attributes["apns.transport_error"] = error.kind.rawValue
-                attemptSpan.attributes["error.type"] = "transport_\(error.kind.rawValue)"
+                if recording {
+                    attemptSpan.attributes["apns.transport_error"] = error.kind.rawValue
+                    attemptSpan.attributes["error.type"] = "transport_\(error.kind.rawValue)"
+                }
                 attemptSpan.setStatus(SpanStatus(code: .error, message: error.kind.rawValue))
                 attemptSpan.end()
                 failure = .transport(error, attemptCutByDeadline: deadlineBoundsAttempt)

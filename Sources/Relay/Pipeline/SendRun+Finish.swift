@@ -25,9 +25,11 @@ extension SendRun {
         let finishedAt = UnixTime.nowNanoseconds()
         let latency = elapsedSeconds
         let uniqueID = response.header("apns-unique-id")
-        span.attributes["apns.status"] = response.status
-        span.attributes["apns.attempts"] = attempt
-        if !trapHits.isEmpty { span.attributes["apns.trap_ids"] = trapHits.map(\.rawValue) }
+        if span.isRecording {
+            span.attributes["apns.status"] = response.status
+            span.attributes["apns.attempts"] = attempt
+            if !trapHits.isEmpty { span.attributes["apns.trap_ids"] = trapHits.map(\.rawValue) }
+        }
         span.setStatus(SpanStatus(code: .ok))
         span.end()
         await publish(SendEvent(
@@ -54,11 +56,13 @@ extension SendRun {
         case .transport, .credentials, .deadlineExceeded: .failed
         case .invalidSnapshot, .configuration: .rejected
         }
-        span.attributes["apns.attempts"] = attempt
-        if let status { span.attributes["apns.status"] = status }
-        if let reason { span.attributes["apns.reason"] = reason }
-        if !trapHits.isEmpty { span.attributes["apns.trap_ids"] = trapHits.map(\.rawValue) }
-        span.attributes["error.type"] = failure.errorType
+        if span.isRecording {
+            span.attributes["apns.attempts"] = attempt
+            if let status { span.attributes["apns.status"] = status }
+            if let reason { span.attributes["apns.reason"] = reason }
+            if !trapHits.isEmpty { span.attributes["apns.trap_ids"] = trapHits.map(\.rawValue) }
+            span.attributes["error.type"] = failure.errorType
+        }
         span.setStatus(SpanStatus(code: .error, message: failure.errorType))
         span.end()
         await publish(SendEvent(
@@ -111,7 +115,7 @@ extension SendRun {
         ]
         if let status = event.status { metadata["status"] = "\(status)" }
         if let reason = event.reason ?? event.errorType { metadata["reason"] = "\(reason)" }
-        if let traceparent = client.tracer.traceParentHeader(for: span.context).flatMap({ TraceParent(header: $0) }) {
+        if let traceparent = client.tracer.traceParent(for: span.context) {
             metadata["trace_id"] = "\(traceparent.traceID)"
             metadata["span_id"] = "\(traceparent.spanID)"
         }

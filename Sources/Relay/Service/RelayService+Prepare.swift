@@ -109,15 +109,17 @@ extension RelayService {
         // the caller's trace meet on one trace id.
         let parent = context.instrumentation ?? InstrumentationContext.current ?? .topLevel
         let span = tracer.startSpan("apns.send", context: parent, ofKind: .client)
-        span.updateAttributes { attributes in
-            attributes["apns.operation"] = operation.rawValue
-            attributes["apns.app"] = app
-            attributes["apns.environment"] = environment.rawValue
-            attributes["apns.id"] = apnsID.value
-            attributes["apns.attempts"] = 0
-            if let trap = trapHits.first { attributes["apns.trap"] = trap.rawValue }
-            if !trapHits.isEmpty { attributes["apns.trap_ids"] = trapHits.map(\.rawValue) }
-            attributes["error.type"] = failure.errorType
+        if span.isRecording {
+            span.updateAttributes { attributes in
+                attributes["apns.operation"] = operation.rawValue
+                attributes["apns.app"] = app
+                attributes["apns.environment"] = environment.rawValue
+                attributes["apns.id"] = apnsID.value
+                attributes["apns.attempts"] = 0
+                if let trap = trapHits.first { attributes["apns.trap"] = trap.rawValue }
+                if !trapHits.isEmpty { attributes["apns.trap_ids"] = trapHits.map(\.rawValue) }
+                attributes["error.type"] = failure.errorType
+            }
         }
         span.setStatus(SpanStatus(code: .error, message: failure.errorType))
         span.end()
@@ -125,7 +127,7 @@ extension RelayService {
             send: SendDescriptor(
                 app: app, environment: environment, operation: operation, apnsID: apnsID,
                 snapshotID: context.snapshotID, surfaceID: context.surfaceID, caller: context.caller,
-                traceID: tracer.traceParentHeader(for: span.context).flatMap { TraceParent(header: $0)?.traceID },
+                traceID: tracer.traceParent(for: span.context)?.traceID,
                 idempotencyKeyHash: context.idempotencyKeyHash),
             outcome: .rejected, status: nil, reason: nil, errorType: failure.errorType, attempts: 0, trapHits: trapHits,
             latencySeconds: 0, startedAt: now, finishedAt: now, apnsUniqueID: nil, unregisteredAt: nil, dropsToken: false,

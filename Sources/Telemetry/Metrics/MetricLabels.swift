@@ -10,7 +10,8 @@ protocol MetricLabels: Sendable {
 
 /// A label set whose names are fixed: each name is written once, beside the
 /// property that holds its value, so names and values cannot drift apart.
-protocol FixedMetricLabels: MetricLabels {
+/// Hashable, so the series of a label set can be kept (``SeriesCache``).
+protocol FixedMetricLabels: MetricLabels, Hashable {
     static var fields: [(name: String, value: KeyPath<Self, String>)] { get }
 }
 

@@ -45,34 +45,62 @@ public final class RelayMetrics: RelayObserver, Sendable {
     static func reasonLabel(_ reason: String?) -> String {
         guard let reason else { return "none" }
         if APNsReason.named(reason) != nil || reason.hasPrefix("transport_") { return reason }
-        let known: Set<String> = ["InvalidSnapshot", "configuration", "credentials", "cancelled", "deadline_exceeded",
-                                  "MissingEventField", "InvalidPayload", "BadDate", "MalformedApnsConfig", "ForbiddenHeader", "StaleTimestamp", "NotForBroadcast"]
-        return known.contains(reason) ? reason : "other"
+        return relayReasons.contains(reason) ? reason : "other"
     }
+
+    private static let relayReasons: Set<String> = [
+        "InvalidSnapshot", "configuration", "credentials", "cancelled", "deadline_exceeded",
+        "MissingEventField", "InvalidPayload", "BadDate", "MalformedApnsConfig", "ForbiddenHeader", "StaleTimestamp", "NotForBroadcast",
+    ]
+
+    /// `2xx` for 200: the attempt's status class label.
+    static func statusClass(_ status: Int?) -> String {
+        guard let status else { return "transport" }
+        let classes = ["1xx", "2xx", "3xx", "4xx", "5xx"]
+        let index = status / 100 - 1
+        return classes.indices.contains(index) ? classes[index] : "\(status / 100)xx"
+    }
+
+    // The series every send records, kept per label set: swift-prometheus
+    // looks a series up by name and labels under its lock (and checks the
+    // name and HELP text) on every `make…` call.
+    private let attempts = SeriesCache<AttemptLabels, Counter>()
+    private let attemptDurations = SeriesCache<OperationLabels, ValueHistogram>()
+    private let retries = SeriesCache<RetryLabels, Counter>()
+    private let sends = SeriesCache<SendLabels, Counter>()
+    private let sendDurations = SeriesCache<OperationLabels, ValueHistogram>()
+    private let trapHits = SeriesCache<TrapHitLabels, Counter>()
+    private let ingressRequests = SeriesCache<IngressRequestLabels, Counter>()
+    private let ingressDurations = SeriesCache<RouteLabels, ValueHistogram>()
 
     public func attemptFinished(_ event: AttemptEvent) {
         let operation = event.send.operation.rawValue
-        let statusClass = event.status.map { "\($0 / 100)xx" } ?? "transport"
-        counter(MetricCatalog.attemptsTotal, AttemptLabels(app: event.send.app, operation: operation, statusClass: statusClass)).increment()
-        histogram(MetricCatalog.attemptDuration, OperationLabels(operation: operation)).record(event.durationSeconds)
+        attempts.series(AttemptLabels(app: event.send.app, operation: operation, statusClass: Self.statusClass(event.status))) {
+            counter(MetricCatalog.attemptsTotal, $0)
+        }.increment()
+        attemptDurations.series(OperationLabels(operation: operation)) { histogram(MetricCatalog.attemptDuration, $0) }
+            .record(event.durationSeconds)
         if !event.isFinalAttempt {
-            counter(MetricCatalog.retriesTotal, RetryLabels(operation: operation, reason: Self.reasonLabel(event.reason ?? event.errorType))).increment()
+            retries.series(RetryLabels(operation: operation, reason: Self.reasonLabel(event.reason ?? event.errorType))) {
+                counter(MetricCatalog.retriesTotal, $0)
+            }.increment()
         }
     }
 
     public func sendFinished(_ event: SendEvent) {
         let operation = event.send.operation.rawValue
-        counter(MetricCatalog.sendsTotal, SendLabels(
+        sends.series(SendLabels(
             app: event.send.app, operation: operation, outcome: event.outcome.rawValue,
-            reason: Self.reasonLabel(event.reason ?? event.errorType))).increment()
-        histogram(MetricCatalog.sendDuration, OperationLabels(operation: operation)).record(event.latencySeconds)
+            reason: Self.reasonLabel(event.reason ?? event.errorType))) { counter(MetricCatalog.sendsTotal, $0) }.increment()
+        sendDurations.series(OperationLabels(operation: operation)) { histogram(MetricCatalog.sendDuration, $0) }
+            .record(event.latencySeconds)
         // One definition of a trap hit (docs/api.md#trap-hits): a send hits a
         // trap when its preflight or any of its attempts maps to it, counted once
         // per send. The audit's trap_ids and the answer's trapHits are this same
         // list, so the metric and `count(*) ... WHERE trap = ANY(trap_ids)` agree;
         // a 429 that a retry got past still shows (MS015).
         for trap in event.trapHits {
-            counter(MetricCatalog.trapHitsTotal, TrapHitLabels(trap: trap.rawValue, operation: operation)).increment()
+            trapHits.series(TrapHitLabels(trap: trap.rawValue, operation: operation)) { counter(MetricCatalog.trapHitsTotal, $0) }.increment()
         }
     }
 
@@ -83,8 +111,10 @@ public final class RelayMetrics: RelayObserver, Sendable {
 
     /// For the ingress: one answered request.
     public func ingressRequest(route: String, status: Int, seconds: Double) {
-        counter(MetricCatalog.ingressRequestsTotal, IngressRequestLabels(route: route, code: String(status))).increment()
-        histogram(MetricCatalog.ingressRequestDuration, RouteLabels(route: route)).record(seconds)
+        ingressRequests.series(IngressRequestLabels(route: route, code: String(status))) {
+            counter(MetricCatalog.ingressRequestsTotal, $0)
+        }.increment()
+        ingressDurations.series(RouteLabels(route: route)) { histogram(MetricCatalog.ingressRequestDuration, $0) }.record(seconds)
     }
 
     /// A send answered from its Idempotency-Key's first answer (nothing sent).

@@ -11,6 +11,12 @@ public final class JSONSpan: Span {
     public let kind: SpanKind
     private let startNanoseconds: UInt64
     private let logger: Logger
+    /// Whether the span will be written when it ends: its logger takes
+    /// `info`. A span that will not be written keeps its identity (the trace
+    /// id still reaches the audit row, the answer's `traceparent` and the log
+    /// lines) but stores nothing else, and says so through `isRecording`, so
+    /// callers need not build attributes nobody reads.
+    private let records: Bool
 
     private struct State {
         var operationName: String
@@ -32,6 +38,7 @@ public final class JSONSpan: Span {
         self.kind = kind
         self.startNanoseconds = startNanoseconds
         self.logger = logger
+        self.records = logger.logLevel <= .info
         self.state = Mutex(State(operationName: operationName))
     }
 
@@ -42,16 +49,21 @@ public final class JSONSpan: Span {
 
     public var attributes: SpanAttributes {
         get { state.withLock { $0.attributes } }
-        set { state.withLock { $0.attributes = newValue } }
+        set {
+            guard records else { return }
+            state.withLock { $0.attributes = newValue }
+        }
     }
 
-    public var isRecording: Bool { state.withLock { !$0.ended } }
+    public var isRecording: Bool { records && state.withLock { !$0.ended } }
 
     public func setStatus(_ status: SpanStatus) {
+        guard records else { return }
         state.withLock { $0.status = status }
     }
 
     public func addEvent(_ event: SpanEvent) {
+        guard records else { return }
         state.withLock { $0.events.append(event) }
     }
 
@@ -61,20 +73,20 @@ public final class JSONSpan: Span {
     public func recordError<Instant: TracerInstant>(
         _ error: Error, attributes: SpanAttributes, at instant: @autoclosure () -> Instant
     ) {
+        guard records else { return }
         state.withLock { $0.errors.append("\(type(of: error)): \(error)") }
     }
 
     public func addLink(_ link: SpanLink) {}
 
     public func end<Instant: TracerInstant>(at instant: @autoclosure () -> Instant) {
+        guard records else { return }
         let endNanoseconds = instant().nanosecondsSinceEpoch
         guard let finished = state.withLock({ state -> State? in
             guard !state.ended else { return nil }
             state.ended = true
             return state
         }) else { return }
-        // Spans are written at info; below that level, building the record is wasted work on every send.
-        guard logger.logLevel <= .info else { return }
 
         var attributes: [String: Logger.MetadataValue] = [:]
         finished.attributes.forEach { name, value in attributes[name] = Self.metadata(value) }
