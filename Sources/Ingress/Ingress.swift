@@ -25,14 +25,25 @@ public final class Ingress: Sendable {
         public var maximumBatchSends = 10_000
         /// Requests handled at once; beyond it: 503 with Retry-After.
         public var maximumConcurrentRequests = 1024
-        /// Sends of one batch in flight at once.
-        public var batchConcurrency = 64
+        /// Sends of one batch in flight at once (`ingress.batch_concurrency`);
+        /// nil: an eighth of ``maximumBatchSendsRunning`` (64 of the default 512).
+        ///
+        /// It follows the lanes instead of a fixed 64, so raising
+        /// `max_batch_sends_running` with the APNs connections raises what
+        /// one batch can keep in flight (at 100 ms per APNs round trip a
+        /// 1000-send batch at 64 took 1.6 s however many streams were free).
+        /// Not all the lanes: eight batches at once fill them without
+        /// waiting on each other, and measured with eight 1000-send batches
+        /// at once, letting each take every lane raised the relay's CPU per
+        /// send from about 120 to about 148 µs (docs/performance.md, "The
+        /// batch route").
+        public var batchConcurrency: Int?
         /// Sends admitted and not yet finished across every request (a batch
         /// counts all of its sends from admission); beyond it: 503 Overloaded
         /// with Retry-After, and a batch that does not fit is refused whole.
         public var maximumSendsInFlight = 100_000
         /// Sends of all batches running at once (each batch at most
-        /// ``batchConcurrency``); kept below the APNs connections' stream
+        /// ``batchConcurrency`` of them); kept below the APNs connections' stream
         /// limit so single sends never queue behind batches.
         public var maximumBatchSendsRunning = 512
         /// Seconds a batch may run: items not started by then are answered
@@ -45,6 +56,9 @@ public final class Ingress: Sendable {
         public var instance = ""
 
         public init() {}
+
+        /// ``batchConcurrency``, or an eighth of the lanes when it is not set; at least 1.
+        var effectiveBatchConcurrency: Int { max(1, min(batchConcurrency ?? maximumBatchSendsRunning / 8, maximumBatchSendsRunning)) }
     }
 
     /// Called once per answered request (metrics): the route pattern, the status, seconds taken.

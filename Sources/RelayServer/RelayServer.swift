@@ -116,6 +116,7 @@ public final class RelayServer: Sendable {
         ingressConfiguration.maximumConcurrentRequests = configuration.ingress.maximumConcurrentRequests
         ingressConfiguration.maximumSendsInFlight = configuration.ingress.maximumSendsInFlight
         ingressConfiguration.maximumBatchSendsRunning = configuration.ingress.maximumBatchSendsRunning
+        ingressConfiguration.batchConcurrency = configuration.ingress.batchConcurrency
         ingressConfiguration.batchDeadlineSeconds = configuration.ingress.batchDeadlineSeconds
         ingressConfiguration.instance = configuration.instance
         let audit = audit

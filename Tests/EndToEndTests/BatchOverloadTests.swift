@@ -75,6 +75,31 @@ struct BatchOverloadTests {
         }
     }
 
+    @Test(
+        "one batch runs at most ingress.batch_concurrency sends at once, or an eighth of ingress.max_batch_sends_running without it; a batch larger than either finishes every item",
+        arguments: [(concurrency: Optional(3), sends: 10, running: 3), (concurrency: nil, sends: 250, running: 100)])
+    func batchConcurrency(_ concurrency: Int?, sends: Int, running: Int) async throws {
+        try await withRelay(mockDelay: .fixed(milliseconds: 1000), configure: { configuration in
+            configuration.ingress.maximumBodyBytes = 1 << 20
+            configuration.ingress.maximumBatchSendsRunning = 800
+            configuration.ingress.batchConcurrency = concurrency
+        }) { relay in
+            let batch = Task { try await relay.curl("POST", "/v1/send/batch", body: Self.batch(sends)) }
+            // Held one second by APNs, the first `running` sends are running and no
+            // more (800 lanes / 8 = 100: a fixed per-batch cap of 64 never got there).
+            #expect(await eventually { relay.server.ingress.batchSendsRunning == running })
+            #expect(relay.server.ingress.batchSendsRunning <= running)
+            let answer = try await batch.value
+            #expect(answer.status == 200, "\(answer)")
+            let results = Self.results(answer)
+            #expect(results.allSatisfy { $0["ok"] == .bool(true) }, "\(answer)")
+            #expect(results.compactMap { $0["tokenIndex"]?.integerValue } == (0..<sends).map(Int64.init))
+            #expect(relay.apnsRequests == sends)
+            #expect(relay.server.ingress.batchSendsRunning == 0)
+            #expect(relay.server.ingress.sendsAdmitted == 0)
+        }
+    }
+
     @Test("a batch whose client hung up starts no more sends; the rest are never sent and the budget is given back")
     func clientGone() async throws {
         try await withRelay(mockDelay: .fixed(milliseconds: 500), configure: { configuration in
@@ -128,8 +153,8 @@ struct BatchOverloadTests {
             configuration.ingress.maximumSendsInFlight = 100_000
             configuration.apns.connectionsPerOrigin = 1
         }) { relay in
-            // 60 clients × 64 sends at a time would be 3840 streams: four times
-            // what the one connection carries (900), so without a relay-wide
+            // 60 clients × 1000 sends would be 60,000 streams: sixty times
+            // what the one connection carries (1000), so without a relay-wide
             // bound a single send waits rounds of APNs latency in its queue.
             var clients: [LeavingClient] = []
             for client in 0..<60 {
@@ -143,7 +168,7 @@ struct BatchOverloadTests {
             let fresh = try await relay.curl("POST", "/v1/send", body: TestRelay.send(token: TestRelay.token(7, prefix: "f")))
             #expect(fresh.status == 200, "\(fresh)")
             let latency = fresh.json?["latencyMs"]?.numberValue ?? .infinity
-            // Queued behind the 3840 streams a send would wait about four
+            // Queued behind the batches' sends a send would wait many
             // rounds (over 4 s); one round plus scheduling on two busy cores
             // stays under three (2 × delay failed once at 2.3 s under load).
             #expect(latency < Double(3 * delay), "a fresh send took \(latency) ms with APNs answering in \(delay) ms")

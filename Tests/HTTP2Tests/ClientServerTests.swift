@@ -151,6 +151,42 @@ final class HeldRequests: Sendable {
     }
 }
 
+/// A server handler that answers every request after `holdMilliseconds` and
+/// keeps the most streams it held at once.
+final class StreamPeak: Sendable {
+    private let active = Atomic<Int>(0)
+    private let highest = Atomic<Int>(0)
+    let holdMilliseconds: Int
+
+    init(holdMilliseconds: Int = 20) { self.holdMilliseconds = holdMilliseconds }
+
+    /// The most requests the server held at once.
+    var peak: Int { highest.load(ordering: .relaxed) }
+
+    func handle(_ responder: HTTP2Responder) {
+        let now = active.wrappingAdd(1, ordering: .relaxed).newValue
+        _ = highest.max(now, ordering: .relaxed)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(holdMilliseconds)) { [self] in
+            active.subtract(1, ordering: .relaxed)
+            responder.respond(HTTP2Response(status: 200))
+        }
+    }
+}
+
+/// Sends `count` GETs of `path` at once; each one's status, -1 for a failure.
+/// The waits in line count against each request's deadline: a generous one,
+/// so only a refusal or a lost request can make one fail.
+func sendAtOnce(_ count: Int, path: String = "/x", on connection: HTTP2Connection) async -> [Int] {
+    await withTaskGroup(of: Int.self) { group in
+        for _ in 0..<count {
+            group.addTask { (try? await connection.send(HTTP2Request(method: "GET", path: path, timeout: guardTimeout)).status) ?? -1 }
+        }
+        var all: [Int] = []
+        for await status in group { all.append(status) }
+        return all
+    }
+}
+
 extension HTTP2Connection {
     /// close() was called: the connection takes no new requests and drains.
     var isDraining: Bool { core.shared.withLock { $0.closeRequested } }
@@ -311,30 +347,48 @@ struct ClientServerTests {
 
     @Test("the server's small MAX_CONCURRENT_STREAMS is honoured; excess waits, nothing is refused")
     func smallStreamLimit() async throws {
-        let active = Atomic<Int>(0)
-        let peak = Atomic<Int>(0)
-        let local = try LocalServer(maxConcurrentStreams: 3) { request, responder in
-            let now = active.wrappingAdd(1, ordering: .relaxed).newValue
-            _ = peak.max(now, ordering: .relaxed)
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) {
-                active.subtract(1, ordering: .relaxed)
-                responder.respond(HTTP2Response(status: 200))
-            }
+        let streams = StreamPeak()
+        let local = try LocalServer(maxConcurrentStreams: 3) { _, responder in streams.handle(responder) }
+        defer { local.stop() }
+        let connection = local.connection()
+        #expect(await sendAtOnce(30, on: connection) == Array(repeating: 200, count: 30))
+        #expect(streams.peak <= 3)
+        await connection.close()
+    }
+
+    @Test("with our default cap the stream limit is the server's SETTINGS: 1000 streams at once, not a fixed 900")
+    func defaultCapFollowsPeer() async throws {
+        let requests = HeldRequests()
+        let local = try LocalServer(maxConcurrentStreams: 1000, handler: requests.handler)
+        defer { local.stop() }
+        let connection = local.connection()
+        _ = try await connection.send(HTTP2Request(method: "GET", path: "/warm"))
+        let tasks = (0..<1000).map { index in
+            Task { try await connection.send(HTTP2Request(method: "GET", path: "/hold/\(index)", timeout: guardTimeout)) }
+        }
+        // All 1000 reach the server before any is answered: none waits for a stream.
+        await waitUntil("the server holds 1000 streams") { requests.held.count == 1000 }
+        requests.open()
+        for task in tasks { #expect(try await task.value.status == 200) }
+        await connection.close()
+    }
+
+    @Test("a server that lowers MAX_CONCURRENT_STREAMS mid-connection is honoured for every later stream; nothing fails")
+    func peerLowersStreamLimit() async throws {
+        let streams = StreamPeak()
+        let local = try LocalServer(maxConcurrentStreams: 1000) { request, responder in
+            guard request.path == "/lower" else { return streams.handle(responder) }
+            // The new SETTINGS go out before this answer: the client has them when it reads it.
+            responder.changeMaxConcurrentStreams(to: 2)
+            responder.respond(HTTP2Response(status: 200))
         }
         defer { local.stop() }
         let connection = local.connection()
-        // The waits in line count against each request's deadline: a generous
-        // one, so only a refusal or a lost request can make one fail.
-        let statuses = await withTaskGroup(of: Int.self) { group in
-            for _ in 0..<30 {
-                group.addTask { (try? await connection.send(HTTP2Request(method: "GET", path: "/x", timeout: guardTimeout)).status) ?? -1 }
-            }
-            var all: [Int] = []
-            for await status in group { all.append(status) }
-            return all
-        }
-        #expect(statuses == Array(repeating: 200, count: 30))
-        #expect(peak.load(ordering: .relaxed) <= 3)
+        #expect(try await connection.send(HTTP2Request(method: "GET", path: "/lower")).status == 200)
+        // A client that kept the first limit would open up to 30 streams: the
+        // server would hold more than 2 or refuse the excess (a failed send here).
+        #expect(await sendAtOnce(30, on: connection) == Array(repeating: 200, count: 30))
+        #expect(streams.peak <= 2, "the client opened \(streams.peak) streams at once after the server allowed 2")
         await connection.close()
     }
 
@@ -352,7 +406,7 @@ struct ClientServerTests {
         let requests = HeldRequests()
         let local = try LocalServer(maxConcurrentStreams: 1, handler: requests.handler)
         defer { local.stop() }
-        // Our cap stays at 900: only the server's SETTINGS say 1.
+        // Our cap stays at its default (1000): only the server's SETTINGS say 1.
         let connection = local.connection { $0.queueCapacity = 2 }
         try await Self.expectQueueFull(connection, requests)
     }

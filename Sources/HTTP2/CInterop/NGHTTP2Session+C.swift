@@ -116,6 +116,13 @@ final class NGHTTP2Session {
         _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStream, errorCode, nil, 0)
     }
 
+    /// Sends a new SETTINGS_MAX_CONCURRENT_STREAMS mid-connection (a server
+    /// lowering or raising its limit, as APNs does after a rejected push).
+    func submitMaxConcurrentStreams(_ value: UInt32) {
+        var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: value)]
+        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+    }
+
     func submitPing() {
         _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
     }

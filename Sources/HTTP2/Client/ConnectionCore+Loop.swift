@@ -75,7 +75,7 @@ extension ConnectionCore {
 
     private func effectiveLimit(_ session: NGHTTP2Session) -> Int {
         let peer = Int(min(session.remoteMaxConcurrentStreams, UInt32(Int32.max)))
-        return max(1, min(peer, configuration.maxConcurrentStreams, 900))
+        return max(1, min(peer, configuration.maxConcurrentStreams))
     }
 
     private func submit(_ pending: PendingRequest, on session: NGHTTP2Session, now: UInt64) {

@@ -40,7 +40,7 @@ final class ConnectionCore: @unchecked Sendable {
     let load = Atomic<Int>(0)
     let stateValue = Atomic<Int>(HTTP2Connection.State.connecting.rawValue)
     /// Streams allowed at once; our cap until the peer's SETTINGS arrive,
-    /// then min(peer, cap, 900). Written by the thread, read by `enqueue`.
+    /// then min(peer, cap). Written by the thread, read by `enqueue`.
     let streamLimit: Atomic<Int>
     private let tokens = Atomic<UInt64>(0)
     let wake = WakeSignal()
@@ -78,7 +78,7 @@ final class ConnectionCore: @unchecked Sendable {
     init(configuration: HTTP2Connection.Configuration, observer: HTTP2EventObserver?) {
         self.configuration = configuration
         self.observer = observer
-        streamLimit = Atomic(max(1, min(configuration.maxConcurrentStreams, 900)))
+        streamLimit = Atomic(max(1, configuration.maxConcurrentStreams))
     }
 
     func start() {

@@ -13,8 +13,18 @@ public final class HTTP2Connection: Sendable {
         public var port: Int
         public var tls = TLSClientConfiguration()
         /// Our cap on concurrent streams; the effective limit is
-        /// min(peer's SETTINGS_MAX_CONCURRENT_STREAMS, this, 900).
-        public var maxConcurrentStreams = 900
+        /// min(peer's SETTINGS_MAX_CONCURRENT_STREAMS, this), re-read on
+        /// every turn of the loop, so a peer that lowers its limit
+        /// mid-connection is honoured for every stream opened after.
+        ///
+        /// 1000, not the 900 it was: the peer's SETTINGS are the authority
+        /// (APNs has been seen advertising 500, 1000 and 1500, and dropping
+        /// to 1 after a rejected push), and a margin below them bought
+        /// nothing: a stream the server refuses because its lower limit had
+        /// not reached us yet comes back REFUSED_STREAM and is sent again
+        /// without spending retry budget. Our cap only bounds the streams
+        /// (and their buffers) one connection holds.
+        public var maxConcurrentStreams = 1000
         /// Requests waiting for a stream slot; beyond it `send` fails at once.
         public var queueCapacity = 10_000
         public var connectTimeout = 10.0

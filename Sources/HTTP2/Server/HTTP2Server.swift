@@ -41,6 +41,12 @@ public final class HTTP2Responder: Sendable {
         connection.command(.goAway(stream: stream, graceful: graceful, response: response))
     }
 
+    /// Sends this connection's client a new SETTINGS_MAX_CONCURRENT_STREAMS,
+    /// before anything answered later (APNs lowers its limit mid-connection).
+    public func changeMaxConcurrentStreams(to value: UInt32) {
+        connection.command(.maxConcurrentStreams(value))
+    }
+
     /// Leaves the stream unanswered (the client's timeout must fire).
     public func ignore() {}
 }

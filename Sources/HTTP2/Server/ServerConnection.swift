@@ -11,6 +11,7 @@ final class ServerConnection: @unchecked Sendable {
         case respond(stream: Int32, response: HTTP2Response, due: UInt64)
         case reset
         case goAway(stream: Int32, graceful: Bool, response: HTTP2Response?)
+        case maxConcurrentStreams(UInt32)
         case shutdown
     }
 
@@ -82,6 +83,8 @@ final class ServerConnection: @unchecked Sendable {
                     session.submitGoAway(lastStream: graceful ? stream : 0)
                     if graceful, let response { scheduled.append((0, stream, response)) }
                     if !graceful { closeAfterFlush = true }
+                case .maxConcurrentStreams(let value):
+                    session.submitMaxConcurrentStreams(value)
                 case .shutdown:
                     session.submitGoAway(lastStream: session.lastProcessedPeerStream)
                     closeAfterFlush = true

@@ -69,6 +69,40 @@ final class BatchLanes: Sendable {
         }
     }
 
+    /// Waits in line for a lane, without a patience: true once one is
+    /// handed over, false when the task is cancelled first. For a batch's
+    /// worker between two sends: it needs no timer, since a lane comes back
+    /// as soon as any running send ends, and the batch's deadline cancels it.
+    func acquireUnlessCancelled() async -> Bool {
+        if tryAcquire() { return true }
+        let id = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                // Checked under the lock the cancellation handler takes too: a
+                // cancellation either sees this waiter or is seen here.
+                let answer = state.withLock { state -> Bool? in
+                    if Task.isCancelled { return false }
+                    if state.free > 0, state.waiters.isEmpty {
+                        state.free -= 1
+                        return true
+                    }
+                    state.waiters.append(Waiter(id: id, continuation: continuation))
+                    return nil
+                }
+                if let answer { continuation.resume(returning: answer) }
+            }
+        } onCancel: {
+            let removed = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiters.remove(at: index).continuation
+            }
+            removed?.resume(returning: false)
+        }
+    }
+
     /// Gives `count` lanes back, to the longest waiting batches first.
     func release(_ count: Int) {
         guard count > 0 else { return }

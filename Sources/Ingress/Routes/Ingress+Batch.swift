@@ -18,7 +18,7 @@ extension Ingress {
         struct Send: Sendable {
             var item: Int32
             var tokenIndex: Int32
-            /// nil: the template's own (an operation without a device token).
+            /// nil: the template's own (a single send, or an operation without a device token).
             var token: String?
         }
 
@@ -41,6 +41,30 @@ extension Ingress {
         /// Positions that are sends (not refused items).
         var sendCount: Int {
             sends.count { if case .send = items[Int($0.item)] { true } else { false } }
+        }
+
+        /// The positions that are sends (not refused items), in order: what a run starts.
+        var sendPositions: [Int32] {
+            var positions: [Int32] = []
+            positions.reserveCapacity(sends.count)
+            for (position, send) in sends.enumerated() {
+                if case .send = items[Int(send.item)] { positions.append(Int32(position)) }
+            }
+            return positions
+        }
+
+        /// The item and error of a refused position; nil for a send.
+        func refusal(at position: Int) -> (item: Int, error: IngressError)? {
+            let item = Int(sends[position].item)
+            guard case .refused(let error) = items[item] else { return nil }
+            return (item, error)
+        }
+
+        /// The `tokenIndex` a send's result carries: only a fan-out's sends have one.
+        func tokenIndex(of position: Int) -> Int? {
+            let entry = sends[position]
+            guard case .send(_, _, _, let fanOut) = items[Int(entry.item)], fanOut else { return nil }
+            return Int(entry.tokenIndex)
         }
 
         func resolve(_ position: Int) -> Resolved {
@@ -76,9 +100,9 @@ extension Ingress {
     /// send in order. A bad item fails alone; a bad envelope fails the batch.
     ///
     /// The batch is admitted whole against ``Configuration/maximumSendsInFlight``
-    /// or refused whole (503 Overloaded, nothing sent). It then runs at most
-    /// ``Configuration/batchConcurrency`` sends at a time, within the relay-wide
-    /// ``Configuration/maximumBatchSendsRunning``, and stops starting sends when
+    /// or refused whole (503 Overloaded, nothing sent). It then runs its sends
+    /// on at most ``Configuration/batchConcurrency`` workers (``runBatch(_:sends:call:deadline:)``),
+    /// within the relay-wide ``Configuration/maximumBatchSendsRunning``, and stops starting sends when
     /// the client hangs up, the relay's drain says so, or ``Configuration/batchDeadlineSeconds``
     /// pass: sends never started are answered `NotSent` (and have no audit row,
     /// since nothing was attempted); sends still running at the deadline are cancelled.
@@ -174,8 +198,9 @@ extension Ingress {
                     guard keyed else { continue }
                 }
                 plan.items.append(.send(app: request.app, environment: request.environment, template: request.operations[0], fanOut: fanOut))
+                // A single send is its template as it is: no token to swap in when it runs.
                 for (tokenIndex, operation) in request.operations.enumerated() {
-                    plan.sends.append(.init(item: Int32(index), tokenIndex: Int32(tokenIndex), token: operation.deviceToken))
+                    plan.sends.append(.init(item: Int32(index), tokenIndex: Int32(tokenIndex), token: fanOut ? operation.deviceToken : nil))
                 }
             } catch {
                 plan.items.append(.refused(error))
@@ -189,139 +214,6 @@ extension Ingress {
             }
         }
         return plan
-    }
-
-    struct BatchRun {
-        /// Each result's encoded JSON, in request order.
-        var entries: [[UInt8]]
-        var succeeded = 0
-        var notSent = 0
-        /// The answers of keyed items that were sent or replayed, by item.
-        var answers: [Int: IdempotentAnswer] = [:]
-        var stop: BatchStop?
-    }
-
-    private enum BatchEvent: Sendable {
-        case finished(position: Int, entry: [UInt8], ok: Bool, answer: IdempotentAnswer? = nil)
-        case deadline
-    }
-
-    /// Runs the admitted sends of `plan`; gives back every budget unit and lane it took.
-    private func runBatch(_ plan: BatchPlan, sends: Int, call: Call, deadline: ContinuousClock.Instant) async -> BatchRun {
-        var run = BatchRun(entries: [[UInt8]](repeating: [], count: plan.count))
-        var unfinished = sends
-        defer { sendBudget.release(unfinished) }
-
-        await withTaskGroup(of: BatchEvent.self) { group in
-            group.addTask {
-                try? await Task.sleep(until: deadline, clock: .continuous)
-                return .deadline
-            }
-            var next = 0
-            var running = 0
-
-            /// Why the batch should start nothing more, if it should.
-            func stopReason() -> BatchStop? {
-                if isDraining, batchStartsUntil.withLock({ $0.map { ContinuousClock.now >= $0 } ?? true }) { return .draining }
-                if ContinuousClock.now >= deadline { return .deadline }
-                if call.request.isClientGone { return .clientGone }
-                return nil
-            }
-            /// Answers refused items up to the next send; false at the end of the plan.
-            func skipRefused() -> Bool {
-                while next < plan.count {
-                    guard case .refused(let item, let error) = plan.resolve(next) else { return true }
-                    run.entries[next] = Self.batchEntry(item: item, tokenIndex: nil, result: .failure(error)).encoded()
-                    next += 1
-                }
-                return false
-            }
-            /// Starts the next send on a lane already taken.
-            func startNext() {
-                let position = next
-                next += 1
-                running += 1
-                guard case .send(let item, let tokenIndex, let app, let environment, let operation) = plan.resolve(position) else { return }
-                group.addTask { [self] in
-                    if let keyed = plan.keys[item] {
-                        let (entry, ok, answer) = await performKeyedItem(keyed, item: item, call) { call throws(IngressError) in
-                            try await performAdmitted(app, environment, operation, call)
-                        }
-                        return .finished(position: position, entry: entry.encoded(), ok: ok, answer: answer)
-                    }
-                    let entry: JSONValue
-                    let ok: Bool
-                    do throws(IngressError) {
-                        let result = try await performAdmitted(app, environment, operation, call)
-                        entry = Self.batchEntry(item: item, tokenIndex: tokenIndex, result: .success(result))
-                        ok = true
-                    } catch {
-                        entry = Self.batchEntry(item: item, tokenIndex: tokenIndex, result: .failure(error))
-                        ok = false
-                    }
-                    return .finished(position: position, entry: entry.encoded(), ok: ok)
-                }
-            }
-
-            /// Answers every send not started yet and gives their budget back at once.
-            func answerUnstarted(_ stop: BatchStop) {
-                while next < plan.count {
-                    switch plan.resolve(next) {
-                    case .refused(let item, let error):
-                        run.entries[next] = Self.batchEntry(item: item, tokenIndex: nil, result: .failure(error)).encoded()
-                    case .send(let item, let tokenIndex, _, _, _):
-                        var error = IngressError(status: 503, type: .notSent, message: stop.message)
-                        error.reason = stop.rawValue
-                        run.entries[next] = Self.batchEntry(item: item, tokenIndex: tokenIndex, result: .failure(error)).encoded()
-                        run.notSent += 1
-                        unfinished -= 1
-                        sendBudget.release(1)
-                    }
-                    next += 1
-                }
-            }
-
-            while true {
-                if run.stop == nil, let reason = stopReason() {
-                    run.stop = reason
-                    answerUnstarted(reason)
-                }
-                if run.stop == nil {
-                    while running < configuration.batchConcurrency, skipRefused(), batchLanes.tryAcquire() { startNext() }
-                    if running == 0, skipRefused() {
-                        // No lane free and nothing of ours running: wait in line,
-                        // re-checking now and then whether to stop instead.
-                        if await batchLanes.acquire(patience: .milliseconds(100)) {
-                            if stopReason() == nil { startNext() } else { batchLanes.release(1) }
-                        }
-                        continue
-                    }
-                }
-                if running == 0 { break }
-                guard let event = await group.next() else { break }
-                switch event {
-                case .finished(let position, let entry, let ok, let answer):
-                    run.entries[position] = entry
-                    if let answer { run.answers[Int(plan.sends[position].item)] = answer }
-                    if ok { run.succeeded += 1 }
-                    running -= 1
-                    unfinished -= 1
-                    sendBudget.release(1)
-                    batchLanes.release(1)
-                case .deadline:
-                    // Past the deadline the caller stops waiting: what is still
-                    // running is cancelled (each answers Cancelled with its apnsId
-                    // and keeps its audit row).
-                    if run.stop == nil {
-                        run.stop = .deadline
-                        answerUnstarted(.deadline)
-                    }
-                    group.cancelAll()
-                }
-            }
-            group.cancelAll()
-        }
-        return run
     }
 
     /// 429 `BatchExceedsBurst`, without Retry-After: the batch must be split, not retried.

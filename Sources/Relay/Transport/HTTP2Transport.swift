@@ -8,7 +8,9 @@ public final class HTTP2Transport: APNsTransport {
     public struct Configuration: Sendable {
         /// Connections per origin.
         public var connectionsPerOrigin = 2
-        public var maxConcurrentStreams = 900
+        /// Our cap on streams per connection (``HTTP2Connection/Configuration/maxConcurrentStreams``);
+        /// the peer's SETTINGS may lower it.
+        public var maxConcurrentStreams = 1000
         public var queueCapacity = 10_000
         public var idleTimeout = 60.0
         public var pingInterval = 30.0

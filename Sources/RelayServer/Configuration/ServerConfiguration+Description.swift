@@ -23,6 +23,7 @@ extension ServerConfiguration {
         lines.append("  max_concurrent_requests: \(ingress.maximumConcurrentRequests)")
         lines.append("  max_sends_in_flight: \(ingress.maximumSendsInFlight)")
         lines.append("  max_batch_sends_running: \(ingress.maximumBatchSendsRunning)")
+        lines.append("  batch_concurrency: \(ingress.batchConcurrency.map(String.init) ?? "max_batch_sends_running / 8")")
         lines.append("  batch_deadline_seconds: \(ingress.batchDeadlineSeconds)")
         lines.append("  idempotency_window_seconds: \(ingress.idempotencyWindowSeconds)")
         lines.append("  connection_timeout_seconds: \(ingress.connectionTimeoutSeconds)")

@@ -50,6 +50,7 @@ extension ServerConfiguration {
             if let value = try ingress.integer("max_concurrent_requests", in: 1...100_000) { configuration.ingress.maximumConcurrentRequests = value }
             if let value = try ingress.integer("max_sends_in_flight", in: 1...10_000_000) { configuration.ingress.maximumSendsInFlight = value }
             if let value = try ingress.integer("max_batch_sends_running", in: 1...100_000) { configuration.ingress.maximumBatchSendsRunning = value }
+            if let value = try ingress.integer("batch_concurrency", in: 1...100_000) { configuration.ingress.batchConcurrency = value }
             if let value = try ingress.number("batch_deadline_seconds", in: 1...3600) { configuration.ingress.batchDeadlineSeconds = value }
             if let value = try ingress.number("idempotency_window_seconds", in: 1...(30 * 86_400)) { configuration.ingress.idempotencyWindowSeconds = value }
             if let value = try ingress.integer("connection_timeout_seconds", in: 1...3600) { configuration.ingress.connectionTimeoutSeconds = value }

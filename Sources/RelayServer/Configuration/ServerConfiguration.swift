@@ -26,6 +26,8 @@ public struct ServerConfiguration: Sendable {
         public var maximumSendsInFlight = 100_000
         /// Sends of all batches running at once.
         public var maximumBatchSendsRunning = 512
+        /// Sends of one batch running at once; nil: an eighth of `maximumBatchSendsRunning`.
+        public var batchConcurrency: Int?
         /// Seconds a batch may run before its unstarted sends are answered NotSent.
         public var batchDeadlineSeconds = 30.0
         /// Seconds an `Idempotency-Key` holds its first send's answer.
