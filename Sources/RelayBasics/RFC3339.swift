@@ -12,15 +12,26 @@ public enum RFC3339 {
 
     /// `milliseconds` since 1970 (before it when negative) as `2026-11-22T15:04:05.123Z`.
     public static func format(milliseconds: Int64) -> String {
+        var text = [UInt8]()
+        text.reserveCapacity(24)
+        append(milliseconds: milliseconds, to: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Appends `format(nanoseconds:)`'s text to `text`, with no `String` in between.
+    public static func append(nanoseconds: UInt64, to text: inout [UInt8]) {
+        append(milliseconds: Int64(nanoseconds / 1_000_000), to: &text)
+    }
+
+    /// Appends `format(milliseconds:)`'s text to `text`: the audit writes three
+    /// per row straight into its COPY line.
+    public static func append(milliseconds: Int64, to text: inout [UInt8]) {
         // Floor division, so -1 ms is 1969-12-31T23:59:59.999Z.
         let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
         let millisecond = milliseconds - seconds * 1000
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = CivilDate.date(days: days)
-        // Digits straight into one buffer: the audit formats three of these per row.
-        var text = [UInt8]()
-        text.reserveCapacity(24)
         func digits(_ value: Int64, _ width: Int) {
             if value < 0 { text.append(UInt8(ascii: "-")) }
             let magnitude = value.magnitude
@@ -38,7 +49,6 @@ public enum RFC3339 {
         text.append(UInt8(ascii: "T")); digits(secondOfDay / 3600, 2); text.append(UInt8(ascii: ":"))
         digits(secondOfDay / 60 % 60, 2); text.append(UInt8(ascii: ":")); digits(secondOfDay % 60, 2)
         text.append(UInt8(ascii: ".")); digits(millisecond, 3); text.append(UInt8(ascii: "Z"))
-        return String(decoding: text, as: UTF8.self)
     }
 
     /// Unix seconds for `text` (fraction kept, offset applied), or nil when it

@@ -1,6 +1,7 @@
 @testable import Audit
 import APNs
 import Relay
+import RelayBasics
 import Testing
 
 /// The exact bytes of an audit row's COPY line, pinned: the row's layout is
@@ -113,5 +114,22 @@ struct AuditCopyLineTests {
         }
         #expect(try line(1_763_700_000_000) == "alpha\tdevelopment\tab\\tcd\tfp-1\tUnregistered\t2025-11-21T04:40:00.000Z\t2025-11-22T08:26:40.123Z\t2025-11-22T08:26:40.123Z\n")
         #expect(try line(nil) == "alpha\tdevelopment\tab\\tcd\tfp-1\tUnregistered\t\\N\t2025-11-22T08:26:40.123Z\t2025-11-22T08:26:40.123Z\n")
+    }
+
+    @Test("integers, booleans and timestamps written straight into the line read as Swift and RFC3339 print them")
+    func directFields() {
+        let integers = [0, 7, 9, 10, 99, 100, 321, 1_000_000, -1, -10, -321, Int.max, Int.min]
+        var writer = CopyLineWriter(line: [])
+        for value in integers { writer.integer(value) }
+        writer.integer(nil)
+        writer.boolean(true)
+        writer.boolean(false)
+        let instants: [UInt64] = [0, 999_999, 1_000_000, Self.finishedAt, UInt64.max]
+        for instant in instants { writer.timestamp(instant) }
+        writer.timestamp(nil)
+        writer.textArray([])
+        writer.textArray(["a\"b"])
+        let expected = integers.map(String.init) + ["\\N", "t", "f"] + instants.map(RFC3339.format(nanoseconds:)) + ["\\N", "{}", #"{"a\\"b"}"#]
+        #expect(String(decoding: writer.finish(), as: UTF8.self) == expected.joined(separator: "\t") + "\n")
     }
 }

@@ -49,6 +49,14 @@ install_test_dependencies() {
     done
 }
 
+# perf, for scripts/profile only (scripts/test and scripts/bench do not need it).
+install_profiler() {
+    command -v perf >/dev/null 2>&1 && return 0
+    log "installing Debian package linux-perf (perf)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-perf >/dev/null
+}
+
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }

@@ -64,18 +64,38 @@ struct CopyLineWriter {
         }
     }
 
+    /// An integer's decimal digits, written straight into the line.
     mutating func integer(_ value: Int?) {
-        text(value.map(String.init))
+        separate()
+        guard let value else {
+            line.append(contentsOf: [0x5C, UInt8(ascii: "N")])
+            return
+        }
+        if value < 0 { line.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var divisor: UInt = 1
+        while divisor <= magnitude / 10 { divisor *= 10 }
+        while divisor > 0 {
+            line.append(UInt8(ascii: "0") + UInt8(magnitude / divisor))
+            magnitude %= divisor
+            divisor /= 10
+        }
     }
 
-    /// A `timestamptz` (RFC 3339, UTC, milliseconds).
+    /// A `timestamptz` (RFC 3339, UTC, milliseconds), written straight into the line.
     mutating func timestamp(_ nanoseconds: UInt64?) {
-        text(nanoseconds.map(CopyText.timestamp))
+        separate()
+        guard let nanoseconds else {
+            line.append(contentsOf: [0x5C, UInt8(ascii: "N")])
+            return
+        }
+        RFC3339.append(nanoseconds: nanoseconds, to: &line)
     }
 
     /// A `boolean`: `t` or `f`.
     mutating func boolean(_ value: Bool) {
-        text(value ? "t" : "f")
+        separate()
+        line.append(UInt8(ascii: value ? "t" : "f"))
     }
 
     /// A `double precision`, as Swift prints it (shortest round-trip form).
@@ -85,6 +105,12 @@ struct CopyLineWriter {
 
     /// A `text[]`.
     mutating func textArray(_ values: [String]) {
+        // Most sends hit no trap: the empty array needs no string built.
+        guard !values.isEmpty else {
+            separate()
+            line.append(contentsOf: [UInt8(ascii: "{"), UInt8(ascii: "}")])
+            return
+        }
         text(CopyText.array(values))
     }
 
