@@ -32,7 +32,9 @@ extension String {
     /// the relay writes its own that way), and then the name itself is the
     /// answer, with no new string. Anything else takes `lowercased()`.
     var lowercasedHeaderName: String {
-        let alreadyLower = utf8.allSatisfy { $0 < 0x80 && !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
+        // Scanned as a buffer (native strings are contiguous): the UTF8View's iterator costs more than the check.
+        let isLower: (UInt8) -> Bool = { $0 < 0x80 && !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
+        let alreadyLower = utf8.withContiguousStorageIfAvailable { $0.allSatisfy(isLower) } ?? utf8.allSatisfy(isLower)
         return alreadyLower ? self : lowercased()
     }
 }

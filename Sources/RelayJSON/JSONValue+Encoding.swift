@@ -60,7 +60,8 @@ extension JSONValue {
     static func encodeString(_ string: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         // Nearly every string needs no escape: then its bytes go in with one copy.
-        if string.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+        let plain: (UInt8) -> Bool = { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+        if string.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(plain) }) ?? string.utf8.allSatisfy(plain) {
             output.append(contentsOf: string.utf8)
             output.append(UInt8(ascii: "\""))
             return
