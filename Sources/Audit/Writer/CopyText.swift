@@ -35,6 +35,11 @@ struct CopyLineWriter {
 
     init(line: [UInt8]) { self.line = line }
 
+    /// `\N`, COPY's NULL.
+    private mutating func null() {
+        line.append(contentsOf: [0x5C, UInt8(ascii: "N")])
+    }
+
     private mutating func separate() {
         if first { first = false } else { line.append(0x09) }
     }
@@ -42,8 +47,7 @@ struct CopyLineWriter {
     mutating func text(_ value: String?) {
         separate()
         guard var value else {
-            line.append(contentsOf: [0x5C, UInt8(ascii: "N")])
-            return
+            return null()
         }
         value.withUTF8 { bytes in
             // Most fields need no escaping: copy them whole.
@@ -68,8 +72,7 @@ struct CopyLineWriter {
     mutating func integer(_ value: Int?) {
         separate()
         guard let value else {
-            line.append(contentsOf: [0x5C, UInt8(ascii: "N")])
-            return
+            return null()
         }
         if value < 0 { line.append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
@@ -86,8 +89,7 @@ struct CopyLineWriter {
     mutating func timestamp(_ nanoseconds: UInt64?) {
         separate()
         guard let nanoseconds else {
-            line.append(contentsOf: [0x5C, UInt8(ascii: "N")])
-            return
+            return null()
         }
         RFC3339.append(nanoseconds: nanoseconds, to: &line)
     }

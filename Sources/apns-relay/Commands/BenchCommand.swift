@@ -59,7 +59,7 @@ struct AuditBenchCommand: AsyncParsableCommand {
         abstract: "Rows/s through the audit writer against psql \\copy of the same rows into the same table (truncates apns_audit).")
 
     @Option(help: "Rows per run.") var rows = 200_000
-    @Option(help: "Writer batch size (rows per COPY).") var batchSize = 2000
+    @Option(help: "Rows per COPY: the writer's batch size, and the size of psql's \\copy files.") var batchSize = 2000
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
