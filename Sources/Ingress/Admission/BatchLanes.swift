@@ -6,9 +6,11 @@ import Synchronization
 /// Each batch runs at most ``Ingress/Configuration/batchConcurrency`` sends
 /// at a time, and all batches together at most this many, so batches cannot
 /// fill the APNs connections' stream limit and queue single sends behind
-/// them. A batch that finds no free lane waits in line (first come, first
-/// served) and gives up after a short patience to re-check whether it should
-/// stop at all (client gone, deadline, drain).
+/// them. A batch that wants another worker and finds no free lane waits in
+/// line (first come, first served) and gives up after a short patience to
+/// re-check whether it should stop at all (client gone, deadline, drain); a
+/// batch's worker between two sends waits in a second line, served after
+/// the batches, until a lane comes or the batch's deadline cancels it.
 final class BatchLanes: Sendable {
     /// Who waits for a lane, first come, first served. Thousands may wait
     /// (every worker of every batch between two sends), so handing a lane
@@ -21,6 +23,7 @@ final class BatchLanes: Sendable {
         private var table: [UInt64: CheckedContinuation<Bool, Never>] = [:]
 
         var isEmpty: Bool { table.isEmpty }
+        var count: Int { table.count }
 
         mutating func append(_ id: UInt64, _ continuation: CheckedContinuation<Bool, Never>) {
             order.append(id)
@@ -160,6 +163,9 @@ final class BatchLanes: Sendable {
         }
         for continuation in handed { continuation.resume(returning: true) }
     }
+
+    /// Batches and workers waiting in line now.
+    var waiting: Int { state.withLock { $0.waiters.count + $0.workers.count } }
 
     /// Lanes taken now.
     var inUse: Int { state.withLock { capacity - $0.free } }
