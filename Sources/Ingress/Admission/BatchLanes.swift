@@ -6,19 +6,74 @@ import Synchronization
 /// Each batch runs at most ``Ingress/Configuration/batchConcurrency`` sends
 /// at a time, and all batches together at most this many, so batches cannot
 /// fill the APNs connections' stream limit and queue single sends behind
-/// them. A batch that finds no free lane waits in line (first come, first
-/// served) and gives up after a short patience to re-check whether it should
-/// stop at all (client gone, deadline, drain).
+/// them. A batch that wants another worker and finds no free lane waits in
+/// line (first come, first served) and gives up after a short patience to
+/// re-check whether it should stop at all (client gone, deadline, drain); a
+/// batch's worker between two sends waits in a second line, served after
+/// the batches, until a lane comes or the batch's deadline cancels it.
 final class BatchLanes: Sendable {
-    private struct Waiter {
-        var id: UInt64
-        var continuation: CheckedContinuation<Bool, Never>
+    /// Who waits for a lane, first come, first served. Thousands may wait
+    /// (every worker of every batch between two sends), so handing a lane
+    /// over and leaving the line are O(1): the line is a list of ids read
+    /// from a moving head, and a waiter that left is only dropped from the
+    /// table; its id is skipped when the head reaches it.
+    private struct Waiters {
+        private var order: [UInt64] = []
+        private var head = 0
+        private var table: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+
+        var isEmpty: Bool { table.isEmpty }
+        var count: Int { table.count }
+
+        mutating func append(_ id: UInt64, _ continuation: CheckedContinuation<Bool, Never>) {
+            order.append(id)
+            table[id] = continuation
+        }
+
+        /// The longest waiting one, out of the line.
+        mutating func popFirst() -> CheckedContinuation<Bool, Never>? {
+            while head < order.count {
+                let id = order[head]
+                head += 1
+                if let continuation = table.removeValue(forKey: id) {
+                    compact()
+                    return continuation
+                }
+            }
+            compact()
+            return nil
+        }
+
+        /// `id` out of the line, if it is still in it.
+        mutating func remove(_ id: UInt64) -> CheckedContinuation<Bool, Never>? {
+            table.removeValue(forKey: id)
+        }
+
+        private mutating func compact() {
+            if head == order.count {
+                order.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 1024, head * 2 > order.count {
+                order.removeFirst(head)
+                head = 0
+            }
+        }
     }
 
     private struct State {
         var free: Int
-        var waiters: [Waiter] = []
+        /// Batches with no send running, waiting to start one (``acquire(patience:)``).
+        var waiters = Waiters()
+        /// Workers of running batches waiting for their next lane
+        /// (``acquireUnlessCancelled()``): served after every waiting batch,
+        /// so a batch that has nothing running gets the next free lane
+        /// however many workers of other batches wait. (In one line, a
+        /// waiting batch went to the back each time its patience ran out,
+        /// behind workers that never leave it, and starved until its deadline.)
+        var workers = Waiters()
         var nextID: UInt64 = 0
+
+        var nobodyWaits: Bool { waiters.isEmpty && workers.isEmpty }
     }
 
     let capacity: Int
@@ -32,7 +87,7 @@ final class BatchLanes: Sendable {
     /// Takes one lane if one is free and nobody waits for it.
     func tryAcquire() -> Bool {
         state.withLock { state in
-            guard state.free > 0, state.waiters.isEmpty else { return false }
+            guard state.free > 0, state.nobodyWaits else { return false }
             state.free -= 1
             return true
         }
@@ -47,11 +102,11 @@ final class BatchLanes: Sendable {
         }
         return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             let granted = state.withLock { state in
-                if state.free > 0, state.waiters.isEmpty {
+                if state.free > 0, state.nobodyWaits {
                     state.free -= 1
                     return true
                 }
-                state.waiters.append(Waiter(id: id, continuation: continuation))
+                state.waiters.append(id, continuation)
                 return false
             }
             if granted {
@@ -60,10 +115,7 @@ final class BatchLanes: Sendable {
             }
             Task { [self] in
                 try? await Task.sleep(for: patience)
-                let expired = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-                    guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                    return state.waiters.remove(at: index).continuation
-                }
+                let expired = state.withLock { $0.waiters.remove(id) }
                 expired?.resume(returning: false)
             }
         }
@@ -85,36 +137,35 @@ final class BatchLanes: Sendable {
                 // cancellation either sees this waiter or is seen here.
                 let answer = state.withLock { state -> Bool? in
                     if Task.isCancelled { return false }
-                    if state.free > 0, state.waiters.isEmpty {
+                    if state.free > 0, state.nobodyWaits {
                         state.free -= 1
                         return true
                     }
-                    state.waiters.append(Waiter(id: id, continuation: continuation))
+                    state.workers.append(id, continuation)
                     return nil
                 }
                 if let answer { continuation.resume(returning: answer) }
             }
         } onCancel: {
-            let removed = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return state.waiters.remove(at: index).continuation
-            }
+            let removed = state.withLock { $0.workers.remove(id) }
             removed?.resume(returning: false)
         }
     }
 
-    /// Gives `count` lanes back, to the longest waiting batches first.
+    /// Gives `count` lanes back: to the longest waiting batches first, then to waiting workers.
     func release(_ count: Int) {
         guard count > 0 else { return }
         let handed = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            let woken = min(count, state.waiters.count)
-            let continuations = state.waiters.prefix(woken).map(\.continuation)
-            state.waiters.removeFirst(woken)
-            state.free += count - woken
+            var continuations: [CheckedContinuation<Bool, Never>] = []
+            while continuations.count < count, let next = state.waiters.popFirst() ?? state.workers.popFirst() { continuations.append(next) }
+            state.free += count - continuations.count
             return continuations
         }
         for continuation in handed { continuation.resume(returning: true) }
     }
+
+    /// Batches and workers waiting in line now.
+    var waiting: Int { state.withLock { $0.waiters.count + $0.workers.count } }
 
     /// Lanes taken now.
     var inUse: Int { state.withLock { capacity - $0.free } }

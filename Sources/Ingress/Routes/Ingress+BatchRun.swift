@@ -143,16 +143,18 @@ extension Ingress {
 
             while true {
                 if let reason = batchStopReason(call: call, deadline: deadline) { stopBatch(progress, reason) }
-                if progress.hasMore {
+                if progress.hasMore, workers < concurrency {
                     while workers < concurrency, progress.hasMore, batchLanes.tryAcquire() { startWorker() }
-                    if workers == 0 {
-                        // No lane free and nothing of ours running: wait in line,
-                        // re-checking now and then whether to stop instead.
-                        if await batchLanes.acquire(patience: .milliseconds(100)) {
-                            if batchStopReason(call: call, deadline: deadline) == nil, progress.hasMore { startWorker() } else { batchLanes.release(1) }
-                        }
-                        continue
+                    guard workers < concurrency, progress.hasMore else { continue }
+                    // Room for more workers but no lane free: wait in line for one
+                    // (a worker keeps its place between sends and never ends while
+                    // sends remain, so no event would come to start more), re-checking
+                    // now and then whether to stop instead. Workers that ended
+                    // meanwhile are counted at the next event: until then fewer start.
+                    if await batchLanes.acquire(patience: .milliseconds(100)) {
+                        if batchStopReason(call: call, deadline: deadline) == nil, progress.hasMore { startWorker() } else { batchLanes.release(1) }
                     }
+                    continue
                 }
                 if workers == 0 { break }
                 guard let event = await group.next() else { break }
