@@ -1,18 +1,13 @@
 import Audit
-import RelayServer
+@testable import RelayServer
 import Testing
 
 /// `audit.journal_sync` and `audit.journal_sync_interval_ms`: read from the
 /// file and the environment, checked, shown by `check-config`.
 @Suite("Relay server configuration: audit journal sync")
 struct AuditJournalSyncConfigurationTests {
-    static let apps = """
-        apps:
-          - {name: a, bundle_id: com.example.a, team_id: ABCDE12345, key_id: KEY1234567, key_path: /nonexistent.p8, environments: [development]}
-        api_keys:
-          - {name: b, sha256: f8f4bf7056494c85a232414dbf744875d3457a9a1e995c37510506acbccffc37, apps: [a]}
-
-        """
+    /// The smallest valid file, shared with the tracing block's tests.
+    static let apps = TracingConfigurationTests.apps
 
     @Test("default interval every 10 ms; the file and APNS_RELAY_AUDIT_JOURNAL_SYNC set it; bad values name the field")
     func journalSync() throws {

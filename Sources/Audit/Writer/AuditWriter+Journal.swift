@@ -157,20 +157,25 @@ extension AuditWriter {
                 continue
             }
             trimJournal()
-            guard exiting else { continue }
-            journalCondition.lock()
-            // An append since the sync asked for another: take it first.
-            guard !journalWakeRequested else {
-                journalCondition.unlock()
-                continue
-            }
-            journalThreadRunning = false
-            let waiting = journalExitContinuations
-            journalExitContinuations = []
-            journalCondition.unlock()
-            waiting.forEach { $0.resume() }
-            return
+            // Unless an append since the sync asked for another: take it first.
+            if exiting, endJournalThread(unless: { journalWakeRequested }) { return }
         }
+    }
+
+    /// Marks the journal thread stopped and resumes `shutdown()`, unless
+    /// `more` (read under `journalCondition`) says work arrived: then false.
+    private func endJournalThread(unless more: () -> Bool) -> Bool {
+        journalCondition.lock()
+        guard !more() else {
+            journalCondition.unlock()
+            return false
+        }
+        journalThreadRunning = false
+        let waiting = journalExitContinuations
+        journalExitContinuations = []
+        journalCondition.unlock()
+        waiting.forEach { $0.resume() }
+        return true
     }
 
     /// `.interval`: takes what is unsynced (under `condition`, so an append
@@ -218,19 +223,9 @@ extension AuditWriter {
                 let exiting = writerExited
                 journalCondition.unlock()
                 trimJournal()
-                guard exiting else { continue }
-                journalCondition.lock()
-                // A late entry arrived during the trim: handle it first.
-                guard journalPending.isEmpty else {
-                    journalCondition.unlock()
-                    continue
-                }
-                journalThreadRunning = false
-                let waiting = journalExitContinuations
-                journalExitContinuations = []
-                journalCondition.unlock()
-                waiting.forEach { $0.resume() }
-                return
+                // Unless a late entry arrived during the trim: handle it first.
+                if exiting, endJournalThread(unless: { !journalPending.isEmpty }) { return }
+                continue
             }
             let entries = journalPending
             journalPending = []
