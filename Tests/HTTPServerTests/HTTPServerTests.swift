@@ -83,8 +83,11 @@ struct HTTPServerTests {
         await server.stop()
     }
 
-    @Test("stop drains a running handler, then refuses new connections")
-    func gracefulStop() async throws {
+    /// A server whose `GET /held` waits until `release` is called, and the
+    /// answer of one such request, returned once its handler runs.
+    private func serverHoldingOneRequest() async throws
+        -> (server: HTTPServer, base: String, release: @Sendable () -> Void, held: Task<Curl.Result, any Error>)
+    {
         let release = AsyncStream<Void>.makeStream()
         let entered = AsyncStream<Void>.makeStream()
         let server = try makeServer(extra: { router in
@@ -95,13 +98,19 @@ struct HTTPServerTests {
             }
         })
         let base = "http://127.0.0.1:\(server.port)"
-        async let held = Curl.request("\(base)/held")
+        let held = Task { try await Curl.request("\(base)/held") }
         var iterator = entered.stream.makeAsyncIterator()
         _ = await iterator.next()
+        return (server, base, { release.continuation.yield() }, held)
+    }
+
+    @Test("stop drains a running handler, then refuses new connections")
+    func gracefulStop() async throws {
+        let (server, base, release, held) = try await serverHoldingOneRequest()
         #expect(server.inFlight == 1)
         async let stopped: Void = server.stop(drainTimeout: 10)
-        release.continuation.yield()
-        let response = try await held
+        release()
+        let response = try await held.value
         await stopped
         #expect(response.status == 200)
         #expect(response.body == "released")
@@ -111,26 +120,14 @@ struct HTTPServerTests {
 
     @Test("once it stops accepting, a new connection is refused at once while a running request is still answered")
     func newConnectionsRefusedWhileDraining() async throws {
-        let release = AsyncStream<Void>.makeStream()
-        let entered = AsyncStream<Void>.makeStream()
-        let server = try makeServer(extra: { router in
-            router.add("GET", "/held") { _ in
-                entered.continuation.yield()
-                for await _ in release.stream { break }
-                return .text(200, "released")
-            }
-        })
-        let base = "http://127.0.0.1:\(server.port)"
-        async let held = Curl.request("\(base)/held")
-        var iterator = entered.stream.makeAsyncIterator()
-        _ = await iterator.next()
+        let (server, base, release, held) = try await serverHoldingOneRequest()
         server.stopAccepting()
         // curl's exit 7 is "could not connect"; a backlog nobody accepts
         // would instead run into --max-time (28).
         let (_, code) = try await Curl.run(["--max-time", "20", "\(base)/hello/x"])
         #expect(code == 7, "a new connection during the drain must be refused, not left in the backlog (curl exit \(code))")
-        release.continuation.yield()
-        let response = try await held
+        release()
+        let response = try await held.value
         #expect(response.status == 200)
         await server.stop(drainTimeout: 5)
     }
