@@ -195,6 +195,29 @@ class Bench:
         figure("agreement sends/s (built-in / wrk)", ours["sends_per_s"] / theirs["sends_per_s"], "", "reference: wrk, same relay, same run")
         figure("agreement CPU/send (built-in / wrk)", ours["cpu_us"] / theirs["cpu_us"], "", "reference: wrk, same relay, same run")
         figure("target: single sends/s >= 15,000", ours["sends_per_s"] / 15000, "of target")
+        self.reference_cpu(ours)
+
+    def reference_cpu(self, ours):
+        """The same single-send run through a reference build of the relay
+        (--reference-binary, e.g. the commit before issue 15's work), same
+        mock, same Postgres, same load generator: the CPU-per-send target
+        (at most a third of the reference's) as a ratio measured in this run."""
+        if not self.args.reference_binary:
+            print("note: relay CPU per send against a reference build not measured: give scripts/bench --reference REV "
+                  "(or send_bench.py --reference-binary PATH)", flush=True)
+            return
+        mock = Mock(self.binary, self.work, self.key)
+        relay = Relay(self.args.reference_binary, tempfile.mkdtemp(prefix="relay-ref-", dir=self.work), self.key, mock, self.args.database_url)
+        try:
+            self.load(relay, 200 if self.smoke else 2000)
+            theirs = self.measured(relay, lambda: self.load(relay, 500 if self.smoke else 4000 if self.q else 30000))
+        finally:
+            relay.stop(); mock.stop()
+        figure("single sends/s, reference build (audit on, 8 conn)", theirs["sends_per_s"], "sends/s",
+               f"p50 {theirs['p50_ms']:.2f} ms, p99 {theirs['p99_ms']:.2f} ms")
+        figure("relay CPU per send, reference build", theirs["cpu_us"], "us", f"{theirs['relay_cpu']:.2f} s CPU / {theirs['relay_sends']:.0f} sends")
+        figure("relay CPU per send / reference build", ours["cpu_us"] / theirs["cpu_us"], "", "target <= 0.33; reference: the same run")
+        figure("single sends/s / reference build", ours["sends_per_s"] / theirs["sends_per_s"], "")
 
     def production(self):
         """APNs' round trip (100 ms), 4 connections x 1000 streams, driven through the batch route."""
@@ -408,6 +431,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="fewer sends per run: a smoke in about two minutes")
     parser.add_argument("--smoke", action="store_true",
                         help="the harness itself, for scripts/test: the agree section with tiny runs; fails unless every figure line parses (no speed is judged)")
+    parser.add_argument("--reference-binary", help="a release apns-relay of an earlier commit, measured in the agree section beside this one")
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
     args = parser.parse_args()
     sections = ["agree"] if args.smoke else [s for s in args.sections.split(",") if s]
