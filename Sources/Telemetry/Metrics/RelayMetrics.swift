@@ -15,10 +15,22 @@ public final class RelayMetrics: RelayObserver, Sendable {
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
+        attempts = SeriesCache { Self.counter(MetricCatalog.attemptsTotal, $0, in: registry) }
+        attemptDurations = SeriesCache { Self.histogram(MetricCatalog.attemptDuration, $0, in: registry) }
+        retries = SeriesCache { Self.counter(MetricCatalog.retriesTotal, $0, in: registry) }
+        sends = SeriesCache { Self.counter(MetricCatalog.sendsTotal, $0, in: registry) }
+        sendDurations = SeriesCache { Self.histogram(MetricCatalog.sendDuration, $0, in: registry) }
+        trapHits = SeriesCache { Self.counter(MetricCatalog.trapHitsTotal, $0, in: registry) }
+        ingressRequests = SeriesCache { Self.counter(MetricCatalog.ingressRequestsTotal, $0, in: registry) }
+        ingressDurations = SeriesCache { Self.histogram(MetricCatalog.ingressRequestDuration, $0, in: registry) }
     }
 
     /// The series of `definition` with `labels`, created on first use.
     func counter<Labels>(_ definition: CounterDefinition<Labels>, _ labels: Labels) -> Counter {
+        Self.counter(definition, labels, in: registry)
+    }
+
+    static func counter<Labels>(_ definition: CounterDefinition<Labels>, _ labels: Labels, in registry: PrometheusCollectorRegistry) -> Counter {
         registry.makeCounter(descriptor: definition.declaration.descriptor, labels: labels.pairs)
     }
 
@@ -36,6 +48,10 @@ public final class RelayMetrics: RelayObserver, Sendable {
     }
 
     func histogram<Labels>(_ definition: HistogramDefinition<Labels>, _ labels: Labels) -> ValueHistogram {
+        Self.histogram(definition, labels, in: registry)
+    }
+
+    static func histogram<Labels>(_ definition: HistogramDefinition<Labels>, _ labels: Labels, in registry: PrometheusCollectorRegistry) -> ValueHistogram {
         let declaration = definition.declaration
         return registry.makeValueHistogram(descriptor: declaration.descriptor, labels: labels.pairs, buckets: declaration.buckets)
     }
@@ -63,27 +79,23 @@ public final class RelayMetrics: RelayObserver, Sendable {
 
     // The series every send records, kept per label set: swift-prometheus
     // looks a series up by name and labels under its lock (and checks the
-    // name and HELP text) on every `make…` call.
-    private let attempts = SeriesCache<AttemptLabels, Counter>()
-    private let attemptDurations = SeriesCache<OperationLabels, ValueHistogram>()
-    private let retries = SeriesCache<RetryLabels, Counter>()
-    private let sends = SeriesCache<SendLabels, Counter>()
-    private let sendDurations = SeriesCache<OperationLabels, ValueHistogram>()
-    private let trapHits = SeriesCache<TrapHitLabels, Counter>()
-    private let ingressRequests = SeriesCache<IngressRequestLabels, Counter>()
-    private let ingressDurations = SeriesCache<RouteLabels, ValueHistogram>()
+    // name and HELP text) on every `make…` call. Each cache is bound to its
+    // declaration in `init`.
+    private let attempts: SeriesCache<AttemptLabels, Counter>
+    private let attemptDurations: SeriesCache<OperationLabels, ValueHistogram>
+    private let retries: SeriesCache<RetryLabels, Counter>
+    private let sends: SeriesCache<SendLabels, Counter>
+    private let sendDurations: SeriesCache<OperationLabels, ValueHistogram>
+    private let trapHits: SeriesCache<TrapHitLabels, Counter>
+    private let ingressRequests: SeriesCache<IngressRequestLabels, Counter>
+    private let ingressDurations: SeriesCache<RouteLabels, ValueHistogram>
 
     public func attemptFinished(_ event: AttemptEvent) {
         let operation = event.send.operation.rawValue
-        attempts.series(AttemptLabels(app: event.send.app, operation: operation, statusClass: Self.statusClass(event.status))) {
-            counter(MetricCatalog.attemptsTotal, $0)
-        }.increment()
-        attemptDurations.series(OperationLabels(operation: operation)) { histogram(MetricCatalog.attemptDuration, $0) }
-            .record(event.durationSeconds)
+        attempts.series(AttemptLabels(app: event.send.app, operation: operation, statusClass: Self.statusClass(event.status))).increment()
+        attemptDurations.series(OperationLabels(operation: operation)).record(event.durationSeconds)
         if !event.isFinalAttempt {
-            retries.series(RetryLabels(operation: operation, reason: Self.reasonLabel(event.reason ?? event.errorType))) {
-                counter(MetricCatalog.retriesTotal, $0)
-            }.increment()
+            retries.series(RetryLabels(operation: operation, reason: Self.reasonLabel(event.reason ?? event.errorType))).increment()
         }
     }
 
@@ -91,16 +103,15 @@ public final class RelayMetrics: RelayObserver, Sendable {
         let operation = event.send.operation.rawValue
         sends.series(SendLabels(
             app: event.send.app, operation: operation, outcome: event.outcome.rawValue,
-            reason: Self.reasonLabel(event.reason ?? event.errorType))) { counter(MetricCatalog.sendsTotal, $0) }.increment()
-        sendDurations.series(OperationLabels(operation: operation)) { histogram(MetricCatalog.sendDuration, $0) }
-            .record(event.latencySeconds)
+            reason: Self.reasonLabel(event.reason ?? event.errorType))).increment()
+        sendDurations.series(OperationLabels(operation: operation)).record(event.latencySeconds)
         // One definition of a trap hit (docs/api.md#trap-hits): a send hits a
         // trap when its preflight or any of its attempts maps to it, counted once
         // per send. The audit's trap_ids and the answer's trapHits are this same
         // list, so the metric and `count(*) ... WHERE trap = ANY(trap_ids)` agree;
         // a 429 that a retry got past still shows (MS015).
         for trap in event.trapHits {
-            trapHits.series(TrapHitLabels(trap: trap.rawValue, operation: operation)) { counter(MetricCatalog.trapHitsTotal, $0) }.increment()
+            trapHits.series(TrapHitLabels(trap: trap.rawValue, operation: operation)).increment()
         }
     }
 
@@ -111,10 +122,8 @@ public final class RelayMetrics: RelayObserver, Sendable {
 
     /// For the ingress: one answered request.
     public func ingressRequest(route: String, status: Int, seconds: Double) {
-        ingressRequests.series(IngressRequestLabels(route: route, code: String(status))) {
-            counter(MetricCatalog.ingressRequestsTotal, $0)
-        }.increment()
-        ingressDurations.series(RouteLabels(route: route)) { histogram(MetricCatalog.ingressRequestDuration, $0) }.record(seconds)
+        ingressRequests.series(IngressRequestLabels(route: route, code: String(status))).increment()
+        ingressDurations.series(RouteLabels(route: route)).record(seconds)
     }
 
     /// A send answered from its Idempotency-Key's first answer (nothing sent).
