@@ -6,13 +6,8 @@ import Testing
 /// The `tracing:` block, and how swift-otel's diagnostic records become the drop counter.
 @Suite("Tracing configuration and swift-otel diagnostics")
 struct TracingConfigurationTests {
-    static let apps = """
-        apps:
-          - {name: a, bundle_id: com.example.a, team_id: ABCDE12345, key_id: KEY1234567, key_path: /nonexistent.p8, environments: [development]}
-        api_keys:
-          - {name: b, sha256: f8f4bf7056494c85a232414dbf744875d3457a9a1e995c37510506acbccffc37, apps: [a]}
-
-        """
+    /// The least a configuration file must hold (one app, one API key).
+    static let apps = ConfigurationTests.apps
 
     @Test("tracing: read, range-checked, shown; log is the default")
     func tracingBlock() throws {

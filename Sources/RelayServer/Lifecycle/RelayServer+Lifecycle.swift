@@ -32,7 +32,8 @@ extension RelayServer {
     /// The parts in the order ServiceGroup starts them; it shuts them down in
     /// reverse, so the drain runs bottom to top:
     ///
-    /// 1. ingress listener: intake stops (503 `Draining`, `/readyz` 503), the
+    /// 1. ingress listener: intake stops (new connections refused, 503
+    ///    `Draining` on open ones, `/readyz` 503), the
     ///    requests in flight finish within the drain timeout; the APNs pools
     ///    close shortly before it ends so running sends end with a result.
     /// 2. APNs pool: closed (in-flight streams get 5 s; after the cut-off there are none).
