@@ -37,7 +37,9 @@ struct AuditJournalSyncConfigurationTests {
         let sometimes = failure("audit:\n  journal_sync: sometimes\n")
         #expect(sometimes?.field == "audit.journal_sync")
         #expect(sometimes?.message.contains("interval or always") == true, "\(String(describing: sometimes))")
-        #expect(failure("audit:\n  journal_sync_interval_ms: 0\n")?.field == "audit.journal_sync_interval_ms")
+        for bad in ["0", "-5", "10001", "9223372036854775808", "0.5"] {
+            #expect(failure("audit:\n  journal_sync_interval_ms: \(bad)\n")?.field == "audit.journal_sync_interval_ms", "journal_sync_interval_ms: \(bad)")
+        }
         #expect(failure("", environment: ["APNS_RELAY_AUDIT_JOURNAL_SYNC": "fsync"])?.field == "APNS_RELAY_AUDIT_JOURNAL_SYNC")
     }
 }

@@ -33,8 +33,14 @@ struct ConfigurationTests {
         let set = try ServerConfiguration.parse(yaml: Self.apps + "ingress:\n  batch_concurrency: 16\n", file: "/tmp/relay.yaml", environment: [:])
         #expect(set.ingress.batchConcurrency == 16)
         #expect(set.maskedDescription.contains("batch_concurrency: 16"))
-        #expect(throws: ConfigurationError.self) {
-            try ServerConfiguration.parse(yaml: Self.apps + "ingress:\n  batch_concurrency: 0\n", file: "/tmp/relay.yaml", environment: [:])
+        // Zero, negative, past the range, past Int64, not an integer: each refused naming the field.
+        for bad in ["0", "-1", "100001", "9223372036854775808", "1.5", "lots"] {
+            do {
+                _ = try ServerConfiguration.parse(yaml: Self.apps + "ingress:\n  batch_concurrency: \(bad)\n", file: "/tmp/relay.yaml", environment: [:])
+                Issue.record("batch_concurrency: \(bad) was accepted")
+            } catch {
+                #expect("\(error)".contains("batch_concurrency"), "batch_concurrency: \(bad): \(error)")
+            }
         }
     }
 }
