@@ -5,7 +5,8 @@ import Testing
 /// dashboards/apns-relay-audit.json against a million audit rows: every
 /// panel's SQL and every variable query, expanded the way Grafana's
 /// PostgreSQL data source expands them, runs, reads the index it promises in
-/// the daily partitions its time range overlaps, and answers within 100 ms.
+/// the daily partitions its time range overlaps, and touches no more buffers
+/// than the rows of its range need (fewer than any partition holds).
 @Suite("Audit dashboard")
 struct AuditDashboardTests {
     /// The instants the dashboard is looked at ("now" of its relative time
@@ -71,9 +72,15 @@ struct AuditDashboardTests {
         "variable $app": (["apns_audit_app_time"], false),
     ]
 
-    static let limitMilliseconds = 100.0
+    /// The most shared buffers (8 KiB pages) a query over the dashboard's
+    /// default range may touch. The default six hours hold 50,000 rows, in
+    /// about 2,400 heap pages; every partition with rows holds more than
+    /// this many pages (checked below), so a plan that reads a partition
+    /// whole, or more than the range, fails. Buffers, not milliseconds: the
+    /// work is fixed by the data and the plan, the time also by the machine.
+    static let limitBlocks = 4_000
 
-    @Test("every panel and variable query on a million rows: runs, reads its index in the partitions its range overlaps, answers within 100 ms")
+    @Test("every panel and variable query on a million rows: runs, reads its index in the partitions its range overlaps, touches fewer buffers than a partition holds")
     func panelsOnAMillionRows() async throws {
         let dashboard = try GrafanaDashboard(contentsOf: Self.dashboardURL)
         let database = try TestDatabase()
@@ -82,6 +89,13 @@ struct AuditDashboardTests {
         _ = try await psql(database.conninfo, Self.load)
         let connection = try database.connect()
         #expect(try database.scalar("SELECT count(*) FROM apns_audit") == String(Self.rows))
+        // The limit's premise: reading any partition with rows whole touches more than it.
+        let pages = try connection.execute("""
+            SELECT c.relname, c.relpages FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+            WHERE i.inhparent = 'apns_audit'::regclass AND c.reltuples > 0
+            """).rows.map { ($0[0]!, Int($0[1]!)!) }
+        #expect(pages.count >= 5, "\(pages)")
+        for (partition, count) in pages { #expect(count > Self.limitBlocks, "\(partition) holds \(count) pages, not more than the limit") }
         // Each partition's index by the partitioned index it belongs to.
         let parents = Dictionary(uniqueKeysWithValues: try connection.execute("""
             SELECT c.relname, p.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
@@ -110,7 +124,7 @@ struct AuditDashboardTests {
                     "apns_id": .single(try #require(try database.scalar("SELECT md5('id\(byID)')"))),
                     "fingerprint": .single(try #require(try database.scalar("SELECT substr(md5('token\(byToken % 300_000)'), 1, 12)"))),
                 ]
-                var timings: [(String, (median: Double, best: Double))] = []
+                var timings: [(String, (median: Double, best: Double, blocks: Int))] = []
                 // Variables first, as Grafana resolves them before the panels; a
                 // multi-value "All" becomes every value the variable query found.
                 for variable in dashboard.queryVariables {
@@ -137,7 +151,7 @@ struct AuditDashboardTests {
                 }
                 for (name, time) in timings.sorted(by: { $0.1.median > $1.1.median }) {
                     print("audit dashboard on \(Self.rows) rows, \(range)\(strict ? " (default)" : ""): "
-                        + String(format: "median %7.2f ms, best %7.2f ms  ", time.median, time.best) + name)
+                        + String(format: "%6d buffers, median %7.2f ms, best %7.2f ms  ", time.blocks, time.median, time.best) + name)
                     if strict && time.median > slowest.1 { slowest = ("\(name), \(range)", time.median) }
                 }
             }
@@ -148,11 +162,10 @@ struct AuditDashboardTests {
     /// Checks one expanded query's plan and times it with EXPLAIN ANALYZE's
     /// execution time, five runs (the first also warms the cache, as
     /// Grafana's refresh would). Only the partitions the range overlaps may be
-    /// read; `strict`: through the promised index, and the best run within
-    /// the limit (the best, because the other runs measure whatever else the
-    /// two shared cores are doing at the time; the median is reported).
+    /// read; `strict`: through the promised index, touching at most
+    /// ``limitBlocks`` buffers (the times are reported, not judged).
     static func verify(_ name: String, _ sql: String, range: GrafanaSQL.Range, strict: Bool, parents: [String: String],
-                       on connection: PostgresConnection) throws -> (median: Double, best: Double) {
+                       on connection: PostgresConnection) throws -> (median: Double, best: Double, blocks: Int) {
         let plan = try PlanNode(explainJSON: try #require(connection.execute("EXPLAIN (FORMAT JSON) " + sql).rows.first?.first ?? nil))
         let promise = try #require(promises[name], "no promise for \(name)")
         let scans = plan.all.filter { $0.relation.map(Self.isAuditPartition) == true }
@@ -170,14 +183,18 @@ struct AuditDashboardTests {
             }
         }
         var times: [Double] = []
+        var blocks: [Int] = []
         for _ in 0..<5 {
-            let analyzed = try PlanNode.executionTime(explainJSON: try #require(
-                connection.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql).rows.first?.first ?? nil))
-            times.append(try #require(analyzed))
+            let analyzed = try #require(connection.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql).rows.first?.first ?? nil)
+            times.append(try #require(try PlanNode.executionTime(explainJSON: analyzed)))
+            blocks.append(try #require(try PlanNode.sharedBlocks(explainJSON: analyzed)))
         }
         times.sort()
-        #expect(!strict || times[0] < limitMilliseconds, "\(name) took \(times) ms on \(rows) rows; the limit is \(limitMilliseconds) ms:\n\(plan)")
-        return (times[2], times[0])
+        // The verdict is the work done, which the data and the plan fix; the
+        // times are printed for the reader (they measure the shared machine too).
+        let touched = blocks.max()!
+        #expect(!strict || touched <= limitBlocks, "\(name) touched \(touched) buffers on \(rows) rows; the limit is \(limitBlocks):\n\(plan)")
+        return (times[2], times[0], touched)
     }
 
     static func isAuditPartition(_ relation: String) -> Bool {

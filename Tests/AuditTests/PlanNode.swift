@@ -25,6 +25,16 @@ struct PlanNode: CustomStringConvertible {
         return top.first?["Execution Time"] as? Double
     }
 
+    /// The shared buffers (8 KiB pages) an `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)`
+    /// run touched, found in the cache or read: the work a query does, which,
+    /// unlike its time, does not depend on what else the machine is doing.
+    static func sharedBlocks(explainJSON text: String) throws -> Int? {
+        let top = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
+        guard let plan = top.first?["Plan"] as? [String: Any],
+              let hit = plan["Shared Hit Blocks"] as? Int, let read = plan["Shared Read Blocks"] as? Int else { return nil }
+        return hit + read
+    }
+
     /// This node and every node below it.
     var all: [PlanNode] { [self] + children.flatMap(\.all) }
 
