@@ -42,6 +42,15 @@ public final class MockAPNsLog: Sendable {
     /// Error answers by reason.
     public var countsByReason: [String: Int] { state.withLock { $0.byReason } }
 
+    /// The arrival number (1 for the first request since start) of the first
+    /// kept request that carried `apnsID`: how many requests reached the mock
+    /// before it, independent of how long anything took.
+    public func arrival(apnsID: String) -> Int? {
+        state.withLock { state in
+            state.entries.firstIndex { $0.apnsID == apnsID }.map { state.total - state.entries.count + $0 + 1 }
+        }
+    }
+
     /// Attempts that carried `apnsID`.
     public func attempts(apnsID: String) -> [Entry] {
         state.withLock { $0.entries.filter { $0.apnsID == apnsID } }
