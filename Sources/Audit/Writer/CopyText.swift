@@ -68,6 +68,15 @@ struct CopyLineWriter {
         }
     }
 
+    /// A field already in COPY text (escaped, or `\N`), copied as it is.
+    mutating func escaped(_ field: [UInt8]) {
+        separate()
+        line.append(contentsOf: field)
+    }
+
+    /// The fields written so far, without the newline ``finish()`` adds.
+    var fields: [UInt8] { line }
+
     /// An integer's decimal digits, written straight into the line.
     mutating func integer(_ value: Int?) {
         separate()

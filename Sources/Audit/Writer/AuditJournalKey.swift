@@ -1,0 +1,38 @@
+/// What ties a send's intent to its completion in the journal: one logical
+/// send is one apns-id started at one instant. On disk it is
+/// ``AuditRecord/journalKey(apnsID:startedAt:)``'s text, `apns-id/started-at`.
+///
+/// The writer's ledger of open intents keys on the two values themselves:
+/// two per send, on the sending thread, where building the text (a string
+/// interpolation and an allocation) cost more than the lookups it served.
+struct AuditJournalKey: Hashable {
+    var apnsID: String
+    var startedAt: UInt64
+
+    /// The key's text, as ``AuditRecord/journalKey(apnsID:startedAt:)`` writes it.
+    var bytes: [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(apnsID.utf8.count + 21)
+        append(to: &bytes)
+        return bytes
+    }
+
+    /// Appends ``bytes`` to `text`.
+    func append(to text: inout [UInt8]) {
+        text.append(contentsOf: apnsID.utf8)
+        text.append(UInt8(ascii: "/"))
+        Self.appendDecimal(startedAt, to: &text)
+    }
+
+    /// `value`'s decimal digits, as `"\(value)"` prints them.
+    static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8]) {
+        var divisor: UInt64 = 1
+        while divisor <= value / 10 { divisor *= 10 }
+        var rest = value
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        }
+    }
+}
