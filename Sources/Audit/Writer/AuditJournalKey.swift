@@ -24,15 +24,19 @@ struct AuditJournalKey: Hashable {
         Self.appendDecimal(startedAt, to: &text)
     }
 
-    /// `value`'s decimal digits, as `"\(value)"` prints them.
+    /// `value`'s decimal digits, as `"\(value)"` prints them: from the
+    /// last, each by a constant division (a multiplication), into a buffer
+    /// on the stack.
     static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8]) {
-        var divisor: UInt64 = 1
-        while divisor <= value / 10 { divisor *= 10 }
-        var rest = value
-        while divisor > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-            rest %= divisor
-            divisor /= 10
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var rest = value
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
         }
     }
 }
