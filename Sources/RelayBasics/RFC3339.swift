@@ -33,6 +33,27 @@ public enum RFC3339 {
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = CivilDate.date(days: days)
         func digits(_ value: Int64, _ width: Int) {
+            // The usual case by constant divisors, which the compiler turns
+            // into multiplications: the audit formats four of these per send.
+            switch width {
+            case 2 where value >= 0 && value < 100:
+                text.append(UInt8(ascii: "0") + UInt8(value / 10))
+                text.append(UInt8(ascii: "0") + UInt8(value % 10))
+                return
+            case 3 where value >= 0 && value < 1000:
+                text.append(UInt8(ascii: "0") + UInt8(value / 100))
+                text.append(UInt8(ascii: "0") + UInt8(value / 10 % 10))
+                text.append(UInt8(ascii: "0") + UInt8(value % 10))
+                return
+            case 4 where value >= 0 && value < 10000:
+                text.append(UInt8(ascii: "0") + UInt8(value / 1000))
+                text.append(UInt8(ascii: "0") + UInt8(value / 100 % 10))
+                text.append(UInt8(ascii: "0") + UInt8(value / 10 % 10))
+                text.append(UInt8(ascii: "0") + UInt8(value % 10))
+                return
+            default:
+                break
+            }
             if value < 0 { text.append(UInt8(ascii: "-")) }
             let magnitude = value.magnitude
             var divisor: UInt64 = 1

@@ -2,6 +2,7 @@
 import APNs
 import Relay
 import RelayBasics
+import RelayJSON
 import Testing
 
 /// The exact bytes of an audit row's COPY line, pinned: the row's layout is
@@ -131,5 +132,84 @@ struct AuditCopyLineTests {
         writer.textArray(["a\"b"])
         let expected = integers.map(String.init) + ["\\N", "t", "f"] + instants.map(RFC3339.format(nanoseconds:)) + ["\\N", "{}", #"{"a\\"b"}"#]
         #expect(String(decoding: writer.finish(), as: UTF8.self) == expected.joined(separator: "\t") + "\n")
+    }
+
+    /// Sends for the intent's row: every optional set, every one nil, text to escape, and the factory's mix.
+    static func intentSends() -> [SendDescriptor] {
+        let full = fullRecord()
+        let fullSend = SendDescriptor(
+            app: full.app, environment: .development, operation: .notification, apnsID: apnsID, pushType: .liveactivity,
+            priority: .conservePower, topic: full.topic, tokenFingerprint: full.tokenFingerprint, channelID: full.channelID,
+            snapshotID: full.snapshotID, surfaceID: full.surfaceID, payloadBytes: 4096, caller: full.caller, traceID: full.traceID,
+            idempotencyKeyHash: keyHash)
+        let bare = SendDescriptor(app: "a", environment: .production, operation: .alert, apnsID: apnsID)
+        let awkward = SendDescriptor(
+            app: "tab\tapp", environment: .production, operation: .alert, apnsID: apnsID, topic: "t\\x\r", snapshotID: "snap\t1\n\\x\r",
+            payloadBytes: 0, caller: "nul\u{0}here", traceID: "é", idempotencyKeyHash: "k\tk")
+        return [fullSend, bare, awkward] + (0..<12).map { EventFactory.event($0).send }
+    }
+
+    @Test("an intent's row written from the send is AuditRecord(intent:)'s line, byte for byte")
+    func intentLineFromSend() throws {
+        #expect(AuditRowLayout.standard.intentPlan != nil)
+        for send in Self.intentSends() {
+            for startedAt: UInt64 in [0, 9, Self.startedAt, UInt64.max] {
+                let key = AuditJournalKey(apnsID: send.apnsID.value, startedAt: startedAt)
+                var line = Array("previous\t".utf8)
+                AuditRowLayout.standard.appendIntentLine(send, startedAt: startedAt, key: key.bytes, relayInstance: "relay\tb", to: &line)
+                let record = AuditRecord(intent: send, startedAt: startedAt, relayInstance: "relay\tb")
+                #expect(String(decoding: line, as: UTF8.self) == "previous\t" + String(decoding: record.copyLine(), as: UTF8.self))
+            }
+        }
+    }
+
+    @Test("a layout whose columns do not say what an intent holds builds the intent's row through AuditRecord")
+    func intentLineWithoutPlan() {
+        let layout = AuditRowLayout(columns: [
+            AuditColumn("id") { $1.text($0.id) }, AuditColumn("outcome") { $1.text($0.outcome) },
+            AuditColumn("attempts", since: .v2) { $1.integer($0.attempts) },
+        ])
+        #expect(layout.intentPlan == nil)
+        let send = Self.intentSends()[0]
+        let key = AuditJournalKey(apnsID: send.apnsID.value, startedAt: Self.startedAt)
+        var line: [UInt8] = []
+        layout.appendIntentLine(send, startedAt: Self.startedAt, key: key.bytes, relayInstance: "r", to: &line)
+        let id = AuditRecord.derivedID(AuditRecord.journalKey(apnsID: send.apnsID.value, startedAt: Self.startedAt))
+        #expect(String(decoding: line, as: UTF8.self) == "\(id)\tunknown\t0\n")
+    }
+
+    @Test("the ledger's journal key has the journal's text key, byte for byte")
+    func journalKeyBytes() {
+        for startedAt: UInt64 in [0, 1, 9, 10, 99, 100, 1_000_000_007, Self.startedAt, UInt64.max] {
+            let key = AuditJournalKey(apnsID: Self.apnsID.value, startedAt: startedAt)
+            #expect(String(decoding: key.bytes, as: UTF8.self) == AuditRecord.journalKey(apnsID: Self.apnsID.value, startedAt: startedAt))
+        }
+        var id: [UInt8] = []
+        AuditRecord.appendDerivedID(of: Array("6e1f0a4c-0000-4000-8000-000000000001/1763800000000000000".utf8), to: &id)
+        #expect(String(decoding: id, as: UTF8.self) == "4dfc4db8-b9aa-0928-4d35-777154deb304")
+    }
+
+    @Test("the attempt log is the JSON a JSONValue array of objects encodes")
+    func attemptLogJSON() {
+        let logs: [[AttemptSummary]] = [
+            [],
+            [AttemptSummary(status: 200, reason: nil, durationSeconds: 0.00325)],
+            [
+                AttemptSummary(status: 429, reason: "Too\"Many\\Requests\n", durationSeconds: 0.0040004),
+                AttemptSummary(status: nil, reason: "transport_timeout é", durationSeconds: 12.5),
+                AttemptSummary(status: 503, reason: nil, durationSeconds: 1e-9),
+                AttemptSummary(status: 200, reason: "\u{1}", durationSeconds: 1e13),
+            ],
+        ]
+        for log in logs {
+            let expected = JSONValue.array(log.map { attempt in
+                var entry = JSONObject()
+                entry["status"] = attempt.status.map { .integer(Int64($0)) } ?? .null
+                entry["reason"] = attempt.reason.map { .string($0) } ?? .null
+                entry["duration_ms"] = .double((attempt.durationSeconds * 1000 * 1000).rounded() / 1000)
+                return .object(entry)
+            }).encodedString()
+            #expect(AuditRecord.attemptLogJSON(log) == expected)
+        }
     }
 }

@@ -71,13 +71,7 @@ public struct AuditRecord: Sendable, Hashable {
         attempts = event.attempts
         retried = event.retried
         latencyMilliseconds = event.latencySeconds * 1000
-        attemptLog = JSONValue.array(event.attemptLog.map { attempt in
-            var entry = JSONObject()
-            entry["status"] = attempt.status.map { .integer(Int64($0)) } ?? .null
-            entry["reason"] = attempt.reason.map { .string($0) } ?? .null
-            entry["duration_ms"] = .double((attempt.durationSeconds * 1000 * 1000).rounded() / 1000)
-            return .object(entry)
-        }).encodedString()
+        attemptLog = Self.attemptLogJSON(event.attemptLog)
         payloadBytes = event.send.payloadBytes
         caller = event.send.caller
         self.relayInstance = relayInstance
@@ -132,9 +126,18 @@ public struct AuditRecord: Sendable, Hashable {
 
     /// A UUID-shaped id computed from `key` (two FNV-1a 64-bit hashes).
     static func derivedID(_ key: String) -> String {
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        appendDerivedID(of: key.utf8, to: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Appends ``derivedID(_:)`` of the key whose UTF-8 bytes are `key`:
+    /// the journal writes an intent's row id straight from its key's bytes.
+    static func appendDerivedID(of key: some Collection<UInt8>, to text: inout [UInt8]) {
         func fnv(_ seed: UInt64) -> UInt64 {
             var hash = seed
-            for byte in key.utf8 {
+            for byte in key {
                 hash ^= UInt64(byte)
                 hash = hash &* 0x100_0000_01b3
             }
@@ -144,8 +147,6 @@ public struct AuditRecord: Sendable, Hashable {
         let low = fnv(0x84222325_cbf29ce4 ^ 0x5bd1_e995)
         // Straight into ASCII, 8-4-4-4-12: String(format:) went through
         // Foundation's formatter and an array of Characters (2% of a send's CPU).
-        var text: [UInt8] = []
-        text.reserveCapacity(36)
         for (index, word) in [high, low].enumerated() {
             for shift in stride(from: 56, through: 0, by: -8) {
                 let position = index * 8 + (56 - shift) / 8
@@ -153,6 +154,27 @@ public struct AuditRecord: Sendable, Hashable {
                 Hex.append(UInt8(truncatingIfNeeded: word >> UInt64(shift)), to: &text)
             }
         }
+    }
+
+    /// `[{"status":…,"reason":…,"duration_ms":…}, …]`: each value through
+    /// RelayJSON's encoder, as a `JSONValue` array of objects would encode
+    /// them, without building that array (a quarter of this record's cost).
+    static func attemptLogJSON(_ attempts: [AttemptSummary]) -> String {
+        guard !attempts.isEmpty else { return "[]" }
+        var text: [UInt8] = []
+        text.reserveCapacity(64 * attempts.count)
+        text.append(UInt8(ascii: "["))
+        for (index, attempt) in attempts.enumerated() {
+            if index > 0 { text.append(UInt8(ascii: ",")) }
+            text.append(contentsOf: #"{"status":"#.utf8)
+            (attempt.status.map { JSONValue.integer(Int64($0)) } ?? .null).encode(into: &text)
+            text.append(contentsOf: #","reason":"#.utf8)
+            (attempt.reason.map { JSONValue.string($0) } ?? .null).encode(into: &text)
+            text.append(contentsOf: #","duration_ms":"#.utf8)
+            JSONValue.double((attempt.durationSeconds * 1000 * 1000).rounded() / 1000).encode(into: &text)
+            text.append(UInt8(ascii: "}"))
+        }
+        text.append(UInt8(ascii: "]"))
         return String(decoding: text, as: UTF8.self)
     }
 

@@ -9,6 +9,9 @@ struct AuditRowLayout: Sendable {
     private let columnLists: [UInt8: String]
     /// The column names of each format, by raw value.
     private let columnNames: [UInt8: [String]]
+    /// How an intent's row fills each column, when every column says
+    /// (``CopyColumn/intent``); nil: built through ``AuditRecord`` instead.
+    let intentPlan: [AuditIntentStep]?
 
     init(columns: [AuditColumn]) {
         precondition(Set(columns.map(\.name)).count == columns.count, "audit column names must be unique")
@@ -24,6 +27,7 @@ struct AuditRowLayout: Sendable {
         }
         columnLists = lists
         columnNames = names
+        intentPlan = Self.intentPlan(columns)
     }
 
     /// The column names of lines in `format` (nil for a format newer than this build knows).

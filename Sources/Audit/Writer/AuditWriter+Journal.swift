@@ -16,7 +16,7 @@ extension AuditWriter {
     /// A journal record as the writer's ledger needs it: the key tying an
     /// intent to its completion, and a completion's row(s) for the queue.
     struct JournalItem {
-        var key: String
+        var key: AuditJournalKey
         var intent: Bool
         var audit: [UInt8] = []
         var dead: [UInt8]?
@@ -28,20 +28,22 @@ extension AuditWriter {
         let layout = configuration.rowLayout
         switch entry {
         case .intent(let send, let startedAt):
-            let key = AuditRecord.journalKey(apnsID: send.apnsID.value, startedAt: startedAt)
-            let record = AuditRecord(intent: send, startedAt: startedAt, relayInstance: configuration.relayInstance)
+            let key = AuditJournalKey(apnsID: send.apnsID.value, startedAt: startedAt)
+            let keyText = key.bytes
+            let relayInstance = configuration.relayInstance
             AuditSpool.encode(kind: .intent, format: layout.format, into: &bytes) { line in
-                Self.appendKey(key, to: &line)
-                layout.appendLine(record, to: &line)
+                Self.appendKey(keyText, to: &line)
+                layout.appendIntentLine(send, startedAt: startedAt, key: keyText, relayInstance: relayInstance, to: &line)
             }
             return JournalItem(key: key, intent: true)
         case .completion(let event):
-            let key = AuditRecord.journalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt)
+            let key = AuditJournalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt)
             // The row goes to the writer's queue too: built once, copied once into the record.
             let audit = layout.line(AuditRecord(event: event, relayInstance: configuration.relayInstance))
             let dead = DeadTokenRecord(event: event)?.copyLine()
             AuditSpool.encode(kind: .completion, format: layout.format, into: &bytes) { line in
-                Self.appendKey(key, to: &line)
+                key.append(to: &line)
+                line.append(0x09)
                 line.append(contentsOf: audit)
             }
             if let dead { AuditSpool.encode(AuditSpool.Record(kind: .deadToken, format: layout.format, line: dead), into: &bytes) }
@@ -311,7 +313,12 @@ extension AuditWriter {
 
     /// `key TAB`, the prefix of an intent's or a completion's line.
     static func appendKey(_ key: String, to line: inout [UInt8]) {
-        line.append(contentsOf: key.utf8)
+        appendKey(key.utf8, to: &line)
+    }
+
+    /// `key TAB`, from the key's text (``AuditJournalKey/bytes``).
+    static func appendKey(_ key: some Sequence<UInt8>, to line: inout [UInt8]) {
+        line.append(contentsOf: key)
         line.append(0x09)
     }
 

@@ -144,7 +144,7 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// in Postgres or the spool.
     var journalOutstanding: [Int: Int] = [:]
     /// The segment of each intent whose completion has not been journaled.
-    var openIntents: [String: Int] = [:]
+    var openIntents: [AuditJournalKey: Int] = [:]
     /// The segment the journal last appended to.
     var journalCurrentSegment: Int?
     /// `.interval`: appends since the journal thread last took the journal to sync.

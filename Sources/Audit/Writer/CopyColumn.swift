@@ -15,10 +15,18 @@ struct CopyColumn<Record>: Sendable {
     let since: AuditRowFormat
     /// Appends the record's value as one field (the writer adds the separator).
     let write: @Sendable (Record, inout CopyLineWriter) -> Void
+    /// Audit columns: what an intent's `unknown` row holds here, so the
+    /// journal writes that row straight from the send (see
+    /// ``AuditRowLayout/appendIntentLine(_:startedAt:key:relayInstance:to:)``).
+    let intent: AuditIntentValue?
 
-    init(_ name: String, since: AuditRowFormat = .v1, write: @escaping @Sendable (Record, inout CopyLineWriter) -> Void) {
+    init(
+        _ name: String, since: AuditRowFormat = .v1, intent: AuditIntentValue? = nil,
+        write: @escaping @Sendable (Record, inout CopyLineWriter) -> Void
+    ) {
         self.name = name
         self.since = since
+        self.intent = intent
         self.write = write
     }
 }

@@ -46,27 +46,45 @@ struct CopyLineWriter {
 
     mutating func text(_ value: String?) {
         separate()
-        guard var value else {
+        guard let value else {
             return null()
         }
-        value.withUTF8 { bytes in
-            // Most fields need no escaping: copy them whole.
-            if !bytes.contains(where: { $0 == 0x5C || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 == 0x00 }) {
-                line.append(contentsOf: bytes)
-                return
-            }
-            for byte in bytes {
-                switch byte {
-                case 0x5C: line.append(contentsOf: [0x5C, 0x5C])
-                case 0x0A: line.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-                case 0x0D: line.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-                case 0x09: line.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-                case 0x00: line.append(contentsOf: [0xEF, 0xBF, 0xBD])  // U+FFFD
-                default: line.append(byte)
-                }
+        // The bytes in place, without the copy of the string (a retain and a
+        // release per field) that `withUTF8`, a mutating method, needs; a
+        // string without contiguous UTF-8 (bridged) is copied.
+        let appended: Void? = value.utf8.withContiguousStorageIfAvailable { append(escaping: $0) }
+        if appended == nil {
+            var contiguous = value
+            contiguous.withUTF8 { append(escaping: $0) }
+        }
+    }
+
+    private mutating func append(escaping bytes: UnsafeBufferPointer<UInt8>) {
+        // Most fields need no escaping: copy them whole.
+        if !bytes.contains(where: { $0 == 0x5C || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 == 0x00 }) {
+            line.append(contentsOf: bytes)
+            return
+        }
+        for byte in bytes {
+            switch byte {
+            case 0x5C: line.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: line.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: line.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: line.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0x00: line.append(contentsOf: [0xEF, 0xBF, 0xBD])  // U+FFFD
+            default: line.append(byte)
             }
         }
     }
+
+    /// A field already in COPY text (escaped, or `\N`), copied as it is.
+    mutating func escaped(_ field: [UInt8]) {
+        separate()
+        line.append(contentsOf: field)
+    }
+
+    /// The fields written so far, without the newline ``finish()`` adds.
+    var fields: [UInt8] { line }
 
     /// An integer's decimal digits, written straight into the line.
     mutating func integer(_ value: Int?) {

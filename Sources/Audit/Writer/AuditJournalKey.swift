@@ -1,0 +1,42 @@
+/// What ties a send's intent to its completion in the journal: one logical
+/// send is one apns-id started at one instant. On disk it is
+/// ``AuditRecord/journalKey(apnsID:startedAt:)``'s text, `apns-id/started-at`.
+///
+/// The writer's ledger of open intents keys on the two values themselves:
+/// two per send, on the sending thread, where building the text (a string
+/// interpolation and an allocation) cost more than the lookups it served.
+struct AuditJournalKey: Hashable {
+    var apnsID: String
+    var startedAt: UInt64
+
+    /// The key's text, as ``AuditRecord/journalKey(apnsID:startedAt:)`` writes it.
+    var bytes: [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(apnsID.utf8.count + 21)
+        append(to: &bytes)
+        return bytes
+    }
+
+    /// Appends ``bytes`` to `text`.
+    func append(to text: inout [UInt8]) {
+        text.append(contentsOf: apnsID.utf8)
+        text.append(UInt8(ascii: "/"))
+        Self.appendDecimal(startedAt, to: &text)
+    }
+
+    /// `value`'s decimal digits, as `"\(value)"` prints them: from the
+    /// last, each by a constant division (a multiplication), into a buffer
+    /// on the stack.
+    static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var rest = value
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import APNs
+import Relay
+import RelayBasics
+
+/// What an intent's `unknown` row (``AuditRecord/init(intent:startedAt:relayInstance:)``)
+/// holds in one column: a value of the send, or the same in every such row.
+enum AuditIntentValue: Sendable {
+    /// The row id derived from the journal key (``AuditRecord/derivedID(_:)``).
+    case derivedID
+    /// The send's start: `recorded_at`, `started_at` and `finished_at` alike.
+    case startedAt
+    case apnsID, traceID, app, environment, operation, pushType, priority, topic, tokenFingerprint
+    case channelID, snapshotID, surfaceID, payloadBytes, caller, relayInstance, idempotencyKeyHash
+    /// The same in every intent's row (outcome `unknown`, no status, …):
+    /// the field is taken once from a template record, by the column's own writer.
+    case fixed
+}
+
+/// One column of an intent's row as the layout writes it.
+enum AuditIntentStep: Sendable {
+    case value(AuditIntentValue)
+    /// A ``AuditIntentValue/fixed`` column's field, as COPY text.
+    case field([UInt8])
+}
+
+extension AuditRowLayout {
+    /// The steps that write an intent's row, or nil when a column does not
+    /// say what it holds there (a layout a test describes): such a layout's
+    /// intents go through ``AuditRecord`` and ``appendLine(_:to:)``.
+    static func intentPlan(_ columns: [AuditColumn]) -> [AuditIntentStep]? {
+        // Any send gives the same fixed fields: they depend on none of its values.
+        let template = AuditRecord(
+            intent: SendDescriptor(app: "", environment: .production, operation: .alert, apnsID: APNsID("00000000-0000-4000-8000-000000000000")!),
+            startedAt: 0, relayInstance: "")
+        var steps: [AuditIntentStep] = []
+        for column in columns {
+            switch column.intent {
+            case nil:
+                return nil
+            case .fixed?:
+                var writer = CopyLineWriter(line: [])
+                column.write(template, &writer)
+                steps.append(.field(writer.fields))
+            case let value?:
+                steps.append(.value(value))
+            }
+        }
+        return steps
+    }
+
+    /// Appends the COPY line of the row `send` gets if no completion follows
+    /// its intent: the same bytes as ``appendLine(_:to:)`` of
+    /// ``AuditRecord/init(intent:startedAt:relayInstance:)``, written from
+    /// the send without that record (its twenty-odd fields copied and
+    /// released, three timestamps formatted), once per send on the sending thread.
+    /// `key` is the journal key's text, which the row's id derives from.
+    func appendIntentLine(_ send: SendDescriptor, startedAt: UInt64, key: [UInt8], relayInstance: String, to line: inout [UInt8]) {
+        guard let intentPlan else {
+            return appendLine(AuditRecord(intent: send, startedAt: startedAt, relayInstance: relayInstance), to: &line)
+        }
+        var id: [UInt8] = []
+        id.reserveCapacity(36)
+        AuditRecord.appendDerivedID(of: key, to: &id)
+        var started: [UInt8] = []
+        started.reserveCapacity(24)
+        RFC3339.append(nanoseconds: startedAt, to: &started)
+        var writer = CopyLineWriter(line: line)
+        line = []
+        intentPlan.withUnsafeBufferPointer { steps in
+            for index in steps.indices {
+                switch steps[index] {
+                case .field(let field): writer.escaped(field)
+                case .value(let value):
+                    switch value {
+                    case .derivedID: writer.escaped(id)
+                    case .startedAt: writer.escaped(started)
+                    case .apnsID: writer.text(send.apnsID.value)
+                    case .traceID: writer.text(send.traceID)
+                    case .app: writer.text(send.app)
+                    case .environment: writer.text(send.environment.rawValue)
+                    case .operation: writer.text(send.operation.rawValue)
+                    case .pushType: writer.text(send.pushType?.rawValue)
+                    case .priority: writer.integer(send.priority?.rawValue)
+                    case .topic: writer.text(send.topic)
+                    case .tokenFingerprint: writer.text(send.tokenFingerprint)
+                    case .channelID: writer.text(send.channelID)
+                    case .snapshotID: writer.text(send.snapshotID)
+                    case .surfaceID: writer.text(send.surfaceID)
+                    case .payloadBytes: writer.integer(send.payloadBytes)
+                    case .caller: writer.text(send.caller)
+                    case .relayInstance: writer.text(relayInstance)
+                    case .idempotencyKeyHash: writer.text(send.idempotencyKeyHash)
+                    case .fixed: preconditionFailure("a fixed column is planned as its field")
+                    }
+                }
+            }
+        }
+        line = writer.finish()
+    }
+}
