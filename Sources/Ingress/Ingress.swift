@@ -172,7 +172,7 @@ public final class Ingress: Sendable {
 
     /// Checks that the key may act for `app` and that the relay serves it.
     func authorize(_ key: APIKey, app: String, field: String = "app") throws(IngressError) {
-        guard service.appNames.contains(app) else {
+        guard service.serves(app: app) else {
             throw IngressError(status: 404, type: .notFound, message: "\(field): no app named \(app) on this relay", field: field)
         }
         guard key.allows(app: app) else {

@@ -191,7 +191,7 @@ extension Ingress {
     static func sendResponse(_ result: Result<SendResult, IngressError>) -> HTTPResponse {
         switch result {
         case .success(let result):
-            .json(200, JSONValue.object(successBody(result)).encoded(), headers: [HTTPHeader("apns-id", result.apnsID.description)])
+            successResponse(result)
         case .failure(let error):
             error.response
         }
