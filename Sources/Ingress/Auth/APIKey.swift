@@ -68,6 +68,9 @@ public struct APIKeyring: Sendable {
         return Array(presented.utf8).withUnsafeBufferPointer { authenticate(presented: $0[...]) }
     }
 
+    /// How many keys are remembered (for tests: at most one per configured key, only verified ones).
+    var rememberedKeys: Int { verified.count }
+
     /// The key whose secret is `presented` (not empty): a remembered key, or
     /// one whose hash matches (then remembered).
     private func authenticate(presented: Slice<UnsafeBufferPointer<UInt8>>) -> APIKey? {
@@ -128,6 +131,8 @@ private final class VerifiedKeys: Sendable {
     private let entries = Mutex<[(secret: [UInt8], index: Int)]>([])
 
     init(capacity: Int) { self.capacity = capacity }
+
+    var count: Int { entries.withLock { $0.count } }
 
     /// The configured key's index for `presented`. Every remembered key is
     /// compared, each over the whole presented length whatever it holds,
