@@ -334,7 +334,9 @@ private func queue(_ response: HTTPResponse, for exchange: PendingExchange, on c
     guard let mhdResponse else { return MHD_Result.NO }
     defer { MHD_destroy_response(mhdResponse) }
     for header in headers {
-        _ = MHD_add_response_header(mhdResponse, header.name, header.value)
+        // withCString: a native string lends its own bytes (passing the
+        // String itself made a C copy of each name and value).
+        _ = header.name.withCString { name in header.value.withCString { value in MHD_add_response_header(mhdResponse, name, value) } }
     }
     return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
 }
