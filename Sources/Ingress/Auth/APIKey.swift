@@ -40,8 +40,8 @@ public struct APIKey: Sendable, Hashable {
 /// A key that passed that check is remembered as presented (in memory only:
 /// never logged, never written anywhere), so its next request is compared
 /// with the remembered keys, again in constant time and against every one,
-/// instead of being hashed again: the SHA-256 was a fifth of the step's cost
-/// on every request. Only a key that matched a configured hash is
+/// instead of being hashed again on every request (the SHA-256 and the
+/// strings around it were most of the step's cost). Only a key that matched a configured hash is
 /// remembered, at most one per configured key, so an unknown caller cannot
 /// grow the memory or skip the hash.
 public struct APIKeyring: Sendable {
