@@ -41,8 +41,8 @@ public struct ServerConfiguration: Sendable {
         /// Connections open at once from one client address; 0: no cap.
         public var maximumConnectionsPerClient = 256
         /// libmicrohttpd's polling threads. One: measured on 2 cores it costs
-        /// no more CPU per send at 8 client connections and 4–6% less at 64,
-        /// with more sends/s (docs/performance.md, "ingress.threads").
+        /// no more CPU per send than two at 8 client connections and up to 6%
+        /// less at 64 (docs/performance.md, "`ingress.threads`: 1 by default").
         public var threads = 1
     }
 
