@@ -60,7 +60,12 @@ public struct HTTPResponse: Sendable {
 
     /// A JSON response from already-encoded bytes.
     public static func json(_ status: Int, _ body: [UInt8], headers: [HTTPHeader] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [HTTPHeader("content-type", "application/json")] + headers, body: body)
+        // One array, with room for the `traceparent` the ingress adds to every answer.
+        var all: [HTTPHeader] = []
+        all.reserveCapacity(headers.count + 2)
+        all.append(HTTPHeader("content-type", "application/json"))
+        all.append(contentsOf: headers)
+        return HTTPResponse(status: status, headers: all, body: body)
     }
 }
 

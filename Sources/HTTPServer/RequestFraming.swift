@@ -24,6 +24,12 @@ enum RequestFraming {
     }
 
     static func check(version: String, headers: [HTTPHeader], maximumBodyBytes: Int) -> Refusal? {
+        // One pass that checks every header and counts the framing ones (every request takes it).
+        var hosts = 0
+        var lengths = 0
+        var codings = 0
+        var length: HTTPHeader?
+        var coding: HTTPHeader?
         for header in headers {
             guard !header.name.isEmpty, header.name.utf8.allSatisfy(isTokenCharacter) else {
                 return invalid("header name \(quoted(header.name)) is not a token: no spaces, separators or control characters before the colon")
@@ -31,21 +37,28 @@ enum RequestFraming {
             guard !header.value.utf8.contains(where: isForbiddenInValue) else {
                 return invalid("header \(quoted(header.name)) has a control character in its value", field: header.name)
             }
+            switch header.name {
+            case "host": hosts += 1
+            case "content-length":
+                lengths += 1
+                if length == nil { length = header }
+            case "transfer-encoding":
+                codings += 1
+                if coding == nil { coding = header }
+            default: break
+            }
         }
-        let hosts = headers.filter { $0.name == "host" }
-        if hosts.count > 1 { return invalid("more than one Host header") }
-        if version == "HTTP/1.1", hosts.isEmpty { return invalid("an HTTP/1.1 request needs a Host header") }
+        if hosts > 1 { return invalid("more than one Host header") }
+        if version == "HTTP/1.1", hosts == 0 { return invalid("an HTTP/1.1 request needs a Host header") }
 
-        let lengths = headers.filter { $0.name == "content-length" }
-        let codings = headers.filter { $0.name == "transfer-encoding" }
-        if !lengths.isEmpty, !codings.isEmpty {
+        if lengths > 0, codings > 0 {
             return invalid("both Content-Length and Transfer-Encoding: send one, so the end of the body is unambiguous")
         }
-        if lengths.count > 1 { return invalid("more than one Content-Length header") }
-        if codings.count > 1 { return invalid("more than one Transfer-Encoding header") }
+        if lengths > 1 { return invalid("more than one Content-Length header") }
+        if codings > 1 { return invalid("more than one Transfer-Encoding header") }
         // HTTP/1.0 has no transfer codings; an intermediary may not have applied it (RFC 9112 §6.1).
-        if !codings.isEmpty, version != "HTTP/1.1" { return invalid("Transfer-Encoding needs HTTP/1.1") }
-        if let coding = codings.first {
+        if codings > 0, version != "HTTP/1.1" { return invalid("Transfer-Encoding needs HTTP/1.1") }
+        if let coding {
             let value = coding.value.trimmingSpaces()
             guard value.lowercased() == "chunked" else {
                 return Refusal(
@@ -53,7 +66,7 @@ enum RequestFraming {
                     message: "Transfer-Encoding \(quoted(value)) is not supported; send the body with Content-Length or Transfer-Encoding: chunked")
             }
         }
-        if let length = lengths.first {
+        if let length {
             let digits = length.value.trimmingSpaces()
             guard !digits.isEmpty, digits.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
                 return invalid("Content-Length must be a decimal number of bytes")

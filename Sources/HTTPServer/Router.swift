@@ -28,6 +28,12 @@ public struct Router: Sendable {
     }
 
     private var routes: [Route] = []
+    /// For each literal pattern's path as written (`/v1/send`): every route
+    /// that matches exactly that path, in order, with its parameters. A
+    /// request for one of these paths (nearly every request) is answered
+    /// from here with one dictionary lookup instead of matching each route;
+    /// any other spelling of a path takes the full match.
+    private var literalPaths: [String: [(route: Int, parameters: [String: String])]] = [:]
 
     public init() {}
 
@@ -35,14 +41,32 @@ public struct Router: Sendable {
     public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping HTTPHandler) {
         routes.append(Route(
             method: method.uppercased(), segments: Self.segments(pattern), label: Self.label(pattern), handler: handler))
+        // Routes are added once, at start-up: the table is rebuilt whole, so
+        // a later route that also matches an earlier literal path is in its list.
+        var paths = literalPaths.keys.map { $0 }
+        if !pattern.contains("{") { paths.append(pattern) }
+        literalPaths = [:]
+        for path in paths {
+            let segments = Self.segments(path)
+            literalPaths[path] = routes.indices.compactMap { index in
+                Self.match(routes[index].segments, segments, rawPath: path).map { (index, $0) }
+            }
+        }
     }
 
     /// The route for `method` and `path`.
     public func lookup(_ method: String, _ path: String) -> Lookup {
+        if let matches = literalPaths[path] { return Self.lookup(method, in: matches.lazy.map { (self.routes[$0.route], $0.parameters) }) }
         let segments = Self.segments(path)
+        return Self.lookup(method, in: routes.lazy.compactMap { route in
+            Self.match(route.segments, segments, rawPath: path).map { (route, $0) }
+        })
+    }
+
+    /// The first of `matches` (the routes whose pattern matches, in order) for `method`, else the methods they allow.
+    private static func lookup<Matches: Sequence<(Route, [String: String])>>(_ method: String, in matches: Matches) -> Lookup {
         var allowed: [String] = []
-        for route in routes {
-            guard let parameters = Self.match(route.segments, segments, rawPath: path) else { continue }
+        for (route, parameters) in matches {
             if route.method == method { return .found(route.handler, route: route.label, parameters: parameters) }
             allowed.append(route.method)
         }

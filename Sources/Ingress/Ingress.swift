@@ -160,7 +160,7 @@ public final class Ingress: Sendable {
     /// a script written for Apple must work unchanged.
     func body(_ request: HTTPRequest, checksContentType: Bool = true) throws(IngressError) -> JSONValue {
         guard !request.body.isEmpty else { throw .invalid("body", "is empty; send a JSON object") }
-        if checksContentType, let type = request.header("content-type"), !type.lowercased().hasPrefix("application/json") {
+        if checksContentType, let type = request.header("content-type"), !Self.isJSONMediaType(type) {
             throw IngressError(status: 415, type: .unsupportedMediaType, message: "content-type must be application/json, not \(type)", field: "content-type")
         }
         do {
@@ -170,9 +170,20 @@ public final class Ingress: Sendable {
         }
     }
 
+    /// Whether a `content-type` starts with `application/json` in any case
+    /// (`lowercased().hasPrefix`, without the lowercased copy per request:
+    /// no other character lowercases to one of these ASCII letters).
+    static func isJSONMediaType(_ type: String) -> Bool {
+        let expected = "application/json".utf8
+        guard type.utf8.count >= expected.count else { return false }
+        return zip(type.utf8, expected).allSatisfy { byte, wanted in
+            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 == wanted : byte == wanted
+        }
+    }
+
     /// Checks that the key may act for `app` and that the relay serves it.
     func authorize(_ key: APIKey, app: String, field: String = "app") throws(IngressError) {
-        guard service.appNames.contains(app) else {
+        guard service.serves(app: app) else {
             throw IngressError(status: 404, type: .notFound, message: "\(field): no app named \(app) on this relay", field: field)
         }
         guard key.allows(app: app) else {

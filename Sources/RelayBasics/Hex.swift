@@ -6,6 +6,9 @@
 /// `isHexDigit` also accepts fullwidth digits, which no wire format does.
 public enum Hex {
     /// `bytes` as lowercase hex, two digits per byte.
+    // Inlinable: specialised where it is called (a fingerprint per send, ids),
+    // instead of walking an unknown sequence through its witness table.
+    @inlinable
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
         var text: [UInt8] = []
         text.reserveCapacity(bytes.underestimatedCount * 2)

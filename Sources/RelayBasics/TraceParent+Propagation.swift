@@ -33,9 +33,20 @@ extension Instrument {
 
     /// ``traceParentHeader(for:)`` parsed: the trace and span ids this
     /// instrument would send for `context` (for audit rows and log lines).
+    /// An instrument that keeps them (``TraceParentReading``) hands them
+    /// over as they are, without the header's formatting and parsing every send paid for.
     public func traceParent(for context: InstrumentationContext) -> TraceParent? {
-        traceParentHeader(for: context).flatMap { TraceParent(header: $0) }
+        if let reader = self as? any TraceParentReading { return reader.storedTraceParent(for: context) }
+        return traceParentHeader(for: context).flatMap { TraceParent(header: $0) }
     }
+}
+
+/// An instrument that keeps the `traceparent` of the contexts it makes as a
+/// value: ``Instrument/traceParent(for:)`` asks it instead of injecting the
+/// header and parsing it back.
+public protocol TraceParentReading {
+    /// Exactly what the instrument's `inject` would write for `context`, parsed; nil when it writes none.
+    func storedTraceParent(for context: InstrumentationContext) -> TraceParent?
 }
 
 /// A carrier of one value: the `traceparent` an instrument injects, and

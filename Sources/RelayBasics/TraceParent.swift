@@ -59,15 +59,25 @@ public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
 
     /// The header value, version 00.
     public var description: String {
-        var text: [UInt8] = []
-        text.reserveCapacity(3 + traceID.utf8.count + 1 + spanID.utf8.count + 3)
-        text.append(contentsOf: "00-".utf8)
-        text.append(contentsOf: traceID.utf8)
-        text.append(UInt8(ascii: "-"))
-        text.append(contentsOf: spanID.utf8)
-        text.append(UInt8(ascii: "-"))
-        Hex.append(flags, to: &text)
-        return String(decoding: text, as: UTF8.self)
+        // Written into the string's own storage: the header is made for every answer.
+        let count = 3 + traceID.utf8.count + 1 + spanID.utf8.count + 3
+        return String(unsafeUninitializedCapacity: count) { text in
+            var position = 0
+            func append<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
+                for byte in bytes {
+                    text[position] = byte
+                    position += 1
+                }
+            }
+            append("00-".utf8)
+            append(traceID.utf8)
+            append(CollectionOfOne(UInt8(ascii: "-")))
+            append(spanID.utf8)
+            append(CollectionOfOne(UInt8(ascii: "-")))
+            append(CollectionOfOne(Hex.digit(flags >> 4)))
+            append(CollectionOfOne(Hex.digit(flags & 0x0F)))
+            return position
+        }
     }
 
     public var isSampled: Bool { flags & 1 == 1 }

@@ -66,3 +66,55 @@ struct RouterTests {
         #expect(allow == ["POST", "PUT"])
     }
 }
+
+@Suite("Router: literal paths")
+struct RouterLiteralPathTests {
+    /// A parameter route before literal ones it overlaps, a literal route, and a greedy one.
+    static func router() -> Router {
+        var router = Router()
+        router.add("GET", "/v1/channels/{id}") { _ in .text(200, "") }
+        router.add("POST", "/v1/channels/list") { _ in .text(200, "") }
+        router.add("GET", "/v1/channels/list") { _ in .text(200, "") }
+        router.add("POST", "/v1/send") { _ in .text(200, "") }
+        router.add("DELETE", "/v1/{rest...}") { _ in .text(200, "") }
+        return router
+    }
+
+    static func found(_ lookup: Router.Lookup) -> (route: String, parameters: [String: String])? {
+        guard case .found(_, let route, let parameters) = lookup else { return nil }
+        return (route, parameters)
+    }
+
+    @Test("the first route in the order added wins for a literal path, whatever its kind; later ones count in Allow")
+    func order() throws {
+        let router = Self.router()
+        let get = try #require(Self.found(router.lookup("GET", "/v1/channels/list")))
+        #expect(get.route == "/v1/channels/{id}" && get.parameters == ["id": "list"], "the earlier parameter route")
+        let post = try #require(Self.found(router.lookup("POST", "/v1/channels/list")))
+        #expect(post.route == "/v1/channels/list" && post.parameters.isEmpty)
+        let greedy = try #require(Self.found(router.lookup("DELETE", "/v1/channels/list")))
+        #expect(greedy.route == "/v1/{rest}" && greedy.parameters == ["rest": "channels/list"], "a later greedy route matches a literal path too")
+        guard case .methodNotAllowed(let allow) = router.lookup("PUT", "/v1/channels/list") else {
+            Issue.record("not a 405")
+            return
+        }
+        #expect(allow == ["GET", "POST", "GET", "DELETE"])
+        guard case .methodNotAllowed(let sendAllow) = router.lookup("GET", "/v1/send") else {
+            Issue.record("not a 405")
+            return
+        }
+        #expect(sendAllow == ["POST", "DELETE"])
+    }
+
+    @Test("other spellings of a literal path match as before: doubled and trailing slashes")
+    func spellings() throws {
+        let router = Self.router()
+        for path in ["/v1//send", "/v1/send/", "v1/send"] {
+            #expect(try #require(Self.found(router.lookup("POST", path))).route == "/v1/send", "\(path)")
+        }
+        guard case .notFound = router.lookup("POST", "/v2/send") else {
+            Issue.record("/v2/send matched")
+            return
+        }
+    }
+}

@@ -106,3 +106,24 @@ struct JSONTracerTests {
         #expect(record["nested"]?.objectValue?.keys == ["a", "b"])
     }
 }
+
+@Suite("JSON span tracer: traceparent without the header")
+struct StoredTraceParentTests {
+    @Test("traceParent(for:) reads what inject would write: the span's own, else the remote parent, else none")
+    func sameAsInjected() throws {
+        let tracer = JSONSpanTracer(logger: Logger(label: "quiet") { _ in SwiftLogNoOpLogHandler() })
+        var remote = InstrumentationContext.topLevel
+        tracer.extract([HTTPHeader("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")], into: &remote, using: HTTPHeaderPropagation())
+        let span = tracer.startSpan("apns.send", context: remote)
+        let child = tracer.startSpan("apns.attempt", context: span.context)
+        for context in [remote, span.context, child.context, InstrumentationContext.topLevel] {
+            let injected = tracer.traceParentHeader(for: context).flatMap { TraceParent(header: $0) }
+            #expect(tracer.traceParent(for: context) == injected)
+            #expect(tracer.storedTraceParent(for: context) == injected)
+        }
+        #expect(tracer.traceParent(for: remote)?.description == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")
+        let own = try #require(tracer.traceParent(for: child.context))
+        #expect(own.traceID == "4bf92f3577b34da6a3ce929d0e0e4736" && own.flags == 0 && own.spanID == child.identity.spanID)
+        #expect(tracer.traceParent(for: .topLevel) == nil)
+    }
+}

@@ -326,13 +326,17 @@ private func queue(_ response: HTTPResponse, for exchange: PendingExchange, on c
         headers.append(HTTPHeader("content-encoding", "gzip"))
         headers.append(HTTPHeader("vary", "accept-encoding"))
     }
-    let mhdResponse = body.withUnsafeMutableBytes { bytes in
-        MHD_create_response_from_buffer(bytes.count, bytes.baseAddress, responseMustCopy)
+    // Read-only: libmicrohttpd copies the bytes (MUST_COPY) and never
+    // writes them, and a mutable view would first copy the shared array.
+    let mhdResponse = body.withUnsafeBytes { bytes in
+        MHD_create_response_from_buffer(bytes.count, bytes.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) }, responseMustCopy)
     }
     guard let mhdResponse else { return MHD_Result.NO }
     defer { MHD_destroy_response(mhdResponse) }
     for header in headers {
-        _ = MHD_add_response_header(mhdResponse, header.name, header.value)
+        // withCString: a native string lends its own bytes (passing the
+        // String itself made a C copy of each name and value).
+        _ = header.name.withCString { name in header.value.withCString { value in MHD_add_response_header(mhdResponse, name, value) } }
     }
     return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
 }

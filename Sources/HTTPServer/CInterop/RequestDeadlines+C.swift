@@ -39,6 +39,19 @@ final class RequestDeadlines: @unchecked Sendable {
         /// When the previous answer went out, while waiting for the next request line.
         var idleSince: ContinuousClock.Instant?
         var cut = false
+
+        /// A request starts arriving, unless one already is.
+        mutating func startRequest(at now: ContinuousClock.Instant) {
+            guard requestStarted == nil else { return }
+            requestStarted = now
+            idleSince = nil
+        }
+
+        /// No request arriving; idle since `idleSince` (nil: handled, no deadline).
+        mutating func wait(idleSince: ContinuousClock.Instant?) {
+            requestStarted = nil
+            self.idleSince = idleSince
+        }
     }
 
     let requestTimeout: Duration
@@ -87,18 +100,15 @@ final class RequestDeadlines: @unchecked Sendable {
     func requestLineArrived(_ connection: OpaquePointer) {
         let now = ContinuousClock.now
         entries.withLock { entries in
-            guard var entry = entries?[key(connection)], entry.requestStarted == nil else { return }
-            entry.requestStarted = now
-            entry.idleSince = nil
-            entries?[key(connection)] = entry
+            // One lookup per call (each is on every request): the entry is changed in place.
+            entries?[key(connection)]?.startRequest(at: now)
         }
     }
 
     /// The request arrived whole: no deadline while it is handled and answered.
     func requestReceived(_ connection: OpaquePointer) {
         entries.withLock { entries in
-            entries?[key(connection)]?.requestStarted = nil
-            entries?[key(connection)]?.idleSince = nil
+            entries?[key(connection)]?.wait(idleSince: nil)
         }
     }
 
@@ -106,8 +116,7 @@ final class RequestDeadlines: @unchecked Sendable {
     func answered(_ connection: OpaquePointer) {
         let now = ContinuousClock.now
         entries.withLock { entries in
-            entries?[key(connection)]?.requestStarted = nil
-            entries?[key(connection)]?.idleSince = now
+            entries?[key(connection)]?.wait(idleSince: now)
         }
     }
 

@@ -1,5 +1,6 @@
 import APNs
 import RelayBasics
+import Synchronization
 
 /// A backend's API key, as configured: only its SHA-256 is kept, so the
 /// configuration file does not hold a usable secret.
@@ -35,26 +36,80 @@ public struct APIKey: Sendable, Hashable {
 /// The presented key is hashed and compared with every configured hash in
 /// constant time, without stopping at the first match, so response timing
 /// tells nothing about how close a guess was or which key matched.
+///
+/// A key that passed that check is remembered as presented (in memory only:
+/// never logged, never written anywhere), so its next request is compared
+/// with the remembered keys, again in constant time and against every one,
+/// instead of being hashed again on every request (the SHA-256 and the
+/// strings around it were most of the step's cost). Only a key that matched a configured hash is
+/// remembered, at most one per configured key, so an unknown caller cannot
+/// grow the memory or skip the hash.
 public struct APIKeyring: Sendable {
     public let keys: [APIKey]
+    private let verified: VerifiedKeys
 
-    public init(keys: [APIKey]) { self.keys = keys }
+    public init(keys: [APIKey]) {
+        self.keys = keys
+        verified = VerifiedKeys(capacity: keys.count)
+    }
 
     /// The key for an `Authorization` header value, or nil.
     public func authenticate(authorization: String?) -> APIKey? {
-        guard let authorization, let presented = Self.bearerToken(authorization), !presented.isEmpty else { return nil }
-        let digest = APIKeyring.bytesOfSHA256(presented)
-        var match: APIKey?
-        for key in keys where Self.constantTimeEqual(key.hash, digest) {
-            match = key
+        guard var authorization else { return nil }
+        let fast: APIKey?? = authorization.withUTF8 { header in
+            // Non-ASCII headers take the general path below, whose Character
+            // rules (trimming, the scheme's case) this byte path must not differ from.
+            guard header.allSatisfy({ $0 < 0x80 }) else { return .none }
+            guard let token = Self.bearerToken(header) else { return .some(nil) }
+            return .some(authenticate(presented: token))
         }
-        return match
+        if let fast { return fast }
+        guard let presented = Self.bearerToken(authorization), !presented.isEmpty else { return nil }
+        return Array(presented.utf8).withUnsafeBufferPointer { authenticate(presented: $0[...]) }
+    }
+
+    /// How many keys are remembered (for tests: at most one per configured key, only verified ones).
+    var rememberedKeys: Int { verified.count }
+
+    /// The key whose secret is `presented` (not empty): a remembered key, or
+    /// one whose hash matches (then remembered).
+    private func authenticate(presented: Slice<UnsafeBufferPointer<UInt8>>) -> APIKey? {
+        if let index = verified.match(presented) { return keys[index] }
+        let digest = Fingerprint.sha256(Array(presented))
+        var match: Int?
+        for index in keys.indices where Self.constantTimeEqual(keys[index].hash, digest) {
+            match = index
+        }
+        if let match { verified.remember(Array(presented), as: match) }
+        return match.map { keys[$0] }
     }
 
     static func bearerToken(_ header: String) -> String? {
         let trimmed = header.trimmingWhitespace()
         guard trimmed.count > 7, trimmed.prefix(7).lowercased() == "bearer " else { return nil }
         return String(trimmed.dropFirst(7)).trimmingWhitespace()
+    }
+
+    /// ``bearerToken(_:)`` over an ASCII header's bytes, without a string:
+    /// the token (not empty) after a `Bearer ` in any case, spaces and tabs trimmed.
+    static func bearerToken(_ header: UnsafeBufferPointer<UInt8>) -> Slice<UnsafeBufferPointer<UInt8>>? {
+        let trimmed = trimmingWhitespace(header[...])
+        let scheme = "bearer ".utf8
+        guard trimmed.count > scheme.count,
+              zip(trimmed, scheme).allSatisfy({ byte, expected in
+                  (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 == expected : byte == expected
+              })
+        else { return nil }
+        let token = trimmingWhitespace(trimmed.dropFirst(scheme.count))
+        return token.isEmpty ? nil : token
+    }
+
+    private static func trimmingWhitespace(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Slice<UnsafeBufferPointer<UInt8>> {
+        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        var bytes = bytes
+        while let first = bytes.first, isBlank(first) { bytes = bytes.dropFirst() }
+        while let last = bytes.last, isBlank(last) { bytes = bytes.dropLast() }
+        return bytes
     }
 
     static func bytesOfSHA256(_ text: String) -> [UInt8] {
@@ -66,6 +121,47 @@ public struct APIKeyring: Sendable {
         var difference: UInt8 = 0
         for index in a.indices { difference |= a[index] ^ b[index] }
         return difference == 0
+    }
+}
+
+/// The keys presented and verified so far, with the index of their
+/// configured key (see ``APIKeyring``).
+private final class VerifiedKeys: Sendable {
+    private let capacity: Int
+    private let entries = Mutex<[(secret: [UInt8], index: Int)]>([])
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    var count: Int { entries.withLock { $0.count } }
+
+    /// The configured key's index for `presented`. Every remembered key is
+    /// compared, each over the whole presented length whatever it holds,
+    /// so the time depends only on what the caller sent and how many keys
+    /// were remembered: not on how close a guess came, nor on which matched.
+    func match(_ presented: Slice<UnsafeBufferPointer<UInt8>>) -> Int? {
+        entries.withLock { entries in
+            var found: Int?
+            for entry in entries where Self.constantTimeEqual(presented, entry.secret) { found = entry.index }
+            return found
+        }
+    }
+
+    /// Remembers a key that matched configured key `index` (once; at most one per configured key).
+    func remember(_ secret: [UInt8], as index: Int) {
+        entries.withLock { entries in
+            guard entries.count < capacity, !entries.contains(where: { $0.index == index }) else { return }
+            entries.append((secret, index))
+        }
+    }
+
+    /// Equal bytes, compared without an early exit; `secret` is never empty.
+    private static func constantTimeEqual(_ presented: Slice<UnsafeBufferPointer<UInt8>>, _ secret: [UInt8]) -> Bool {
+        secret.withUnsafeBufferPointer { secret in
+            var difference: UInt8 = presented.count == secret.count ? 0 : 1
+            let last = secret.count - 1
+            for (offset, byte) in presented.enumerated() { difference |= byte ^ secret[min(offset, last)] }
+            return difference == 0
+        }
     }
 }
 

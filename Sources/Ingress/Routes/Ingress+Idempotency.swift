@@ -46,9 +46,15 @@ extension Ingress {
 
     /// The request's `Idempotency-Key`, checked; nil without one.
     static func headerIdempotencyKey(_ request: HTTPRequest) throws(IngressError) -> String? {
-        let values = request.headers.filter { $0.name.lowercased() == "idempotency-key" }
-        guard let first = values.first else { return nil }
-        guard values.count == 1 else { throw .invalid(idempotencyHeader, "give one key per request, not \(values.count)") }
+        // Header names are lowercase already (HTTPHeader): compared as they are, counted without an array.
+        var first: HTTPHeader?
+        var count = 0
+        for header in request.headers where header.name == "idempotency-key" {
+            count += 1
+            if first == nil { first = header }
+        }
+        guard let first else { return nil }
+        guard count == 1 else { throw .invalid(idempotencyHeader, "give one key per request, not \(count)") }
         try checkIdempotencyKey(first.value, field: idempotencyHeader)
         return first.value
     }
@@ -191,7 +197,7 @@ extension Ingress {
     static func sendResponse(_ result: Result<SendResult, IngressError>) -> HTTPResponse {
         switch result {
         case .success(let result):
-            .json(200, JSONValue.object(successBody(result)).encoded(), headers: [HTTPHeader("apns-id", result.apnsID.description)])
+            successResponse(result)
         case .failure(let error):
             error.response
         }

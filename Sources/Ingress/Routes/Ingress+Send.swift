@@ -117,6 +117,30 @@ extension Ingress {
         return JSONObject(members)
     }
 
+    /// 200 with ``successBody(_:)`` and the `apns-id` header, for every
+    /// single send: the body written straight into its bytes (the same
+    /// bytes as encoding ``successBody(_:)``, without building the object
+    /// first) and the apns-id spelled once for body and header.
+    static func successResponse(_ result: SendResult) -> HTTPResponse {
+        let apnsID = result.apnsID.description
+        var body: [UInt8] = []
+        body.reserveCapacity(160 + (result.apnsUniqueID?.utf8.count ?? 0))
+        func member(_ name: StaticString, _ value: JSONValue) {
+            body.append(body.isEmpty ? UInt8(ascii: "{") : UInt8(ascii: ","))
+            name.withUTF8Buffer { body.append(contentsOf: $0) }
+            value.encode(into: &body)
+        }
+        member(#""apnsId":"#, .string(apnsID))
+        member(#""status":"#, .integer(Int64(result.status)))
+        member(#""attempts":"#, .integer(Int64(result.attempts)))
+        member(#""latencyMs":"#, .double((result.latencyMilliseconds * 1000).rounded() / 1000))
+        member(#""retried":"#, .bool(result.retried))
+        member(#""trapHits":"#, .array(result.trapHits.map { .string($0.rawValue) }))
+        if let unique = result.apnsUniqueID { member(#""apnsUniqueId":"#, .string(unique)) }
+        body.append(UInt8(ascii: "}"))
+        return .json(200, body, headers: [HTTPHeader("apns-id", apnsID)])
+    }
+
     /// 503 Overloaded for `sends` (nil: a batch not yet read) that do not fit in the relay's send budget.
     func overloaded(sends: Int?) -> IngressError {
         let what = switch sends {

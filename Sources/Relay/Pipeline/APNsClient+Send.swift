@@ -115,9 +115,13 @@ struct SendRun {
                 attemptSpan.attributes["server.address"] = origin.host
                 attemptSpan.attributes["server.port"] = origin.port
             }
+            var headers: [HTTPHeader] = []
+            headers.reserveCapacity(request.headers.count + 1)
+            headers.append(contentsOf: request.headers)
+            headers.append(HTTPHeader("authorization", authorization.headerValue))
             let wireRequest = HTTP2Request(
                 method: request.method.rawValue, path: request.path, authority: origin.authority,
-                headers: request.headers + [HTTPHeader("authorization", authorization.headerValue)],
+                headers: headers,
                 body: request.body, timeout: max(0.001, min(client.configuration.requestTimeout, remaining)))
 
             let answer: Result<HTTP2Response, TransportError>

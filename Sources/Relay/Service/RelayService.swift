@@ -15,7 +15,9 @@ import Synchronization
 public final class RelayService: Sendable {
     public let configuration: RelayConfiguration
     public let killSwitch: KillSwitch
-    let clients: [String: APNsClient]
+    let clients: [ClientKey: APNsClient]
+    /// The apps' names, for the per-request check (``serves(app:)``).
+    private let appNameSet: Set<String>
     let builders: [String: RequestBuilder]
     let observers: [any RelayObserver]
     let logger: Logger
@@ -43,7 +45,7 @@ public final class RelayService: Sendable {
         self.tracer = tracer
         timestamps = TimestampGuard(capacity: configuration.timestampMemory)
         clockSkew = ClockSkewMonitor(logger: logger)
-        var clients: [String: APNsClient] = [:]
+        var clients: [ClientKey: APNsClient] = [:]
         var builders: [String: RequestBuilder] = [:]
         var seen = Set<String>()
         for app in configuration.apps {
@@ -71,12 +73,23 @@ public final class RelayService: Sendable {
         }
         self.clients = clients
         self.builders = builders
+        appNameSet = Set(configuration.apps.map(\.name))
     }
 
-    static func key(_ app: String, _ environment: Environment) -> String { "\(app)|\(environment.rawValue)" }
+    /// Which client sends for an app to an environment: a pair, not a
+    /// joined string, so finding it per send builds no string.
+    struct ClientKey: Hashable {
+        let app: String
+        let environment: Environment
+    }
+
+    static func key(_ app: String, _ environment: Environment) -> ClientKey { ClientKey(app: app, environment: environment) }
 
     /// The apps the relay serves, by name.
     public var appNames: [String] { configuration.apps.map(\.name).sorted() }
+
+    /// Whether the relay serves an app called `app` (``appNames`` without sorting them per request).
+    public func serves(app: String) -> Bool { appNameSet.contains(app) }
 
     /// Returns once every send event published so far is durable with the
     /// durable observers (the audit journal). A front end that reported a

@@ -72,10 +72,12 @@ public final class RelayMetrics: RelayObserver, Sendable {
     /// `2xx` for 200: the attempt's status class label.
     static func statusClass(_ status: Int?) -> String {
         guard let status else { return "transport" }
-        let classes = ["1xx", "2xx", "3xx", "4xx", "5xx"]
         let index = status / 100 - 1
-        return classes.indices.contains(index) ? classes[index] : "\(status / 100)xx"
+        return statusClasses.indices.contains(index) ? statusClasses[index] : "\(status / 100)xx"
     }
+
+    /// Made once: every attempt reads one (an array literal here was an allocation per attempt).
+    private static let statusClasses = ["1xx", "2xx", "3xx", "4xx", "5xx"]
 
     // The series every send records, kept per label set: swift-prometheus
     // looks a series up by name and labels under its lock (and checks the

@@ -1,7 +1,7 @@
 public import Instrumentation
 public import Logging
 public import Tracing
-import RelayBasics
+public import RelayBasics
 
 /// A tracer that writes every finished span as one JSON log line.
 ///
@@ -12,7 +12,7 @@ import RelayBasics
 /// ``TraceMetadataProvider``). W3C `traceparent` is extracted and injected
 /// (the value is RelayBasics' `TraceParent`; any carrier works, the relay's
 /// own is `HTTPHeaderPropagation`).
-public struct JSONSpanTracer: Tracer {
+public struct JSONSpanTracer: Tracer, TraceParentReading {
     public typealias Span = JSONSpan
 
     let logger: Logger
@@ -63,13 +63,16 @@ public struct JSONSpanTracer: Tracer {
         context.remoteParent = parent
     }
 
+    /// What ``inject(_:into:using:)`` writes, as a value: the context's span, else its remote parent.
+    public func storedTraceParent(for context: InstrumentationContext) -> TraceParent? {
+        context.spanIdentity?.traceParent ?? context.remoteParent
+    }
+
     public func inject<Carrier, Inject: Injector>(
         _ context: InstrumentationContext, into carrier: inout Carrier, using injector: Inject
     ) where Inject.Carrier == Carrier {
-        if let identity = context.spanIdentity {
-            injector.inject(identity.traceParent.description, forKey: TraceParent.headerName, into: &carrier)
-        } else if let remote = context.remoteParent {
-            injector.inject(remote.description, forKey: TraceParent.headerName, into: &carrier)
+        if let parent = storedTraceParent(for: context) {
+            injector.inject(parent.description, forKey: TraceParent.headerName, into: &carrier)
         }
     }
 }
