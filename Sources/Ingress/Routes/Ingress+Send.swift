@@ -54,10 +54,11 @@ extension Ingress {
     /// trap) before the 400; a dry run (`recordsRefusal: false`, describe)
     /// only answers, so it can neither fill the audit nor fire an alert.
     func decodeSend(
-        _ value: JSONValue, _ call: Call, path: String = "", allowFanOut: Bool = false, recordsRefusal: Bool = true
+        _ value: JSONValue, _ call: Call, path: String = "", allowFanOut: Bool = false, recordsRefusal: Bool = true,
+        snapshots: SendRequestDecoder.SnapshotMemo? = nil
     ) throws(IngressError) -> SendRequest {
         do {
-            let request = try SendRequestDecoder.decode(value, path: path, allowFanOut: allowFanOut)
+            let request = try SendRequestDecoder.decode(value, path: path, allowFanOut: allowFanOut, snapshots: snapshots)
             try authorize(call.key, app: request.app, field: path.isEmpty ? "app" : "\(path).app")
             return request
         } catch {

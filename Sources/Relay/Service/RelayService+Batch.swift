@@ -6,12 +6,21 @@ import Synchronization
 /// started send must be run exactly once, since its recorded intent waits
 /// for its completion (and the drain for it: it counts in
 /// ``RelayService/sendsInFlight`` until it has run).
-public struct StartedSend: Sendable {
-    var run: SendRun
-    let activityKey: (String, Int64)?
-
+///
+/// A class, so handing it to the task that runs it copies one reference,
+/// not the send's request, descriptor and span field by field.
+public final class StartedSend: @unchecked Sendable {
+    // `run` is touched only by `RelayService.run`, once, on one task.
+    fileprivate var run: SendRun
+    fileprivate let activityKey: (String, Int64)?
     /// The apns-id the send carries.
-    public var apnsID: APNsID { run.request.apnsID }
+    public let apnsID: APNsID
+
+    init(run: SendRun, activityKey: (String, Int64)?) {
+        self.run = run
+        self.activityKey = activityKey
+        apnsID = run.request.apnsID
+    }
 }
 
 /// One send of a group started together: its app, environment and operation.
@@ -83,8 +92,7 @@ extension RelayService {
     /// and result, exactly as ``send(app:environment:_:context:)`` after its intent.
     public func run(_ started: StartedSend) async throws(SendFailure) -> SendResult {
         defer { inFlight.subtract(1, ordering: .acquiringAndReleasing) }
-        var run = started.run
-        let result = try await run.executeAnnounced()
+        let result = try await started.run.executeAnnounced()
         if let (key, timestamp) = started.activityKey { timestamps.record(key: key, timestamp: timestamp) }
         return result
     }
