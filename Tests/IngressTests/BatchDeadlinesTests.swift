@@ -5,10 +5,11 @@ import Testing
 /// The one thread that watches every running batch's deadline.
 @Suite("Batch deadlines")
 struct BatchDeadlinesTests {
-    /// Polls `condition` 10 ms apart, at most `polls` times: the bound only ends a hung test.
-    static func until(polls: Int = 1_000, _ condition: () -> Bool) async -> Bool {
-        for _ in 0..<polls {
-            if condition() { return true }
+    /// Polls `condition` 10 ms apart, at most 1,000 times: the bound only ends a hung test.
+    static func until(_ condition: () -> Bool) async -> Bool {
+        var polls = 0
+        while !condition(), polls < 1_000 {
+            polls += 1
             try? await Task.sleep(for: .milliseconds(10))
         }
         return condition()

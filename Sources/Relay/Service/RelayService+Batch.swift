@@ -30,9 +30,7 @@ public struct SendOrder: Sendable {
     public var operation: RelayOperation
 
     public init(app: String, environment: Environment, operation: RelayOperation) {
-        self.app = app
-        self.environment = environment
-        self.operation = operation
+        (self.app, self.environment, self.operation) = (app, environment, operation)
     }
 }
 
