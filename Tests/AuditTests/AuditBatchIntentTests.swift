@@ -14,7 +14,9 @@ struct AuditBatchIntentTests {
         let writer = try AuditJournalSyncTests.writer(.interval, directory: directory)
         let events = (0..<count).map { EventFactory.event($0) }
         let before = writer.statistics.journalCommits
-        await writer.sendsStarting(events.map { SendIntent(send: $0.send, startedAt: $0.startedAt) })
+        // Through the protocol, as the relay calls it: the writer's own, not the default that loops.
+        let observer: any DurableSendObserver = writer
+        await observer.sendsStarting(events.map { SendIntent(send: $0.send, startedAt: $0.startedAt) })
         #expect(writer.statistics.journalCommits == before + 1, "one write for the whole group: \(writer.statistics)")
         // In the journal (the page cache) before the call returned, one intent record per send, in order.
         let journal = try AuditSpool(directory: directory, prefix: "journal-", suffix: ".journal")

@@ -71,5 +71,6 @@ struct StartSendsTests {
         let completions = recorder.recorded.compactMap { if case .completion(let id) = $0 { id } else { nil } }
         #expect(Set(completions) == Set(runs.map(\.apnsID) + [refusal.apnsID]), "one completion per send, the refusal's included")
         #expect(completions.count == 6)
+        #expect(!recorder.recorded.contains { if case .intent = $0 { true } else { false } }, "a started send does not record its intent again when it runs")
     }
 }
