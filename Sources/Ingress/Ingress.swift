@@ -81,6 +81,8 @@ public final class Ingress: Sendable {
     let batchStartsUntil = Mutex<ContinuousClock.Instant?>(nil)
     let sendBudget: SendBudget
     let batchLanes: BatchLanes
+    /// Every running batch's deadline, on one thread.
+    let batchDeadlines = BatchDeadlines()
     /// Batch sends answered NotSent since start-up, by reason.
     let notSent = Mutex<[String: Int]>([:])
 

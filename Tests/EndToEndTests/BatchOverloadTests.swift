@@ -145,6 +145,17 @@ struct BatchOverloadTests {
         }
     }
 
+    @Test("a batch of one send, run on the request's own task, is still cancelled by the batch deadline")
+    func deadlineOfOneSend() async throws {
+        try await withRelay(mockDelay: .fixed(milliseconds: 20_000), configure: { $0.ingress.batchDeadlineSeconds = 1 }) { relay in
+            let answer = try await relay.curl("POST", "/v1/send/batch", body: Self.batch(1))
+            #expect(answer.status == 200 && Self.results(answer).count == 1, "\(answer)")
+            let only = try #require(Self.results(answer).first, "\(answer)")
+            #expect(Self.errorType(only) == "Cancelled" && only["error"]?["apnsId"]?.stringValue != nil, "cancelled, with its apnsId: \(answer)")
+            #expect(relay.apnsRequests == 1 && relay.server.ingress.sendsAdmitted == 0 && relay.server.ingress.batchSendsRunning == 0)
+        }
+    }
+
     @Test("a fresh send beside abandoned heavy batches reaches APNs behind at most the batch sends already running, not their queue")
     func freshSendBesideAbandonedBatches() async throws {
         let delay = 1000

@@ -24,7 +24,10 @@ struct ServiceFixture {
     let service: RelayService
     let observer = RecordingObserver()
 
-    init(timestampPolicy: TimestampPolicy = .reject, rules: [MockRule] = [], now: (@Sendable () -> Int64)? = nil) throws {
+    init(
+        timestampPolicy: TimestampPolicy = .reject, rules: [MockRule] = [], now: (@Sendable () -> Int64)? = nil,
+        moreObservers: (MockAPNsEngine) -> [any RelayObserver] = { _ in [] }
+    ) throws {
         keys = try TestKeyFile()
         let key = try SigningKey(contentsOfFile: keys.path)
         var mock = MockAPNsConfiguration()
@@ -41,7 +44,7 @@ struct ServiceFixture {
         let quiet = Logger(label: "service") { _ in SwiftLogNoOpLogHandler() }
         service = try RelayService(
             configuration: configuration, transport: EngineTransport(engine: engine), killSwitch: KillSwitch(environment: { _ in nil }),
-            observers: [observer], tracer: JSONSpanTracer(logger: quiet), logger: quiet)
+            observers: [observer] + moreObservers(engine), tracer: JSONSpanTracer(logger: quiet), logger: quiet)
     }
 }
 

@@ -95,35 +95,7 @@ extension AuditWriter {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(1024)
         guard let item = encodeJournal(entry, into: &bytes) else { return }
-        var failure: (any Error)?
-        var segment: Int?
-        condition.lock()
-        do {
-            segment = try journal.append(encoded: bytes, sync: false)
-        } catch {
-            failure = error
-        }
-        counters.journalCommits += 1
-        let wake = segment != nil && journalUnsynced == 0
-        if segment != nil { journalUnsynced += 1 }
-        if let segment { journalCurrentSegment = segment }
-        enterInLedger(item, segment: segment)
-        if queue.count - queueHead >= configuration.batchSize || stopping { condition.broadcast() }
-        condition.unlock()
-        if let failure {
-            // The disk refused: the rows still go to the writer (Postgres
-            // or the spool); only a crash before then would lose them.
-            logger.critical("audit journal write failed; rows are not crash-safe until written", metadata: ["error": "\(failure)"])
-        }
-        if wake {
-            // The first append since the last sync: the journal thread may be
-            // idle. At most once per sync interval, so a second lock is cheap.
-            journalCondition.lock()
-            journalWakeRequested = true
-            startJournalThreadIfNeeded()
-            journalCondition.signal()
-            journalCondition.unlock()
-        }
+        appendEncodedToJournal(bytes, items: CollectionOfOne(item))
     }
 
     /// The journal thread with `.interval`: `fdatasync` what the sending

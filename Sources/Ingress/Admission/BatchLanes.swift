@@ -93,6 +93,18 @@ final class BatchLanes: Sendable {
         }
     }
 
+    /// Takes up to `count` lanes, as many as are free, if nobody waits for
+    /// one; returns how many (a batch's worker filling its chunk in one step).
+    func tryAcquire(upTo count: Int) -> Int {
+        guard count > 0 else { return 0 }
+        return state.withLock { state in
+            guard state.nobodyWaits else { return 0 }
+            let taken = min(count, state.free)
+            state.free -= taken
+            return taken
+        }
+    }
+
     /// Waits up to `patience` for a lane; false when none came in time.
     func acquire(patience: Duration) async -> Bool {
         if tryAcquire() { return true }

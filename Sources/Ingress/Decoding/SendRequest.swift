@@ -39,7 +39,20 @@ enum SendRequestDecoder {
     /// ``fields(_:)`` of every operation as a set, made once: a body is checked against it on every send.
     private static let fieldSets: [String: Set<String>] = Dictionary(uniqueKeysWithValues: operations.map { ($0, Set(fields($0))) })
 
-    static func decode(_ value: JSONValue, path: String = "", allowFanOut: Bool = false) throws(IngressError) -> SendRequest {
+    /// The last snapshot a batch decoded, by its JSON: the items of a batch
+    /// often carry the same snapshot, validated once then instead of once per item.
+    final class SnapshotMemo {
+        private var last: (json: JSONValue, snapshot: LiveSurfaceSnapshot)?
+
+        func snapshot(for json: JSONValue, _ decode: (JSONValue) throws(SnapshotValidationError) -> LiveSurfaceSnapshot) throws(SnapshotValidationError) -> LiveSurfaceSnapshot {
+            if let last, last.json == json { return last.snapshot }
+            let snapshot = try decode(json)
+            last = (json, snapshot)
+            return snapshot
+        }
+    }
+
+    static func decode(_ value: JSONValue, path: String = "", allowFanOut: Bool = false, snapshots: SnapshotMemo? = nil) throws(IngressError) -> SendRequest {
         var reader = try FieldReader(value, path: path)
         let app = try reader.requiredString("app")
         let environment = try environment(&reader)
@@ -81,7 +94,12 @@ enum SendRequestDecoder {
         if used.contains("snapshot") {
             guard let json = reader.value("snapshot") else { throw .invalid(reader.name("snapshot"), "is required for operation \(operation)") }
             do {
-                snapshot = try LiveSurfaceSnapshot(json: json)
+                // Validation is a pure function of the JSON: an equal one decodes alike.
+                if let snapshots {
+                    snapshot = try snapshots.snapshot(for: json) { json throws(SnapshotValidationError) in try LiveSurfaceSnapshot(json: json) }
+                } else {
+                    snapshot = try LiveSurfaceSnapshot(json: json)
+                }
             } catch {
                 var failure = IngressError.invalidSnapshot(error, field: reader.name("snapshot"))
                 failure.refusal = SnapshotRefusal(app: app, environment: environment, operation: Operation(rawValue: operation) ?? .raw, error: error)

@@ -187,11 +187,12 @@ extension Ingress {
         let maximumSends = min(configuration.maximumBatchSends, sendBudget.batchLimit)
         var plan = BatchPlan()
         var firstWithKey: [String: Int] = [:]
+        let snapshots = SendRequestDecoder.SnapshotMemo()
         for (index, item) in items.enumerated() {
             do {
                 var item = item
                 let key = try Self.itemIdempotencyKey(&item, path: "items[\(index)]")
-                let request = try decodeSend(item, call, path: "items[\(index)]", allowFanOut: true)
+                let request = try decodeSend(item, call, path: "items[\(index)]", allowFanOut: true, snapshots: snapshots)
                 let fanOut = request.operations.count > 1 || (item["tokens"] != nil)
                 if let key {
                     let keyed = try planKeyedItem(key, item: item, index: index, app: request.app, fanOut: fanOut, call: call, plan: &plan, firstWithKey: &firstWithKey)

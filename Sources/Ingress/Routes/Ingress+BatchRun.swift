@@ -37,13 +37,15 @@ extension Ingress {
             state = Mutex(State(run: BatchRun(entries: [[UInt8]](repeating: [], count: plan.count))))
         }
 
-        /// The position of the next send to start; nil once every send has
-        /// started or the batch stopped.
-        func claim() -> Int? {
+        /// The positions of the next sends to start, at most `count` of
+        /// them (a worker's chunk); empty once every send has started or the
+        /// batch stopped.
+        func claim(upTo count: Int) -> [Int] {
             state.withLock { state in
-                guard state.run.stop == nil, state.next < sendPositions.count else { return nil }
-                defer { state.next += 1 }
-                return Int(sendPositions[state.next])
+                guard state.run.stop == nil, state.next < sendPositions.count else { return [] }
+                let end = min(sendPositions.count, state.next + count)
+                defer { state.next = end }
+                return sendPositions[state.next..<end].map { Int($0) }
             }
         }
 
@@ -99,23 +101,31 @@ extension Ingress {
         func result() -> BatchRun { state.withLock { $0.run } }
     }
 
-    private enum BatchEvent: Sendable {
-        /// A worker ended (nothing left to start, the batch stopped, or its lane went to another batch).
-        case workerEnded
-        case deadline
-    }
+    /// Sends a worker of a batch starts together at most (its chunk): their
+    /// intents are journaled with one write and the batch's stop checks
+    /// (drain, deadline, client gone) run once per chunk, not once per send.
+    static let batchChunk = 16
 
     /// Runs the admitted sends of `plan`; gives back every budget unit and lane it took.
     ///
-    /// The sends run on at most ``Configuration/effectiveBatchConcurrency``
-    /// workers, each a child task that runs sends one after another, not one
-    /// child task per send. The coordinator starts a worker when it gets a
-    /// lane of ``batchLanes``; a worker gives its lane back after every send
-    /// and waits in line for the next (``BatchLanes/acquireUnlessCancelled()``),
-    /// so batches still share the lanes first come, first served. Before each
-    /// send a worker checks whether the batch should stop (client gone,
-    /// drain, deadline), as the coordinator does; the deadline cancels the
-    /// workers, waiting ones included.
+    /// The sends run on workers, each a child task holding up to
+    /// ``batchChunk`` lanes of ``batchLanes`` (together at most
+    /// ``Configuration/effectiveBatchConcurrency``): a worker claims as many
+    /// sends as it holds lanes, starts them together
+    /// (``RelayService/startSends(_:context:)``: prepared, their intents
+    /// recorded at once) and runs them at once; each send gives its lane
+    /// back as it ends, to the longest waiting batch first, and the worker
+    /// then waits in line (``BatchLanes/acquireUnlessCancelled()``) and takes
+    /// what else is free for its next chunk, so batches still share the
+    /// lanes first come, first served. Before each chunk a worker checks
+    /// whether the batch should stop (client gone, drain, deadline), as the
+    /// coordinator does. A batch of one send runs on the request's task,
+    /// without a task group.
+    ///
+    /// The deadline is watched by ``batchDeadlines`` (one thread for every
+    /// batch, no timer per batch): it cancels this task, and with it every
+    /// send of the batch still running or waiting for a lane. After the run
+    /// the handler only encodes its answer, which no cancellation touches.
     func runBatch(_ plan: BatchPlan, sends: Int, call: Call, deadline: ContinuousClock.Instant) async -> BatchRun {
         let progress = BatchProgress(plan: plan)
         defer { sendBudget.release(progress.unsettled) }
@@ -125,51 +135,61 @@ extension Ingress {
                 progress.answer(position: position, entry: Self.batchEntry(item: item, tokenIndex: nil, result: .failure(error)).encoded())
             }
         }
+        guard !progress.sendPositions.isEmpty else { return progress.result() }
+        let task = withUnsafeCurrentTask { $0.map(RunningBatchTask.init) }
+        let ticket = batchDeadlines.register(deadline) { task?.cancel() }
+        // Deregistered before this function returns: the task is alive whenever the action can run.
+        defer { batchDeadlines.deregister(ticket) }
         let concurrency = configuration.effectiveBatchConcurrency
+        let chunk = min(Self.batchChunk, concurrency)
 
-        await withTaskGroup(of: BatchEvent.self) { group in
-            group.addTask {
-                try? await Task.sleep(until: deadline, clock: .continuous)
-                return .deadline
-            }
+        if progress.sendPositions.count == 1, batchLanes.tryAcquire() {
+            await batchWorker(progress, quota: 1, lanes: 1, call: call, deadline: deadline)
+            return progress.result()
+        }
+
+        await withTaskGroup(of: Int.self) { group in
+            // Lanes the running workers may hold together.
+            var quotas = 0
             var workers = 0
-            func startWorker() {
+            func startWorker(lanes: Int, quota: Int) {
+                quotas += quota
                 workers += 1
                 group.addTask { [self] in
-                    await batchWorker(progress, call: call, deadline: deadline)
-                    return .workerEnded
+                    await batchWorker(progress, quota: quota, lanes: lanes, call: call, deadline: deadline)
+                    return quota
                 }
             }
 
             while true {
                 if let reason = batchStopReason(call: call, deadline: deadline) { stopBatch(progress, reason) }
-                if progress.hasMore, workers < concurrency {
-                    while workers < concurrency, progress.hasMore, batchLanes.tryAcquire() { startWorker() }
-                    guard workers < concurrency, progress.hasMore else { continue }
+                if progress.hasMore, quotas < concurrency {
+                    while quotas < concurrency, progress.hasMore {
+                        let quota = min(chunk, concurrency - quotas)
+                        let lanes = batchLanes.tryAcquire(upTo: quota)
+                        guard lanes > 0 else { break }
+                        startWorker(lanes: lanes, quota: quota)
+                    }
+                    guard quotas < concurrency, progress.hasMore else { continue }
                     // Room for more workers but no lane free: wait in line for one
-                    // (a worker keeps its place between sends and never ends while
+                    // (a worker keeps its place between chunks and never ends while
                     // sends remain, so no event would come to start more), re-checking
                     // now and then whether to stop instead. Workers that ended
                     // meanwhile are counted at the next event: until then fewer start.
                     if await batchLanes.acquire(patience: .milliseconds(100)) {
-                        if batchStopReason(call: call, deadline: deadline) == nil, progress.hasMore { startWorker() } else { batchLanes.release(1) }
+                        if batchStopReason(call: call, deadline: deadline) == nil, progress.hasMore {
+                            startWorker(lanes: 1, quota: min(chunk, concurrency - quotas))
+                        } else {
+                            batchLanes.release(1)
+                        }
                     }
                     continue
                 }
                 if workers == 0 { break }
-                guard let event = await group.next() else { break }
-                switch event {
-                case .workerEnded:
-                    workers -= 1
-                case .deadline:
-                    // Past the deadline the caller stops waiting: what is still
-                    // running is cancelled (each answers Cancelled with its apnsId
-                    // and keeps its audit row).
-                    stopBatch(progress, .deadline)
-                    group.cancelAll()
-                }
+                guard let quota = await group.next() else { break }
+                workers -= 1
+                quotas -= quota
             }
-            group.cancelAll()
         }
         return progress.result()
     }
@@ -188,42 +208,118 @@ extension Ingress {
         sendBudget.release(progress.stop(reason))
     }
 
-    /// One worker of a batch: entered holding a lane; runs sends until none
-    /// is left, the batch stops, or its lane goes to another batch.
-    private func batchWorker(_ progress: BatchProgress, call: Call, deadline: ContinuousClock.Instant) async {
-        let plan = progress.plan
+    /// One worker of a batch: entered holding `lanes` lanes (at most
+    /// `quota`); runs chunks of sends until none is left or the batch stops.
+    private func batchWorker(_ progress: BatchProgress, quota: Int, lanes: Int, call: Call, deadline: ContinuousClock.Instant) async {
+        var lanes = lanes
         while true {
             if let reason = batchStopReason(call: call, deadline: deadline) { stopBatch(progress, reason) }
-            guard let position = progress.claim() else {
-                batchLanes.release(1)
-                return
-            }
-            guard case .send(let item, let tokenIndex, let app, let environment, let operation) = plan.resolve(position) else { continue }
-            if let keyed = plan.keys[item] {
-                let (entry, ok, answer) = await performKeyedItem(keyed, item: item, call) { call throws(IngressError) in
-                    try await performAdmitted(app, environment, operation, call)
-                }
-                progress.finish(position: position, entry: entry.encoded(), ok: ok, answer: answer)
-            } else {
-                let entry: [UInt8]
-                let ok: Bool
-                do throws(IngressError) {
-                    let result = try await performAdmitted(app, environment, operation, call)
-                    entry = Self.batchEntry(item: item, tokenIndex: tokenIndex, result: .success(result)).encoded()
-                    ok = true
-                } catch {
-                    entry = Self.batchEntry(item: item, tokenIndex: tokenIndex, result: .failure(error)).encoded()
-                    ok = false
-                }
-                progress.finish(position: position, entry: entry, ok: ok, answer: nil)
-            }
-            sendBudget.release(1)
-            // The lane goes to the longest waiting batch (or worker); this worker
-            // then waits in line behind it for its next one. Ending here instead
-            // and starting a worker per lane cost a child task and a patience
-            // timer per send once batches contend for the lanes.
-            batchLanes.release(1)
+            let positions = progress.claim(upTo: lanes)
+            if positions.count < lanes { batchLanes.release(lanes - positions.count) }
+            guard !positions.isEmpty else { return }
+            await runChunk(positions, progress, call: call)
+            // Each send gave its lane back as it ended, to the longest waiting
+            // batch (or worker) first; this worker waits in line behind them
+            // for one, then takes what else is free, up to its quota. Ending
+            // here instead and starting a worker per lane cost a child task
+            // and a patience timer per send once batches contend for the lanes.
             guard progress.hasMore, await batchLanes.acquireUnlessCancelled() else { return }
+            lanes = 1 + batchLanes.tryAcquire(upTo: quota - 1)
         }
     }
+
+    /// Starts the sends at `positions` together and runs them at once, each
+    /// holding one lane and one budget unit that it gives back as it ends.
+    private func runChunk(_ positions: [Int], _ progress: BatchProgress, call: Call) async {
+        let plan = progress.plan
+        var orders: [SendOrder] = []
+        orders.reserveCapacity(positions.count)
+        var ordered: [ChunkSend] = []
+        ordered.reserveCapacity(positions.count)
+        var keyed: [(send: ChunkSend, key: KeyedSend, order: SendOrder)] = []
+        for position in positions {
+            guard case .send(let item, let tokenIndex, let app, let environment, let operation) = plan.resolve(position) else {
+                settle(progress, ChunkSend(position: position, item: 0, tokenIndex: nil), entry: [], ok: false)
+                continue
+            }
+            let send = ChunkSend(position: position, item: item, tokenIndex: tokenIndex)
+            let order = SendOrder(app: app, environment: environment, operation: operation)
+            // A keyed item claims its key before it sends: it starts on its own.
+            if let key = plan.keys[item] {
+                keyed.append((send, key, order))
+            } else {
+                orders.append(order)
+                ordered.append(send)
+            }
+        }
+        var started: [(ChunkSend, StartedSend)] = []
+        if !orders.isEmpty {
+            var refused = false
+            for (send, result) in zip(ordered, await service.startSends(orders, context: call.context)) {
+                switch result {
+                case .success(let run): started.append((send, run))
+                case .failure(let failure):
+                    // Refused before any I/O: its row must be durable before the answer.
+                    if !refused { await service.waitUntilRecorded() }
+                    refused = true
+                    settle(progress, send, result: .failure(answer(to: failure)))
+                }
+            }
+        }
+        if keyed.isEmpty, started.count <= 1 {
+            if let (send, run) = started.first { await runStarted(run, send, progress) }
+            return
+        }
+        await withDiscardingTaskGroup { group in
+            for (send, key, order) in keyed {
+                group.addTask { [self] in
+                    let (entry, ok, answer) = await performKeyedItem(key, item: send.item, call) { call throws(IngressError) in
+                        try await performAdmitted(order.app, order.environment, order.operation, call)
+                    }
+                    settle(progress, send, entry: entry.encoded(), ok: ok, answer: answer)
+                }
+            }
+            for (send, run) in started.dropFirst() {
+                group.addTask { [self] in await runStarted(run, send, progress) }
+            }
+            // The first runs on the worker itself: one child task fewer per chunk.
+            if let (send, run) = started.first { await runStarted(run, send, progress) }
+        }
+    }
+
+    /// Where a send of a chunk answers in the batch.
+    private struct ChunkSend: Sendable {
+        var position: Int
+        var item: Int
+        var tokenIndex: Int?
+    }
+
+    private func runStarted(_ run: StartedSend, _ send: ChunkSend, _ progress: BatchProgress) async {
+        do throws(SendFailure) {
+            settle(progress, send, result: .success(try await service.run(run)))
+        } catch {
+            settle(progress, send, result: .failure(answer(to: error)))
+        }
+    }
+
+    /// Records a send's result and gives back its budget unit and lane.
+    private func settle(_ progress: BatchProgress, _ send: ChunkSend, result: Result<SendResult, IngressError>) {
+        let ok = if case .success = result { true } else { false }
+        settle(progress, send, entry: Self.batchEntry(item: send.item, tokenIndex: send.tokenIndex, result: result).encoded(), ok: ok)
+    }
+
+    private func settle(_ progress: BatchProgress, _ send: ChunkSend, entry: [UInt8], ok: Bool, answer: IdempotentAnswer? = nil) {
+        progress.finish(position: send.position, entry: entry, ok: ok, answer: answer)
+        sendBudget.release(1)
+        batchLanes.release(1)
+    }
+}
+
+/// The task running a batch, for its deadline's action to cancel from the
+/// watcher's thread. Only used while the batch is registered with
+/// ``BatchDeadlines``, which the batch leaves before its task can end.
+private struct RunningBatchTask: @unchecked Sendable {
+    let task: UnsafeCurrentTask
+
+    func cancel() { task.cancel() }
 }

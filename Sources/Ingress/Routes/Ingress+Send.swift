@@ -54,10 +54,11 @@ extension Ingress {
     /// trap) before the 400; a dry run (`recordsRefusal: false`, describe)
     /// only answers, so it can neither fill the audit nor fire an alert.
     func decodeSend(
-        _ value: JSONValue, _ call: Call, path: String = "", allowFanOut: Bool = false, recordsRefusal: Bool = true
+        _ value: JSONValue, _ call: Call, path: String = "", allowFanOut: Bool = false, recordsRefusal: Bool = true,
+        snapshots: SendRequestDecoder.SnapshotMemo? = nil
     ) throws(IngressError) -> SendRequest {
         do {
-            let request = try SendRequestDecoder.decode(value, path: path, allowFanOut: allowFanOut)
+            let request = try SendRequestDecoder.decode(value, path: path, allowFanOut: allowFanOut, snapshots: snapshots)
             try authorize(call.key, app: request.app, field: path.isEmpty ? "app" : "\(path).app")
             return request
         } catch {
@@ -88,19 +89,24 @@ extension Ingress {
         do {
             return try await service.send(app: app, environment: environment, operation, context: call.context)
         } catch {
-            // The drain closes the APNs connections near its end: a send cut
-            // off there is the shutdown's doing, not APNs', and may have arrived.
-            if isDraining, case .transport(let transport) = error.cause, transport.kind == .closed || transport.kind == .connection {
-                var answer = IngressError(
-                    status: 503, type: .draining,
-                    message: "the relay shut down before APNs answered this send; it may have been delivered (its apnsId finds it in the audit log)")
-                answer.retryAfter = 1
-                answer.apnsID = error.apnsID
-                answer.attempts = error.attempts
-                throw answer
-            }
-            throw IngressError(error)
+            throw answer(to: error)
         }
+    }
+
+    /// The answer to a send that failed.
+    func answer(to error: SendFailure) -> IngressError {
+        // The drain closes the APNs connections near its end: a send cut
+        // off there is the shutdown's doing, not APNs', and may have arrived.
+        if isDraining, case .transport(let transport) = error.cause, transport.kind == .closed || transport.kind == .connection {
+            var answer = IngressError(
+                status: 503, type: .draining,
+                message: "the relay shut down before APNs answered this send; it may have been delivered (its apnsId finds it in the audit log)")
+            answer.retryAfter = 1
+            answer.apnsID = error.apnsID
+            answer.attempts = error.attempts
+            return answer
+        }
+        return IngressError(error)
     }
 
     /// `{apnsId, status, attempts, latencyMs, retried, trapHits, apnsUniqueId?}`.

@@ -12,12 +12,35 @@ public protocol DurableSendObserver: RelayObserver {
     /// intent is durable, so a crash after APNs answered (and before the
     /// result was recorded) still leaves a trace of the send.
     func sendStarting(_ send: SendDescriptor, startedAt: UInt64) async
+    /// ``sendStarting(_:startedAt:)`` for several sends about to start
+    /// together (a batch's): returns once every intent is durable. The
+    /// default records them one by one; the audit journal appends them with
+    /// one write.
+    func sendsStarting(_ sends: [SendIntent]) async
     /// Called instead of ``RelayObserver/sendFinished(_:)`` where the send can
     /// wait; returns once the event is durable. The caller answers after it.
     func sendFinishedDurably(_ event: SendEvent) async
     /// Returns once every event handed over so far (including through the
     /// synchronous ``RelayObserver/sendFinished(_:)``) is durable.
     func waitUntilDurable() async
+}
+
+/// A send about to make its first attempt, as its intent is recorded.
+public struct SendIntent: Sendable {
+    public var send: SendDescriptor
+    /// When the send started, nanoseconds since the epoch (the intent's key, with the apns-id).
+    public var startedAt: UInt64
+
+    public init(send: SendDescriptor, startedAt: UInt64) {
+        self.send = send
+        self.startedAt = startedAt
+    }
+}
+
+extension DurableSendObserver {
+    public func sendsStarting(_ sends: [SendIntent]) async {
+        for intent in sends { await sendStarting(intent.send, startedAt: intent.startedAt) }
+    }
 }
 
 extension [any RelayObserver] {
@@ -35,6 +58,14 @@ extension [any RelayObserver] {
     func recordIntent(_ send: SendDescriptor, startedAt: UInt64) async {
         for observer in self {
             if let observer = observer as? any DurableSendObserver { await observer.sendStarting(send, startedAt: startedAt) }
+        }
+    }
+
+    /// Records the intents of several sends with every durable observer, together.
+    func recordIntents(_ sends: [SendIntent]) async {
+        guard !sends.isEmpty else { return }
+        for observer in self {
+            if let observer = observer as? any DurableSendObserver { await observer.sendsStarting(sends) }
         }
     }
 

@@ -25,7 +25,7 @@ extension APNsClient {
 }
 
 /// The state of one send through its attempts.
-struct SendRun {
+struct SendRun: Sendable {
     let client: APNsClient
     let request: APNsRequest
     let descriptor: SendDescriptor
@@ -86,6 +86,13 @@ struct SendRun {
         // after APNs answered and before the result is recorded, the send
         // still gets a row (outcome `unknown`) instead of none.
         await client.observers.recordIntent(descriptor, startedAt: startedAt)
+        return try await executeAnnounced()
+    }
+
+    /// ``execute()`` for a send whose intent is already durable: a batch
+    /// records the intents of the sends it starts together
+    /// (``RelayService/startSends(app:environment:_:context:)``).
+    mutating func executeAnnounced() async throws(SendFailure) -> SendResult {
         while true {
             if Task.isCancelled { throw await finish(failure: .cancelled, status: nil, reason: nil) }
             attempt += 1

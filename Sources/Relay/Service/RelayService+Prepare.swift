@@ -12,26 +12,45 @@ extension RelayService {
     func prepare(
         app: String, environment: Environment, _ operation: RelayOperation, apnsID: APNsID?, context: SendContext? = nil
     ) throws(SendFailure) -> (APNsRequest, (String, Int64)?) {
-        func refused(_ cause: SendFailure.Cause) -> SendFailure {
-            context == nil
-                ? SendFailure(cause: cause, apnsID: APNsID.random(), attempts: 0, latencyMilliseconds: 0, trapHits: [], timestamp: UnixTime.nowSeconds() * 1000)
-                : refuse(cause, app: app, environment: environment, operation: operation, context: context!)
-        }
+        let builder = try builder(app: app, environment: environment, operation, context: context)
+        return try prepare(app: app, environment: environment, operation, builder: builder, context: context)
+    }
+
+    /// The request builder of `app`, refused when the app is unknown or not
+    /// configured for `environment` (a batch looks it up once for many sends).
+    func builder(app: String, environment: Environment, _ operation: RelayOperation, context: SendContext?) throws(SendFailure) -> RequestBuilder {
         guard let builder = builders[app], let appConfiguration = configuration.apps.first(where: { $0.name == app }) else {
-            throw refused(.configuration("no app named \(app) (configured: \(appNames.joined(separator: ", ")))"))
+            throw refusal(.configuration("no app named \(app) (configured: \(appNames.joined(separator: ", ")))"), app, environment, operation, context)
         }
         guard appConfiguration.environments.contains(environment) else {
-            throw refused(.configuration("app \(app) is not configured for \(environment.rawValue)"))
+            throw refusal(.configuration("app \(app) is not configured for \(environment.rawValue)"), app, environment, operation, context)
         }
+        return builder
+    }
+
+    /// ``prepare(app:environment:_:apnsID:context:)`` with the app's builder already looked up.
+    func prepare(
+        app: String, environment: Environment, _ operation: RelayOperation, builder: RequestBuilder, context: SendContext?
+    ) throws(SendFailure) -> (APNsRequest, (String, Int64)?) {
         do {
             return try build(operation, builder: builder, app: app, environment: environment)
         } catch let error as APNsError {
-            throw refused(.apns(error))
+            throw refusal(.apns(error), app, environment, operation, context)
         } catch let error as SnapshotValidationError {
-            throw refused(.invalidSnapshot(error))
+            throw refusal(.invalidSnapshot(error), app, environment, operation, context)
         } catch {
-            throw refused(.configuration("\(error)"))
+            throw refusal(.configuration("\(error)"), app, environment, operation, context)
         }
+    }
+
+    /// A send refused before any I/O: reported (zero attempts) unless `context` is nil (describe).
+    private func refusal(
+        _ cause: SendFailure.Cause, _ app: String, _ environment: Environment, _ operation: RelayOperation, _ context: SendContext?
+    ) -> SendFailure {
+        guard let context else {
+            return SendFailure(cause: cause, apnsID: APNsID.random(), attempts: 0, latencyMilliseconds: 0, trapHits: [], timestamp: UnixTime.nowSeconds() * 1000)
+        }
+        return refuse(cause, app: app, environment: environment, operation: operation, context: context)
     }
 
     private func build(_ operation: RelayOperation, builder: RequestBuilder, app: String, environment: Environment) throws -> (APNsRequest, (String, Int64)?) {

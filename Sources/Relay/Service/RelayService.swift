@@ -26,7 +26,7 @@ public final class RelayService: Sendable {
     let timestamps: TimestampGuard
     /// Watches APNs' Date header across every client.
     public let clockSkew: ClockSkewMonitor
-    private let inFlight = Atomic<Int>(0)
+    let inFlight = Atomic<Int>(0)
 
     /// Sends accepted and not yet finished (their event not yet published).
     /// A drain waits for zero before it closes the audit.

@@ -1,0 +1,97 @@
+public import APNs
+import Synchronization
+
+/// A send prepared, its span started and its intent recorded, that has not
+/// made its first attempt yet. ``RelayService/run(_:)`` runs it; every
+/// started send must be run exactly once, since its recorded intent waits
+/// for its completion (and the drain for it: it counts in
+/// ``RelayService/sendsInFlight`` until it has run).
+///
+/// A class, so handing it to the task that runs it copies one reference,
+/// not the send's request, descriptor and span field by field.
+public final class StartedSend: @unchecked Sendable {
+    // `run` is touched only by `RelayService.run`, once, on one task.
+    fileprivate var run: SendRun
+    fileprivate let activityKey: (String, Int64)?
+    /// The apns-id the send carries.
+    public let apnsID: APNsID
+
+    init(run: SendRun, activityKey: (String, Int64)?) {
+        self.run = run
+        self.activityKey = activityKey
+        apnsID = run.request.apnsID
+    }
+}
+
+/// One send of a group started together: its app, environment and operation.
+public struct SendOrder: Sendable {
+    public var app: String
+    public var environment: Environment
+    public var operation: RelayOperation
+
+    public init(app: String, environment: Environment, operation: RelayOperation) {
+        (self.app, self.environment, self.operation) = (app, environment, operation)
+    }
+}
+
+extension RelayService {
+    /// Starts several sends at once (a batch's): each is prepared as
+    /// ``send(app:environment:_:context:)`` prepares it, then the intents of
+    /// all of them are recorded together (the audit journal appends them
+    /// with one write) before any of them leaves. Run each returned
+    /// ``StartedSend`` with ``run(_:)``.
+    ///
+    /// A send refused before any I/O is reported as `send` reports it and
+    /// comes back as its failure; answer it only after ``waitUntilRecorded()``.
+    /// The app's builder and client are looked up once per run of orders to
+    /// the same app and environment, not once per send.
+    public func startSends(_ orders: [SendOrder], context: SendContext) async -> [Result<StartedSend, SendFailure>] {
+        // Counted from the start: a refusal is published inside, and the
+        // drain must not close the audit under it.
+        inFlight.add(orders.count, ordering: .acquiringAndReleasing)
+        var results: [Result<StartedSend, SendFailure>] = []
+        results.reserveCapacity(orders.count)
+        var intents: [SendIntent] = []
+        intents.reserveCapacity(orders.count)
+        var refused = 0
+        var resolved: (app: String, environment: Environment, builder: RequestBuilder, client: APNsClient?)?
+        for order in orders {
+            let operation = order.operation
+            do throws(SendFailure) {
+                if resolved == nil || resolved!.app != order.app || resolved!.environment != order.environment {
+                    let builder = try builder(app: order.app, environment: order.environment, operation, context: context)
+                    resolved = (order.app, order.environment, builder, clients[Self.key(order.app, order.environment)])
+                }
+                let (request, activityKey) = try prepare(
+                    app: order.app, environment: order.environment, operation, builder: resolved!.builder, context: context)
+                guard let client = resolved!.client else {
+                    throw refuse(
+                        .configuration("app \(order.app) does not send to \(order.environment.rawValue)"), app: order.app,
+                        environment: order.environment, operation: operation, context: context)
+                }
+                var sendContext = context
+                if sendContext.snapshotID == nil { sendContext.snapshotID = operation.snapshot?.id }
+                if sendContext.surfaceID == nil { sendContext.surfaceID = operation.snapshot?.surfaceID }
+                let run = SendRun(client: client, request: request, context: sendContext)
+                intents.append(SendIntent(send: run.descriptor, startedAt: run.startedAt))
+                results.append(.success(StartedSend(run: run, activityKey: activityKey)))
+            } catch {
+                refused += 1
+                results.append(.failure(error))
+            }
+        }
+        if refused > 0 { inFlight.subtract(refused, ordering: .acquiringAndReleasing) }
+        // Every client of one relay shares the observers: the intents go in one call.
+        await observers.recordIntents(intents)
+        return results
+    }
+
+    /// Runs a send ``startSends(_:context:)`` started: its attempts, retries
+    /// and result, exactly as ``send(app:environment:_:context:)`` after its intent.
+    public func run(_ started: StartedSend) async throws(SendFailure) -> SendResult {
+        defer { inFlight.subtract(1, ordering: .acquiringAndReleasing) }
+        let result = try await started.run.executeAnnounced()
+        if let (key, timestamp) = started.activityKey { timestamps.record(key: key, timestamp: timestamp) }
+        return result
+    }
+}

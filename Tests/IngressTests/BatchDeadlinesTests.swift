@@ -1,0 +1,64 @@
+@testable import Ingress
+import Synchronization
+import Testing
+
+/// The one thread that watches every running batch's deadline.
+@Suite("Batch deadlines")
+struct BatchDeadlinesTests {
+    /// Polls `condition` 10 ms apart, at most 1,000 times: the bound only ends a hung test.
+    static func until(_ condition: () -> Bool) async -> Bool {
+        var polls = 0
+        while !condition(), polls < 1_000 {
+            polls += 1
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition()
+    }
+
+    @Test("a deadline's action runs once it passes, in deadline order; a deregistered one never runs")
+    func firesInOrderUnlessDeregistered() async throws {
+        let deadlines = BatchDeadlines(idleLinger: 0.05)
+        let fired = Mutex<[String]>([])
+        let now = ContinuousClock.now
+        let late = deadlines.register(now + .milliseconds(60)) { fired.withLock { $0.append("late") } }
+        let gone = deadlines.register(now + .milliseconds(20)) { fired.withLock { $0.append("gone") } }
+        _ = deadlines.register(now + .milliseconds(40)) { fired.withLock { $0.append("early") } }
+        deadlines.deregister(gone)
+        #expect(await Self.until { fired.withLock { $0.count } == 2 })
+        // "gone" would have run before both: its deadline came first.
+        #expect(fired.withLock { $0 } == ["early", "late"])
+        deadlines.deregister(late)
+        #expect(fired.withLock { $0 } == ["early", "late"], "deregistering after the action ran changes nothing")
+    }
+
+    @Test("a deadline earlier than the one the thread sleeps towards wakes it; the thread comes back after an idle exit")
+    func earlierDeadlineWakes() async throws {
+        let deadlines = BatchDeadlines(idleLinger: 0.01)
+        let fired = Mutex(0)
+        let far = deadlines.register(ContinuousClock.now + .seconds(3_600)) { fired.withLock { $0 += 100 } }
+        // Let the thread start sleeping towards the far deadline.
+        try await Task.sleep(for: .milliseconds(20))
+        _ = deadlines.register(ContinuousClock.now + .milliseconds(10)) { fired.withLock { $0 += 1 } }
+        #expect(await Self.until { fired.withLock { $0 } == 1 }, "the near deadline waited behind the far one")
+        deadlines.deregister(far)
+        // Idle now: the thread exits; a later batch starts it again.
+        try await Task.sleep(for: .milliseconds(50))
+        _ = deadlines.register(ContinuousClock.now) { fired.withLock { $0 += 1 } }
+        #expect(await Self.until { fired.withLock { $0 } == 2 })
+    }
+
+    @Test("many batches that end before their deadline leave nothing behind that fires")
+    func endedBatchesNeverFire() async throws {
+        let deadlines = BatchDeadlines()
+        let fired = Mutex(0)
+        let start = ContinuousClock.now
+        for index in 0..<5_000 {
+            let id = deadlines.register(start + .milliseconds(10 + index % 7)) { fired.withLock { $0 += 1 } }
+            deadlines.deregister(id)
+        }
+        let last = deadlines.register(start + .milliseconds(30)) { fired.withLock { $0 += 1 } }
+        #expect(await Self.until { fired.withLock { $0 } == 1 })
+        deadlines.deregister(last)
+        #expect(fired.withLock { $0 } == 1)
+    }
+}

@@ -1,0 +1,76 @@
+import APNs
+import MockAPNs
+import Relay
+import Synchronization
+import Testing
+
+/// A durable observer that keeps what it was told, in order, and how many
+/// requests APNs had seen when each group of intents arrived.
+final class IntentGroupRecorder: DurableSendObserver {
+    enum Call: Equatable {
+        case intents([APNsID], requestsSeen: Int)
+        case intent(APNsID)
+        case completion(APNsID)
+    }
+
+    private let calls = Mutex<[Call]>([])
+    private let engine: MockAPNsEngine
+
+    init(engine: MockAPNsEngine) { self.engine = engine }
+
+    var recorded: [Call] { calls.withLock { $0 } }
+
+    func attemptFinished(_ event: AttemptEvent) {}
+    func sendFinished(_ event: SendEvent) { calls.withLock { $0.append(.completion(event.send.apnsID)) } }
+    func sendStarting(_ send: SendDescriptor, startedAt: UInt64) async { calls.withLock { $0.append(.intent(send.apnsID)) } }
+    func sendsStarting(_ sends: [SendIntent]) async {
+        let seen = engine.log.total
+        calls.withLock { $0.append(.intents(sends.map(\.send.apnsID), requestsSeen: seen)) }
+    }
+    func sendFinishedDurably(_ event: SendEvent) async { sendFinished(event) }
+    func waitUntilDurable() async {}
+}
+
+@Suite("Relay service: sends started together")
+struct StartSendsTests {
+    @Test("startSends records every intent in one call before any request leaves; a refusal is reported, not started; each started send runs to one completion")
+    func intentsTogether() async throws {
+        var made: IntentGroupRecorder?
+        let fixture = try ServiceFixture(moreObservers: { engine in
+            made = IntentGroupRecorder(engine: engine)
+            return [made!]
+        })
+        defer { fixture.keys.remove() }
+        let recorder = try #require(made)
+        let service = fixture.service
+        let tokens = (0..<5).map { String(repeating: "\($0 + 1)", count: 64) }
+        var orders = tokens.map { SendOrder(app: "example", environment: .development, operation: .background(token: $0)) }
+        orders.insert(SendOrder(app: "nowhere", environment: .development, operation: .background(token: tokens[0])), at: 2)
+
+        let started = await service.startSends(orders, context: SendContext(caller: "batch"))
+        #expect(started.count == 6)
+        let runs = started.compactMap { try? $0.get() }
+        #expect(runs.count == 5)
+        guard case .failure(let refusal) = started[2], case .configuration = refusal.cause else {
+            Issue.record("the unknown app was not refused: \(started[2])")
+            return
+        }
+        #expect(refusal.attempts == 0)
+        #expect(service.sendsInFlight == 5, "started sends count as in flight until they have run")
+        // One group of five intents, none of them sent yet; the refusal's row (a completion) beside it.
+        #expect(recorder.recorded.contains(.intents(runs.map(\.apnsID), requestsSeen: 0)), "\(recorder.recorded)")
+        #expect(!recorder.recorded.contains { if case .intent = $0 { true } else { false } }, "no intent recorded one by one")
+
+        for run in runs {
+            let result = try await service.run(run)
+            #expect(result.status == 200)
+            #expect(result.apnsID == run.apnsID)
+        }
+        #expect(fixture.engine.log.total == 5)
+        #expect(service.sendsInFlight == 0)
+        let completions = recorder.recorded.compactMap { if case .completion(let id) = $0 { id } else { nil } }
+        #expect(Set(completions) == Set(runs.map(\.apnsID) + [refusal.apnsID]), "one completion per send, the refusal's included")
+        #expect(completions.count == 6)
+        #expect(!recorder.recorded.contains { if case .intent = $0 { true } else { false } }, "a started send does not record its intent again when it runs")
+    }
+}
