@@ -22,10 +22,13 @@ enum Poll {
     /// count is drained. -1 waits without a limit.
     static func wait(socket: Int32, read: Bool, write: Bool, wake: WakeSignal, milliseconds: Int32) -> Readiness {
         let events = (read ? Int16(POLLIN) : 0) | (write ? Int16(POLLOUT) : 0)
-        var descriptors = [pollfd(fd: socket, events: events, revents: 0), pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
-        _ = poll(&descriptors, 2, milliseconds)
-        if descriptors[1].revents != 0 { wake.drain() }
-        let revents = descriptors[0].revents
+        // A tuple on the stack, not an array: no allocation per turn of the loop.
+        var descriptors = (pollfd(fd: socket, events: events, revents: 0), pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0))
+        withUnsafeMutableBytes(of: &descriptors) { bytes in
+            _ = poll(bytes.baseAddress!.assumingMemoryBound(to: pollfd.self), 2, milliseconds)
+        }
+        if descriptors.1.revents != 0 { wake.drain() }
+        let revents = descriptors.0.revents
         return Readiness(
             readable: revents & Int16(POLLIN) != 0,
             writable: revents & Int16(POLLOUT) != 0,

@@ -37,7 +37,11 @@ extension ConnectionCore {
                 submit(pending, on: session, now: now)
             }
         }
-        if waitingHead > 1024, waitingHead * 2 > waiting.count {
+        if waitingHead == waiting.count, waitingHead > 0 {
+            // All taken: start over in the same buffer.
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        } else if waitingHead > 1024, waitingHead * 2 > waiting.count {
             waiting.removeFirst(waitingHead)
             waitingHead = 0
         }
@@ -80,16 +84,18 @@ extension ConnectionCore {
 
     private func submit(_ pending: PendingRequest, on session: NGHTTP2Session, now: UInt64) {
         let request = pending.request
-        var headers = [
-            HTTPHeader(":method", request.method), HTTPHeader(":scheme", "https"),
-            HTTPHeader(":authority", request.authority ?? (configuration.port == 443 ? configuration.host : configuration.origin)),
-            HTTPHeader(":path", request.path),
-        ]
+        var headers: [HTTPHeader] = []
+        headers.reserveCapacity(5 + request.headers.count)
+        headers.append(HTTPHeader(":method", request.method))
+        headers.append(HTTPHeader(":scheme", "https"))
+        headers.append(HTTPHeader(":authority", request.authority ?? defaultAuthority))
+        headers.append(HTTPHeader(":path", request.path))
         headers.append(contentsOf: request.headers)
         if !request.body.isEmpty { headers.append(HTTPHeader("content-length", String(request.body.count))) }
         do {
             let stream = try session.submitRequest(headers: headers, body: request.body)
             streams[stream] = StreamState(pending: pending, deadline: pending.deadline)
+            streamDeadlineBound = min(streamDeadlineBound, pending.deadline)
             streamByToken[pending.token] = stream
         } catch {
             complete(pending, .failure(error))
@@ -107,11 +113,21 @@ extension ConnectionCore {
         }
     }
 
+    /// Resets the streams past their deadline. The streams are only looked
+    /// through once `streamDeadlineBound` has passed, not on every turn.
     private func expireTimedOut(now: UInt64, session: NGHTTP2Session) {
-        for (stream, state) in streams where state.deadline <= now {
-            session.submitReset(stream: stream, errorCode: NGHTTP2Session.cancel)
-            removeStream(stream)
-            complete(state.pending, .failure(HTTP2Error(.timeout, "no answer from \(configuration.origin) within \(state.pending.request.timeout) s")))
+        if streamDeadlineBound <= now {
+            var earliest = UInt64.max
+            for (stream, state) in streams {
+                guard state.deadline <= now else {
+                    earliest = min(earliest, state.deadline)
+                    continue
+                }
+                session.submitReset(stream: stream, errorCode: NGHTTP2Session.cancel)
+                removeStream(stream)
+                complete(state.pending, .failure(HTTP2Error(.timeout, "no answer from \(configuration.origin) within \(state.pending.request.timeout) s")))
+            }
+            streamDeadlineBound = earliest
         }
         expireWaiting(now: now)
     }
@@ -119,6 +135,8 @@ extension ConnectionCore {
     func expireWaiting(now: UInt64) {
         // Requests still waiting for a stream slot (or for the server's
         // SETTINGS) time out too: a peer that never opens up must not hang them.
+        guard waitingDeadlineBound <= now else { return }
+        waitingDeadlineBound = waiting[waitingHead...].lazy.filter { $0.deadline > now }.map(\.deadline).min() ?? .max
         guard waiting[waitingHead...].contains(where: { $0.deadline <= now }) else { return }
         let (expired, kept) = waiting[waitingHead...].reduce(into: ([PendingRequest](), [PendingRequest]())) { split, pending in
             if pending.deadline <= now { split.0.append(pending) } else { split.1.append(pending) }
@@ -164,10 +182,12 @@ extension ConnectionCore {
     /// only noticed at the next wake-up, up to the one-second cap late.
     private func waitForEvents(now: UInt64, session: NGHTTP2Session, closeDeadline: UInt64?) throws(HTTP2Error) {
         guard let tls else { return }
-        var timeout: UInt64 = 1_000_000_000
+        var timeout = UInt64(configuration.longestSleep * 1e9)
         func due(_ deadline: UInt64) { timeout = min(timeout, deadline > now ? deadline - now : 0) }
-        for state in streams.values { due(state.deadline) }
-        if let first = waiting[waitingHead...].map(\.deadline).min() { due(first) }
+        // Bounds, not the exact earliest deadlines: one that is early (its
+        // request already answered) costs a turn that finds the next one.
+        due(streamDeadlineBound)
+        due(waitingDeadlineBound)
         if let sent = pingSentAt {
             due(sent + UInt64(configuration.pingTimeout * 1e9))
         } else {
@@ -177,10 +197,7 @@ extension ConnectionCore {
         if let closeDeadline { due(closeDeadline) }
         // Bytes OpenSSL already decrypted never show up in poll(): read them now.
         let shouldRead = tls.hasPendingBytes
-            || Poll.wait(
-                socket: socket, read: true, write: outputOffset < output.count, wake: wake,
-                milliseconds: Poll.milliseconds(fromNanoseconds: timeout)
-            ).shouldRead
+            || sleepingPoll(socket: socket, read: true, write: outputOffset < output.count, nanoseconds: timeout).shouldRead
         if shouldRead { try readAvailable(tls: tls, session: session) }
     }
 

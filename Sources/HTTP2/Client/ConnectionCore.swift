@@ -16,17 +16,25 @@ final class ConnectionCore: @unchecked Sendable {
         var closeDeadline: UInt64 = 0
         var closeWaiters: [CheckedContinuation<Void, Never>] = []
         var exited = false
-        /// The eventfd has been signalled and the thread has not yet taken
-        /// what was handed over since (`takeIncoming` clears it): a hand-over
-        /// meanwhile needs no signal of its own, the thread takes it with the
-        /// rest. Under load this saves a write(2) per request and the thread's
-        /// extra turns through poll().
-        var wakePending = false
-        /// Whether a hand-over just made must signal the eventfd; marks the
-        /// signal as pending either way.
+        /// The thread is asleep in poll() (or about to be) and saw nothing
+        /// handed over: the next hand-over must signal the eventfd. Like
+        /// io_uring's SQ_NEED_WAKEUP: while the thread is awake nobody writes
+        /// the eventfd, since it looks at `incoming` again before it sleeps
+        /// (`prepareToSleep`). Under load the thread is mostly awake, so most
+        /// sends cost no write(2) and the thread no extra turn through poll().
+        ///
+        /// No wake-up is lost: the thread sets the flag and the sender
+        /// appends and reads it under this one lock. If the sender goes
+        /// first, the thread sees its request and does not sleep; if the
+        /// thread goes first, the sender sees the flag and signals, and the
+        /// eventfd stays readable until the thread's poll() drains it.
+        var sleeping = false
+        /// Whether a hand-over just made must signal the eventfd. The first
+        /// one after the thread fell asleep does (and clears the flag): one
+        /// signal wakes the thread for everything handed over until it runs.
         mutating func needsSignal() -> Bool {
-            defer { wakePending = true }
-            return !wakePending
+            defer { sleeping = false }
+            return sleeping
         }
 
         /// Why the connection never came up (connect, TLS, ALPN), once the
@@ -35,6 +43,8 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     let configuration: HTTP2Connection.Configuration
+    /// `:authority` for requests that name none: made once, not per request.
+    let defaultAuthority: String
     let observer: HTTP2EventObserver?
     let shared = Mutex(Shared())
     let load = Atomic<Int>(0)
@@ -53,9 +63,18 @@ final class ConnectionCore: @unchecked Sendable {
     var outputOffset = 0
     /// Where TLS records are decrypted into, kept: a fresh 16 KiB buffer per read was a malloc and a memset each wake-up.
     var readBuffer = [UInt8](repeating: 0, count: 16_384)
+    /// What `takeIncoming` swaps in for `Shared.incoming` and `Shared.cancelled`: empty between turns.
+    var takenIncoming: [PendingRequest] = []
+    var takenCancelled: [UInt64] = []
     var waiting: [PendingRequest] = []
     var waitingHead = 0
     var streams: [Int32: StreamState] = [:]
+    /// No request in `streams` (or in `waiting`) has a deadline before
+    /// this: lowered as requests come in, made exact again by the look
+    /// through them once it passes, so that a turn does not go through
+    /// every stream to find the earliest deadline.
+    var streamDeadlineBound = UInt64.max
+    var waitingDeadlineBound = UInt64.max
     var streamByToken: [UInt64: Int32] = [:]
     var goAwayLastStream: Int32?
     /// Streams the server answered on this connection (for ``unprocessed(_:)``).
@@ -78,6 +97,7 @@ final class ConnectionCore: @unchecked Sendable {
     init(configuration: HTTP2Connection.Configuration, observer: HTTP2EventObserver?) {
         self.configuration = configuration
         self.observer = observer
+        defaultAuthority = configuration.port == 443 ? configuration.host : configuration.origin
         streamLimit = Atomic(max(1, configuration.maxConcurrentStreams))
     }
 
@@ -123,6 +143,23 @@ final class ConnectionCore: @unchecked Sendable {
             return shared.needsSignal()
         }
         if signal { wake.signal() }
+    }
+
+    /// Called by the thread just before poll(): false when something was
+    /// handed over since `takeIncoming` (the thread must not sleep, but turn
+    /// again at once); true after marking the thread asleep, so that the next
+    /// hand-over signals (see `Shared.sleeping`).
+    func prepareToSleep() -> Bool {
+        shared.withLock { shared in
+            guard shared.incoming.isEmpty, shared.cancelled.isEmpty else { return false }
+            shared.sleeping = true
+            return true
+        }
+    }
+
+    /// Called by the thread when poll() returns: hand-overs from now on need no signal.
+    func awoke() {
+        shared.withLock { $0.sleeping = false }
     }
 
     func close(drainTimeout: Double) async {

@@ -34,6 +34,11 @@ public final class HTTP2Connection: Sendable {
         public var pingTimeout = 10.0
         /// Close after this many seconds with no streams.
         public var idleTimeout = 60.0
+        /// The longest the thread sleeps in poll() without a wake-up or a
+        /// deadline: a safety net, so a deadline missed by the loop's
+        /// bookkeeping is acted on at most this late. Tests raise it to show
+        /// that no wake-up depends on it.
+        var longestSleep = 1.0
 
         public init(host: String, port: Int) {
             self.host = host
@@ -67,7 +72,8 @@ public final class HTTP2Connection: Sendable {
         let token = core.nextToken()
         let deadline = Clock.now() + UInt64(max(0.001, request.timeout) * 1e9)
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP2Response, HTTP2Error>, Never>) in
+            // Unchecked: `PendingRequest` documents why it is resumed exactly once.
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<HTTP2Response, HTTP2Error>, Never>) in
                 core.enqueue(PendingRequest(token: token, request: request, deadline: deadline, continuation: continuation))
             }
         } onCancel: {
@@ -89,14 +95,40 @@ public final class HTTP2Connection: Sendable {
 }
 
 /// A request waiting for its answer.
-struct PendingRequest: @unchecked Sendable {
-    // The continuation is resumed exactly once, by the connection thread (or
-    // by `enqueue` when the request is refused), never concurrently.
+///
+/// A class: the request moves from the hand-over queue to the waiting FIFO
+/// to the stream table, and a struct of its size (the request's strings and
+/// arrays, the continuation) paid a retain and a release per field at each move.
+///
+/// The continuation is unchecked, yet resumed exactly once by construction:
+/// the one `PendingRequest` for a send lives in exactly one place at a time
+/// (refused by `enqueue`, or in `Shared.incoming`, then `waiting`, then
+/// `streams`), and every path that calls `finish` takes it out of that place
+/// first, on the one thread that owns the place (`enqueue`'s caller before
+/// handing over, the connection thread after). A cancellation or deadline
+/// that comes later finds nothing under its token and does nothing.
+final class PendingRequest: @unchecked Sendable {
     let token: UInt64
     let request: HTTP2Request
     /// Monotonic nanoseconds by which the whole answer must be in, queueing included.
     let deadline: UInt64
-    let continuation: CheckedContinuation<Result<HTTP2Response, HTTP2Error>, Never>
+    private let continuation: UnsafeContinuation<Result<HTTP2Response, HTTP2Error>, Never>
+    #if DEBUG
+        private var finished = false
+    #endif
 
-    func finish(_ result: Result<HTTP2Response, HTTP2Error>) { continuation.resume(returning: result) }
+    init(token: UInt64, request: HTTP2Request, deadline: UInt64, continuation: UnsafeContinuation<Result<HTTP2Response, HTTP2Error>, Never>) {
+        self.token = token
+        self.request = request
+        self.deadline = deadline
+        self.continuation = continuation
+    }
+
+    func finish(_ result: Result<HTTP2Response, HTTP2Error>) {
+        #if DEBUG
+            precondition(!finished, "request \(token) finished twice")
+            finished = true
+        #endif
+        continuation.resume(returning: result)
+    }
 }

@@ -1,0 +1,55 @@
+@testable import HTTP2
+import Testing
+
+/// The connection thread's needs-wake-up protocol (`ConnectionCore.Shared.sleeping`):
+/// senders write the eventfd only while the thread sleeps in poll(). A lost
+/// wake-up would leave a request in the hand-over queue with the thread
+/// asleep. With the one-second sleep cap and every deadline an hour away,
+/// nothing else wakes the thread: a racy hand-over hangs these tests (the
+/// time limit fails them) instead of slowing them down by a second.
+@Suite("HTTP/2 client: no lost wake-ups")
+struct WakeUpTests {
+    private static func sleepy(_ configuration: inout HTTP2Connection.Configuration) {
+        configuration.longestSleep = 3600
+        configuration.pingInterval = 3600
+        configuration.idleTimeout = 3600
+    }
+
+    private static func request(_ path: String) -> HTTP2Request {
+        HTTP2Request(method: "GET", path: path, timeout: 3600)
+    }
+
+    @Test("one sender, each request handed over as the thread goes back to sleep after the previous answer", .timeLimit(.minutes(2)))
+    func sequentialSender() async throws {
+        let local = try LocalServer(handler: echoHandler)
+        defer { local.stop() }
+        let connection = local.connection(Self.sleepy)
+        for index in 0..<2000 {
+            let response = try await connection.send(Self.request("/s/\(index)"))
+            #expect(response.body == Array("/s/\(index)".utf8))
+        }
+        await connection.close()
+    }
+
+    @Test("many concurrent senders beyond the stream limit: every request is answered", .timeLimit(.minutes(2)))
+    func concurrentSenders() async throws {
+        let local = try LocalServer(maxConcurrentStreams: 4, handler: echoHandler)
+        defer { local.stop() }
+        let connection = local.connection(Self.sleepy)
+        let answered = await withTaskGroup(of: Int.self) { group in
+            for sender in 0..<32 {
+                group.addTask {
+                    var answered = 0
+                    for index in 0..<150 {
+                        let path = "/c/\(sender)/\(index)"
+                        if let response = try? await connection.send(Self.request(path)), response.body == Array(path.utf8) { answered += 1 }
+                    }
+                    return answered
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(answered == 32 * 150)
+        await connection.close()
+    }
+}
