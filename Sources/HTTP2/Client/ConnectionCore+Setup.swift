@@ -77,6 +77,7 @@ extension ConnectionCore {
     /// caller's next turn takes the hand-over without anyone having to write
     /// the eventfd.
     func sleepingPoll(socket: Int32, read: Bool, write: Bool, nanoseconds: UInt64) -> Poll.Readiness {
+        configuration.beforeSleep?()
         let sleep = prepareToSleep()
         let cap = Int32(clamping: Int64(configuration.longestSleep * 1000))
         let milliseconds = sleep ? Poll.milliseconds(fromNanoseconds: nanoseconds, cap: cap) : 0

@@ -39,6 +39,10 @@ public final class HTTP2Connection: Sendable {
         /// bookkeeping is acted on at most this late. Tests raise it to show
         /// that no wake-up depends on it.
         var longestSleep = 1.0
+        /// Runs on the connection thread just before it decides whether to
+        /// sleep: tests widen the window in which a hand-over races the
+        /// thread going to sleep.
+        var beforeSleep: (@Sendable () -> Void)?
 
         public init(host: String, port: Int) {
             self.host = host
