@@ -129,21 +129,31 @@ public final class HTTP2Pool: Sendable {
         while true {
             let decision = state.withLock { state -> Result<HTTP2Connection, HTTP2Error>? in
                 if state.closed { return .failure(HTTP2Error(.closed, "pool for \(configuration.connection.origin) is closed")) }
-                state.connections.removeAll { $0.state == .closed }
-                let usable = state.connections.filter { $0.state == .ready || $0.state == .connecting }
-                // Lazy: an idle connection takes the request before a new one is opened.
-                if let idle = usable.first(where: { $0.load == 0 }) { return .success(idle) }
-                if usable.count < configuration.size {
+                if state.connections.contains(where: { $0.state == .closed }) { state.connections.removeAll { $0.state == .closed } }
+                // One pass, no array per send: the first idle usable
+                // connection, else the least loaded one, and how many are usable.
+                var usableCount = 0
+                var leastLoaded: (connection: HTTP2Connection, load: Int)?
+                for connection in state.connections {
+                    let connectionState = connection.state
+                    guard connectionState == .ready || connectionState == .connecting else { continue }
+                    usableCount += 1
+                    let load = connection.load
+                    // Lazy: an idle connection takes the request before a new one is opened.
+                    if load == 0 { return .success(connection) }
+                    if leastLoaded.map({ load < $0.load }) ?? true { leastLoaded = (connection, load) }
+                }
+                if usableCount < configuration.size {
                     if let next = state.nextAttempt, ContinuousClock.now < next {
                         // Backing off: use what is there, or wait.
-                        return usable.min(by: { $0.load < $1.load }).map { .success($0) }
+                        return leastLoaded.map { .success($0.connection) }
                     }
                     let connection = HTTP2Connection(configuration: configuration.connection, observer: connectionObserver)
                     if !state.connections.isEmpty || state.consecutiveFailures > 0 { observer?(configuration.connection.origin, .reconnect) }
                     state.connections.append(connection)
                     return .success(connection)
                 }
-                return usable.min(by: { $0.load < $1.load }).map { .success($0) }
+                return leastLoaded.map { .success($0.connection) }
             }
             switch decision {
             case .success(let connection): return connection
