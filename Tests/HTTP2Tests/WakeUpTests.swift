@@ -10,15 +10,20 @@ import Testing
 /// time limit fails them) instead of slowing them down by a second.
 @Suite("HTTP/2 client: no lost wake-ups")
 struct WakeUpTests {
-    private static func sleepy(_ configuration: inout HTTP2Connection.Configuration) {
-        configuration.longestSleep = 3600
+    /// A connection to `local` that sleeps until woken or an hour passes.
+    private static func sleepy(_ local: LocalServer) -> HTTP2Connection {
+        var configuration = HTTP2Connection.Configuration(host: "127.0.0.1", port: local.server.port)
+        configuration.tls = TLSClientConfiguration(caFile: local.certificate.certificate)
         configuration.pingInterval = 3600
         configuration.idleTimeout = 3600
+        var tuning = HTTP2Connection.Tuning()
+        tuning.longestSleep = 3600
         // The thread dawdles before it looks at the hand-over queue one last
         // time, so that a sender resumed by the previous answer hands its
         // next request over in that window (where a racy check loses it)
         // on most turns, not by rare chance.
-        configuration.beforeSleep = { usleep(200) }
+        tuning.beforeSleep = { usleep(200) }
+        return HTTP2Connection(configuration: configuration, observer: nil, loop: ConnectionLoop(), tuning: tuning)
     }
 
     private static func request(_ path: String) -> HTTP2Request {
@@ -29,7 +34,7 @@ struct WakeUpTests {
     func sequentialSender() async throws {
         let local = try LocalServer(handler: echoHandler)
         defer { local.stop() }
-        let connection = local.connection(Self.sleepy)
+        let connection = Self.sleepy(local)
         for index in 0..<2000 {
             let response = try await connection.send(Self.request("/s/\(index)"))
             #expect(response.body == Array("/s/\(index)".utf8))
@@ -41,7 +46,7 @@ struct WakeUpTests {
     func concurrentSenders() async throws {
         let local = try LocalServer(maxConcurrentStreams: 4, handler: echoHandler)
         defer { local.stop() }
-        let connection = local.connection(Self.sleepy)
+        let connection = Self.sleepy(local)
         let answered = await withTaskGroup(of: Int.self) { group in
             for sender in 0..<32 {
                 group.addTask {

@@ -35,6 +35,37 @@ enum Poll {
             broken: revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0)
     }
 
+    /// The descriptors of one `ConnectionLoop` turn: its eventfd first, then
+    /// one socket per connection. Kept by the loop and refilled each turn,
+    /// so a turn allocates nothing.
+    struct Set {
+        private var descriptors: [pollfd] = []
+
+        mutating func reset(wake: WakeSignal) {
+            descriptors.removeAll(keepingCapacity: true)
+            descriptors.append(pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0))
+        }
+
+        mutating func add(socket: Int32, write: Bool) {
+            descriptors.append(pollfd(fd: socket, events: Int16(POLLIN) | (write ? Int16(POLLOUT) : 0), revents: 0))
+        }
+
+        /// Waits up to `milliseconds` (-1: no limit); drains the eventfd when it was signalled.
+        mutating func wait(wake: WakeSignal, milliseconds: Int32) {
+            _ = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
+            if descriptors[0].revents != 0 { wake.drain() }
+        }
+
+        /// The readiness of the `index`th socket added since `reset`.
+        func readiness(ofSocket index: Int) -> Readiness {
+            let revents = descriptors[index + 1].revents
+            return Readiness(
+                readable: revents & Int16(POLLIN) != 0,
+                writable: revents & Int16(POLLOUT) != 0,
+                broken: revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0)
+        }
+    }
+
     /// Milliseconds for poll() from nanoseconds, rounded up so a wait just
     /// short of a millisecond does not spin at 0, and capped.
     static func milliseconds(fromNanoseconds nanoseconds: UInt64, cap: Int32 = 1000) -> Int32 {

@@ -2,7 +2,9 @@ import Foundation
 import RelayBasics
 
 extension ConnectionCore {
-    /// The connection thread: connect, then serve until closed or broken.
+    /// The connection's own thread: connect, then join the loop that serves
+    /// it until it is closed or broken (this thread runs that loop when no
+    /// other thread does, else it ends here).
     func run() {
         do {
             try establish()
@@ -13,20 +15,19 @@ extension ConnectionCore {
         setState(.ready)
         report(.opened)
         lastActivity = Clock.now()
-        var failure: HTTP2Error?
-        do {
-            while try iterate() {}
-        } catch {
-            failure = error
-        }
-        finishThread(failing: failure ?? HTTP2Error(.closed, "connection to \(configuration.origin) closed"))
+        loop.join(self)
     }
 
-    /// One turn of the loop; false when the connection is done.
-    private func iterate() throws(HTTP2Error) -> Bool {
+    /// Why a connection whose turn said it is done was closed.
+    var closedNormally: HTTP2Error { HTTP2Error(.closed, "connection to \(configuration.origin) closed") }
+
+    /// The part of a turn of the loop before it sleeps: the hand-over
+    /// taken, streams opened, deadlines acted on, output written. False
+    /// when the connection is done.
+    func turn(now: UInt64) throws(HTTP2Error) -> Bool {
         guard let session else { return false }
-        let now = Clock.now()
         let (closeRequested, closeDeadline) = takeIncoming()
+        pendingCloseDeadline = closeRequested ? closeDeadline : nil
 
         if goAwayLastStream == nil, peerSettingsReceived {
             let limit = effectiveLimit(session)
@@ -73,7 +74,6 @@ extension ConnectionCore {
         if !session.wantsRead, !session.wantsWrite, streams.isEmpty { return false }
 
         try flush(session)
-        try waitForEvents(now: now, session: session, closeDeadline: closeRequested ? closeDeadline : nil)
         return true
     }
 
@@ -177,12 +177,11 @@ extension ConnectionCore {
         }
     }
 
-    /// Sleeps in poll() until the socket or the wake-up eventfd is ready, or
-    /// the earliest deadline `iterate` acts on: a deadline left out here is
-    /// only noticed at the next wake-up, up to the one-second cap late.
-    private func waitForEvents(now: UInt64, session: NGHTTP2Session, closeDeadline: UInt64?) throws(HTTP2Error) {
-        guard let tls else { return }
-        var timeout = UInt64(configuration.longestSleep * 1e9)
+    /// How long the loop may sleep as far as this connection goes: until
+    /// the earliest deadline `turn` acts on (a deadline left out here is
+    /// only noticed at the next wake-up, up to `longestSleep` late).
+    func sleepBudget(now: UInt64) -> UInt64 {
+        var timeout = UInt64(tuning.longestSleep * 1e9)
         func due(_ deadline: UInt64) { timeout = min(timeout, deadline > now ? deadline - now : 0) }
         // Bounds, not the exact earliest deadlines: one that is early (its
         // request already answered) costs a turn that finds the next one.
@@ -194,11 +193,20 @@ extension ConnectionCore {
             due(lastActivity + UInt64(configuration.pingInterval * 1e9))
         }
         if let idleSince { due(idleSince + UInt64(configuration.idleTimeout * 1e9)) }
-        if let closeDeadline { due(closeDeadline) }
-        // Bytes OpenSSL already decrypted never show up in poll(): read them now.
-        let shouldRead = tls.hasPendingBytes
-            || sleepingPoll(socket: socket, read: true, write: outputOffset < output.count, nanoseconds: timeout).shouldRead
-        if shouldRead { try readAvailable(tls: tls, session: session) }
+        if let pendingCloseDeadline { due(pendingCloseDeadline) }
+        return timeout
+    }
+
+    /// Output left that the socket did not take: the loop waits for it to be writable.
+    var hasOutputLeft: Bool { outputOffset < output.count }
+
+    /// Bytes OpenSSL holds that poll() cannot see: the loop must not sleep.
+    var hasBufferedInput: Bool { tls?.hasPendingBytes ?? false }
+
+    /// The part of a turn after the loop's poll(): reads what has come.
+    func afterPoll(_ readiness: Poll.Readiness) throws(HTTP2Error) {
+        guard let tls, let session else { return }
+        if readiness.shouldRead || tls.hasPendingBytes { try readAvailable(tls: tls, session: session) }
     }
 
     private func readAvailable(tls: TLSStream, session: NGHTTP2Session) throws(HTTP2Error) {
@@ -219,7 +227,7 @@ extension ConnectionCore {
     }
 
     /// Fails whatever is left and tells everyone the connection is gone.
-    private func finishThread(failing error: HTTP2Error) {
+    func finishThread(failing error: HTTP2Error) {
         // Observers hear of a refusal before any caller can see it fail (the
         // pool sets its reconnect backoff on `.refused`). The set-up failure
         // and the closed state change together under the lock `enqueue`

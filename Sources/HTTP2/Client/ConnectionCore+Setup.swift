@@ -77,11 +77,11 @@ extension ConnectionCore {
     /// caller's next turn takes the hand-over without anyone having to write
     /// the eventfd.
     func sleepingPoll(socket: Int32, read: Bool, write: Bool, nanoseconds: UInt64) -> Poll.Readiness {
-        configuration.beforeSleep?()
+        tuning.beforeSleep?()
         let sleep = prepareToSleep()
-        let cap = Int32(clamping: Int64(configuration.longestSleep * 1000))
+        let cap = Int32(clamping: Int64(tuning.longestSleep * 1000))
         let milliseconds = sleep ? Poll.milliseconds(fromNanoseconds: nanoseconds, cap: cap) : 0
-        let ready = Poll.wait(socket: socket, read: read, write: write, wake: wake, milliseconds: milliseconds)
+        let ready = Poll.wait(socket: socket, read: read, write: write, wake: setupWake, milliseconds: milliseconds)
         if sleep { awoke() }
         return ready
     }

@@ -10,6 +10,9 @@ final class ConnectionCore: @unchecked Sendable {
     // the connection's own thread, started in `start()`.
 
     struct Shared {
+        /// The eventfd that wakes whoever serves this connection: its own
+        /// thread while it sets up, then its `ConnectionLoop` (`join`).
+        var wake: WakeSignal
         var incoming: [PendingRequest] = []
         var cancelled: [UInt64] = []
         var closeRequested = false
@@ -43,17 +46,21 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     let configuration: HTTP2Connection.Configuration
+    let tuning: HTTP2Connection.Tuning
     /// `:authority` for requests that name none: made once, not per request.
     let defaultAuthority: String
     let observer: HTTP2EventObserver?
-    let shared = Mutex(Shared())
+    let shared: Mutex<Shared>
     let load = Atomic<Int>(0)
     let stateValue = Atomic<Int>(HTTP2Connection.State.connecting.rawValue)
     /// Streams allowed at once; our cap until the peer's SETTINGS arrive,
     /// then min(peer, cap). Written by the thread, read by `enqueue`.
     let streamLimit: Atomic<Int>
     private let tokens = Atomic<UInt64>(0)
-    let wake = WakeSignal()
+    /// Wakes the thread while it connects and handshakes.
+    let setupWake: WakeSignal
+    /// Serves the connection once it is up (with the pool's other connections).
+    let loop: ConnectionLoop
 
     // Thread-owned.
     var tls: TLSStream?
@@ -84,6 +91,8 @@ final class ConnectionCore: @unchecked Sendable {
     var lastActivity: UInt64 = 0
     var pingSentAt: UInt64?
     var idleSince: UInt64?
+    /// The drain deadline while a close is under way, for `sleepBudget`.
+    var pendingCloseDeadline: UInt64?
 
     struct StreamState {
         var pending: PendingRequest
@@ -94,9 +103,14 @@ final class ConnectionCore: @unchecked Sendable {
         var ended = false
     }
 
-    init(configuration: HTTP2Connection.Configuration, observer: HTTP2EventObserver?) {
+    init(configuration: HTTP2Connection.Configuration, observer: HTTP2EventObserver?, loop: ConnectionLoop, tuning: HTTP2Connection.Tuning) {
         self.configuration = configuration
+        self.tuning = tuning
         self.observer = observer
+        self.loop = loop
+        let setupWake = WakeSignal()
+        self.setupWake = setupWake
+        shared = Mutex(Shared(wake: setupWake))
         defaultAuthority = configuration.port == 443 ? configuration.host : configuration.origin
         streamLimit = Atomic(max(1, configuration.maxConcurrentStreams))
     }
@@ -116,33 +130,33 @@ final class ConnectionCore: @unchecked Sendable {
 
     /// Hands a request to the thread, or refuses it at once.
     func enqueue(_ pending: PendingRequest) {
-        let (refusal, signal) = shared.withLock { shared -> (HTTP2Error?, Bool) in
+        let (refusal, signal) = shared.withLock { shared -> (HTTP2Error?, WakeSignal?) in
             // Checked under the lock: a cancellation that lands after this
             // check queues its token after the request, and the thread takes
             // both in one snapshot, request first, so it is never lost.
-            if Task.isCancelled { return (HTTP2Error(.cancelled, "cancelled by the caller before sending"), false) }
-            if let failure = shared.setupFailure { return (failure, false) }
-            if shared.exited || shared.closeRequested { return (HTTP2Error(.notSent, "connection to \(configuration.origin) is closing"), false) }
+            if Task.isCancelled { return (HTTP2Error(.cancelled, "cancelled by the caller before sending"), nil) }
+            if let failure = shared.setupFailure { return (failure, nil) }
+            if shared.exited || shared.closeRequested { return (HTTP2Error(.notSent, "connection to \(configuration.origin) is closing"), nil) }
             // Load is in flight plus waiting, and at most `streamLimit` are in flight.
             if load.load(ordering: .relaxed) >= configuration.queueCapacity + streamLimit.load(ordering: .relaxed) {
-                return (HTTP2Error(.queueFull, "more than \(configuration.queueCapacity) requests waiting for \(configuration.origin)"), false)
+                return (HTTP2Error(.queueFull, "more than \(configuration.queueCapacity) requests waiting for \(configuration.origin)"), nil)
             }
             if state == .goingAway || state == .closed {
-                return (HTTP2Error(.notSent, "connection to \(configuration.origin) is going away"), false)
+                return (HTTP2Error(.notSent, "connection to \(configuration.origin) is going away"), nil)
             }
             shared.incoming.append(pending)
             load.add(1, ordering: .relaxed)
-            return (nil, shared.needsSignal())
+            return (nil, shared.needsSignal() ? shared.wake : nil)
         }
-        if let refusal { pending.finish(.failure(refusal)) } else if signal { wake.signal() }
+        if let refusal { pending.finish(.failure(refusal)) } else { signal?.signal() }
     }
 
     func cancel(token: UInt64) {
         let signal = shared.withLock { shared in
             shared.cancelled.append(token)
-            return shared.needsSignal()
+            return shared.needsSignal() ? shared.wake : nil
         }
-        if signal { wake.signal() }
+        signal?.signal()
     }
 
     /// Called by the thread just before poll(): false when something was
@@ -157,6 +171,11 @@ final class ConnectionCore: @unchecked Sendable {
         }
     }
 
+    /// From now on hand-overs wake `wake` (the loop's), not the set-up thread.
+    func moveWakeUps(to wake: WakeSignal) {
+        shared.withLock { $0.wake = wake }
+    }
+
     /// Called by the thread when poll() returns: hand-overs from now on need no signal.
     func awoke() {
         shared.withLock { $0.sleeping = false }
@@ -164,16 +183,16 @@ final class ConnectionCore: @unchecked Sendable {
 
     func close(drainTimeout: Double) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let alreadyGone = shared.withLock { shared -> Bool in
-                if shared.exited { return true }
+            let wake = shared.withLock { shared -> WakeSignal? in
+                if shared.exited { return nil }
                 if !shared.closeRequested {
                     shared.closeRequested = true
                     shared.closeDeadline = Clock.now() + UInt64(drainTimeout * 1e9)
                 }
                 shared.closeWaiters.append(continuation)
-                return false
+                return shared.wake
             }
-            if alreadyGone { continuation.resume() } else { wake.signal() }
+            if let wake { wake.signal() } else { continuation.resume() }
         }
     }
 

@@ -34,15 +34,6 @@ public final class HTTP2Connection: Sendable {
         public var pingTimeout = 10.0
         /// Close after this many seconds with no streams.
         public var idleTimeout = 60.0
-        /// The longest the thread sleeps in poll() without a wake-up or a
-        /// deadline: a safety net, so a deadline missed by the loop's
-        /// bookkeeping is acted on at most this late. Tests raise it to show
-        /// that no wake-up depends on it.
-        var longestSleep = 1.0
-        /// Runs on the connection thread just before it decides whether to
-        /// sleep: tests widen the window in which a hand-over races the
-        /// thread going to sleep.
-        var beforeSleep: (@Sendable () -> Void)?
 
         public init(host: String, port: Int) {
             self.host = host
@@ -61,9 +52,29 @@ public final class HTTP2Connection: Sendable {
     let core: ConnectionCore
 
     /// Starts connecting at once on a new thread.
-    public init(configuration: Configuration, observer: HTTP2EventObserver? = nil) {
-        core = ConnectionCore(configuration: configuration, observer: observer)
+    public convenience init(configuration: Configuration, observer: HTTP2EventObserver? = nil) {
+        self.init(configuration: configuration, observer: observer, loop: ConnectionLoop())
+    }
+
+    /// Starts connecting at once on a new thread; once up, the connection is
+    /// served by `loop`, with the other connections that share it.
+    init(configuration: Configuration, observer: HTTP2EventObserver?, loop: ConnectionLoop, tuning: Tuning = Tuning()) {
+        core = ConnectionCore(configuration: configuration, observer: observer, loop: loop, tuning: tuning)
         core.start()
+    }
+
+    /// Knobs for tests, kept out of the public `Configuration` (whose
+    /// layout other modules compile against).
+    struct Tuning: Sendable {
+        /// The longest the thread sleeps in poll() without a wake-up or a
+        /// deadline: a safety net, so a deadline missed by the loop's
+        /// bookkeeping is acted on at most this late. Tests raise it to show
+        /// that no wake-up depends on it.
+        var longestSleep = 1.0
+        /// Runs on the connection thread just before it decides whether to
+        /// sleep: tests widen the window in which a hand-over races the
+        /// thread going to sleep.
+        var beforeSleep: (@Sendable () -> Void)?
     }
 
     /// Sends a request and waits for the complete response.

@@ -54,6 +54,8 @@ public final class HTTP2Pool: Sendable {
     public let configuration: Configuration
     private let observer: HTTP2EventObserver?
     private let state = Mutex(State())
+    /// One thread serves all the pool's connections once they are up (see `ConnectionLoop`).
+    private let loop = ConnectionLoop()
 
     public init(configuration: Configuration, observer: HTTP2EventObserver? = nil) {
         self.configuration = configuration
@@ -148,7 +150,7 @@ public final class HTTP2Pool: Sendable {
                         // Backing off: use what is there, or wait.
                         return leastLoaded.map { .success($0.connection) }
                     }
-                    let connection = HTTP2Connection(configuration: configuration.connection, observer: connectionObserver)
+                    let connection = HTTP2Connection(configuration: configuration.connection, observer: connectionObserver, loop: loop)
                     if !state.connections.isEmpty || state.consecutiveFailures > 0 { observer?(configuration.connection.origin, .reconnect) }
                     state.connections.append(connection)
                     return .success(connection)
