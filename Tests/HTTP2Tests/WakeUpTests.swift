@@ -11,7 +11,7 @@ import Testing
 @Suite("HTTP/2 client: no lost wake-ups")
 struct WakeUpTests {
     /// A connection to `local` that sleeps until woken or an hour passes.
-    private static func sleepy(_ local: LocalServer) -> HTTP2Connection {
+    private static func sleepy(_ local: LocalServer, loop: ConnectionLoop = ConnectionLoop()) -> HTTP2Connection {
         var configuration = HTTP2Connection.Configuration(host: "127.0.0.1", port: local.server.port)
         configuration.tls = TLSClientConfiguration(caFile: local.certificate.certificate)
         configuration.pingInterval = 3600
@@ -23,7 +23,7 @@ struct WakeUpTests {
         // next request over in that window (where a racy check loses it)
         // on most turns, not by rare chance.
         tuning.beforeSleep = { usleep(200) }
-        return HTTP2Connection(configuration: configuration, observer: nil, loop: ConnectionLoop(), tuning: tuning)
+        return HTTP2Connection(configuration: configuration, observer: nil, loop: loop, tuning: tuning)
     }
 
     private static func request(_ path: String) -> HTTP2Request {
@@ -62,5 +62,29 @@ struct WakeUpTests {
         }
         #expect(answered == 32 * 150)
         await connection.close()
+    }
+
+    @Test("two connections on one loop thread, a sequential sender on each: every request is answered", .timeLimit(.minutes(2)))
+    func sharedLoop() async throws {
+        let local = try LocalServer(handler: echoHandler)
+        defer { local.stop() }
+        let loop = ConnectionLoop()
+        let connections = [Self.sleepy(local, loop: loop), Self.sleepy(local, loop: loop)]
+        let answered = await withTaskGroup(of: Int.self) { group in
+            for (number, connection) in connections.enumerated() {
+                group.addTask {
+                    var answered = 0
+                    for index in 0..<1000 {
+                        let path = "/l/\(number)/\(index)"
+                        if let response = try? await connection.send(Self.request(path)), response.body == Array(path.utf8) { answered += 1 }
+                    }
+                    return answered
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(answered == 2000)
+        #expect(local.server.acceptedConnections == 2)
+        for connection in connections { await connection.close() }
     }
 }

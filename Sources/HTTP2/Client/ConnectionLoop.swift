@@ -3,14 +3,16 @@ import Synchronization
 /// The thread that serves established connections: one poll() over every
 /// member's socket and one eventfd.
 ///
-/// A pool's connections share one loop. Measured on the relay (single
-/// sends, 8 client connections), a thread per connection split the work so
-/// that each thread found about half as much to do per wake-up: more
-/// poll() turns, sleeps and wake-ups per send than one thread serving both
-/// connections. Each connection still sets up (connect, TLS handshake,
-/// with their own deadlines) on a thread of its own, so a slow handshake
-/// never stalls the others; once up it joins the loop, and that thread runs
-/// the loop if no thread does yet, or ends.
+/// A connection has a loop of its own, or shares its pool's
+/// (`HTTP2Pool.Configuration.sharesOneThread`, which the relay's transport
+/// sets). Measured on the relay (single sends, 8 client connections), a
+/// thread per connection split the work so that each thread found about
+/// half as much to do per wake-up: more poll() turns, sleeps and wake-ups
+/// per send than one thread serving both connections. Each connection
+/// still sets up (connect, TLS handshake, with their own deadlines) on a
+/// thread of its own, so a slow handshake never stalls the others; once up
+/// it joins the loop, and that thread runs the loop if no thread does yet,
+/// or ends.
 ///
 /// The needs-wake-up protocol (`ConnectionCore.Shared.sleeping`) holds per
 /// member: before it sleeps the loop marks each member asleep under that
