@@ -1,11 +1,13 @@
 import Synchronization
 
-/// One TLS HTTP/2 connection to an origin, with its own thread.
+/// One TLS HTTP/2 connection to an origin.
 ///
-/// The thread connects, handshakes (ALPN `h2` required), and then runs
-/// nghttp2 over a poll() loop on the socket and an eventfd. Callers never
-/// block: ``send(_:)`` queues the request, wakes the thread, and suspends
-/// until the thread resumes it with the answer or a typed error.
+/// A thread of its own connects and handshakes (ALPN `h2` required); then
+/// an event-loop thread runs nghttp2 over poll() on the socket and an
+/// eventfd: the connection's own, or one its pool's connections share
+/// (``HTTP2Pool/Configuration/sharesOneThread``). Callers never block:
+/// ``send(_:)`` queues the request, wakes the loop if it sleeps, and
+/// suspends until the loop resumes it with the answer or a typed error.
 public final class HTTP2Connection: Sendable {
     /// Settings of one connection.
     public struct Configuration: Sendable {
