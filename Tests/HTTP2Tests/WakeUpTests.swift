@@ -30,6 +30,24 @@ struct WakeUpTests {
         HTTP2Request(method: "GET", path: path, timeout: 3600)
     }
 
+    /// One sender task per entry of `senders`, each sending `each` requests
+    /// one after the other on its connection; how many came back right.
+    private static func answered(senders: [HTTP2Connection], each: Int) async -> Int {
+        await withTaskGroup(of: Int.self) { group in
+            for (sender, connection) in senders.enumerated() {
+                group.addTask {
+                    var answered = 0
+                    for index in 0..<each {
+                        let path = "/\(sender)/\(index)"
+                        if let response = try? await connection.send(request(path)), response.body == Array(path.utf8) { answered += 1 }
+                    }
+                    return answered
+                }
+            }
+            return await group.reduce(0, +)
+        }
+    }
+
     @Test("one sender, each request handed over as the thread goes back to sleep after the previous answer", .timeLimit(.minutes(2)))
     func sequentialSender() async throws {
         let local = try LocalServer(handler: echoHandler)
@@ -47,19 +65,7 @@ struct WakeUpTests {
         let local = try LocalServer(maxConcurrentStreams: 4, handler: echoHandler)
         defer { local.stop() }
         let connection = Self.sleepy(local)
-        let answered = await withTaskGroup(of: Int.self) { group in
-            for sender in 0..<32 {
-                group.addTask {
-                    var answered = 0
-                    for index in 0..<150 {
-                        let path = "/c/\(sender)/\(index)"
-                        if let response = try? await connection.send(Self.request(path)), response.body == Array(path.utf8) { answered += 1 }
-                    }
-                    return answered
-                }
-            }
-            return await group.reduce(0, +)
-        }
+        let answered = await Self.answered(senders: Array(repeating: connection, count: 32), each: 150)
         #expect(answered == 32 * 150)
         await connection.close()
     }
@@ -70,19 +76,7 @@ struct WakeUpTests {
         defer { local.stop() }
         let loop = ConnectionLoop()
         let connections = [Self.sleepy(local, loop: loop), Self.sleepy(local, loop: loop)]
-        let answered = await withTaskGroup(of: Int.self) { group in
-            for (number, connection) in connections.enumerated() {
-                group.addTask {
-                    var answered = 0
-                    for index in 0..<1000 {
-                        let path = "/l/\(number)/\(index)"
-                        if let response = try? await connection.send(Self.request(path)), response.body == Array(path.utf8) { answered += 1 }
-                    }
-                    return answered
-                }
-            }
-            return await group.reduce(0, +)
-        }
+        let answered = await Self.answered(senders: connections, each: 1000)
         #expect(answered == 2000)
         #expect(local.server.acceptedConnections == 2)
         for connection in connections { await connection.close() }
