@@ -12,6 +12,10 @@ long apns_relay_ssl_ctx_set_nonblocking_modes(SSL_CTX *ctx) {
     return SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 }
 
+void apns_relay_ssl_ctx_enable_read_ahead(SSL_CTX *ctx) {
+    SSL_CTX_set_read_ahead(ctx, 1);
+}
+
 int apns_relay_evp_pkey_id(const EVP_PKEY *pkey) {
     return EVP_PKEY_get_id(pkey);
 }

@@ -6,22 +6,23 @@ import Testing
 @Suite("HTTP/2 connection pool")
 struct PoolTests {
     func makePool(
-        _ local: LocalServer, size: Int = 2, events: EventLog? = nil, _ configure: (inout HTTP2Connection.Configuration) -> Void = { _ in }
+        _ local: LocalServer, sharesOneThread: Bool = false, size: Int = 2, events: EventLog? = nil, _ configure: (inout HTTP2Connection.Configuration) -> Void = { _ in }
     ) -> HTTP2Pool {
         var connection = HTTP2Connection.Configuration(host: "127.0.0.1", port: local.server.port)
         connection.tls = TLSClientConfiguration(caFile: local.certificate.certificate)
         configure(&connection)
         var configuration = HTTP2Pool.Configuration(connection: connection)
         configuration.size = size
+        configuration.sharesOneThread = sharesOneThread
         return HTTP2Pool(configuration: configuration, observer: events?.observer)
     }
 
-    @Test("opens lazily, at most `size` connections, spreading load")
-    func lazyAndBounded() async throws {
+    @Test("opens lazily, at most `size` connections, spreading load", arguments: [false, true])
+    func lazyAndBounded(sharesOneThread: Bool) async throws {
         let requests = HeldRequests()
         let local = try LocalServer(handler: requests.handler)
         defer { local.stop() }
-        let pool = makePool(local)
+        let pool = makePool(local, sharesOneThread: sharesOneThread)
         #expect(pool.openConnections == 0)
         for _ in 0..<5 { #expect(try await pool.send(HTTP2Request(method: "GET", path: "/one")).status == 200) }
         #expect(pool.openConnections == 1, "sequential requests reuse the idle connection")
@@ -48,12 +49,12 @@ struct PoolTests {
         await pool.close()
     }
 
-    @Test("after a graceful GOAWAY, later requests move to a new connection without errors")
-    func goAwayMovesTraffic() async throws {
+    @Test("after a graceful GOAWAY, later requests move to a new connection without errors", arguments: [false, true])
+    func goAwayMovesTraffic(sharesOneThread: Bool) async throws {
         let local = try LocalServer(handler: echoHandler)
         defer { local.stop() }
         let events = EventLog()
-        let pool = makePool(local, size: 1, events: events)
+        let pool = makePool(local, sharesOneThread: sharesOneThread, size: 1, events: events)
         #expect(try await pool.send(HTTP2Request(method: "GET", path: "/fault/goaway-graceful")).status == 200)
         for index in 0..<20 {
             #expect(try await pool.send(HTTP2Request(method: "GET", path: "/after/\(index)")).status == 200)
@@ -63,8 +64,8 @@ struct PoolTests {
         await pool.close()
     }
 
-    @Test("requests caught by an abrupt GOAWAY are resent on a new connection and succeed")
-    func abruptGoAwayResends() async throws {
+    @Test("requests caught by an abrupt GOAWAY are resent on a new connection and succeed", arguments: [false, true])
+    func abruptGoAwayResends(sharesOneThread: Bool) async throws {
         // The first /fault request drops its connection abruptly; resent, it
         // is answered. The first connection holds /hold requests, so they are
         // in flight when that happens; later connections answer them.
@@ -78,7 +79,7 @@ struct PoolTests {
             }
         }
         defer { local.stop() }
-        let pool = makePool(local, size: 1)
+        let pool = makePool(local, sharesOneThread: sharesOneThread, size: 1)
         _ = try await pool.send(HTTP2Request(method: "GET", path: "/warm"))
         let held = (0..<5).map { index in
             Task { try await pool.send(HTTP2Request(method: "GET", path: "/hold/\(index)", timeout: guardTimeout)) }
@@ -94,15 +95,15 @@ struct PoolTests {
         await pool.close()
     }
 
-    @Test("a server that GOAWAYs every request sees it exactly 1 + maximumUnprocessedResends times, then the send fails unprocessed")
-    func goAwayResendBound() async throws {
+    @Test("a server that GOAWAYs every request sees it exactly 1 + maximumUnprocessedResends times, then the send fails unprocessed", arguments: [false, true])
+    func goAwayResendBound(sharesOneThread: Bool) async throws {
         let transmissions = Atomic<Int>(0)
         let local = try LocalServer { _, responder in
             transmissions.add(1, ordering: .relaxed)
             responder.goAway(graceful: false, response: nil)
         }
         defer { local.stop() }
-        let pool = makePool(local)
+        let pool = makePool(local, sharesOneThread: sharesOneThread)
         #expect(pool.configuration.maximumUnprocessedResends == 5)
         await #expect {
             try await pool.send(HTTP2Request(method: "GET", path: "/refused", timeout: guardTimeout))
@@ -115,13 +116,13 @@ struct PoolTests {
         await pool.close()
     }
 
-    @Test("an idle connection closes after the idle timeout; the next request opens a new one")
-    func idleClose() async throws {
+    @Test("an idle connection closes after the idle timeout; the next request opens a new one", arguments: [false, true])
+    func idleClose(sharesOneThread: Bool) async throws {
         let requests = HeldRequests()
         let local = try LocalServer(handler: requests.handler)
         defer { local.stop() }
         let events = EventLog()
-        let pool = makePool(local, events: events) { $0.idleTimeout = 0.3 }
+        let pool = makePool(local, sharesOneThread: sharesOneThread, events: events) { $0.idleTimeout = 0.3 }
         #expect(try await pool.send(HTTP2Request(method: "GET", path: "/one")).status == 200)
         await waitUntil("the idle connection closes") { events.all.contains(.closed) }
         #expect(pool.openConnections == 0)
@@ -141,13 +142,13 @@ struct PoolTests {
         #expect(events.all == [.opened, .closed, .opened, .closed])
     }
 
-    @Test("close() refuses new requests, lets in-flight ones finish, and forces the rest after the drain timeout")
-    func closeDrainsThenForces() async throws {
+    @Test("close() refuses new requests, lets in-flight ones finish, and forces the rest after the drain timeout", arguments: [false, true])
+    func closeDrainsThenForces(sharesOneThread: Bool) async throws {
         let resets = ResetLog()
         let requests = HeldRequests()
         let local = try LocalServer(resets: resets, handler: requests.handler)
         defer { local.stop() }
-        let pool = makePool(local, size: 1)
+        let pool = makePool(local, sharesOneThread: sharesOneThread, size: 1)
         let finishing = Task { try await pool.send(HTTP2Request(method: "GET", path: "/hold/finishing", timeout: guardTimeout)) }
         let stuck = Task { try await pool.send(HTTP2Request(method: "GET", path: "/hold/stuck", timeout: guardTimeout)) }
         let canary = Task { try await pool.send(HTTP2Request(method: "GET", path: "/hold/canary", timeout: guardTimeout)) }

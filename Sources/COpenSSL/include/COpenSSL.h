@@ -31,6 +31,10 @@ int apns_relay_ssl_ctx_set_min_proto_version(SSL_CTX *ctx, int version);
 /* SSL_CTX_set_mode: partial writes and moving write buffers, for non-blocking I/O. */
 long apns_relay_ssl_ctx_set_nonblocking_modes(SSL_CTX *ctx);
 
+/* SSL_CTX_set_read_ahead(ctx, 1): each read(2) takes as much as the socket
+   holds (several TLS records), instead of a header then a body per record. */
+void apns_relay_ssl_ctx_enable_read_ahead(SSL_CTX *ctx);
+
 /* EVP_PKEY_id / EVP_PKEY_get_id, e.g. EVP_PKEY_EC. */
 int apns_relay_evp_pkey_id(const EVP_PKEY *pkey);
 

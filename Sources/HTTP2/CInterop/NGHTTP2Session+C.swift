@@ -130,20 +130,32 @@ final class NGHTTP2Session {
     /// The highest stream id the peer opened (servers use it for GOAWAY).
     var lastProcessedPeerStream: Int32 { nghttp2_session_get_last_proc_stream_id(session) }
 
+    /// The header block as nghttp2 takes it: every name and value copied
+    /// once into one buffer (nghttp2 copies them again on submit), not a
+    /// strdup and a free per string.
     private func withHeaderBlock(_ headers: [HTTPHeader], _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32) -> Int32 {
-        let names = headers.map { strdup($0.name)! }
-        let values = headers.map { strdup($0.value)! }
-        defer {
-            names.forEach { free($0) }
-            values.forEach { free($0) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(headers.reduce(1) { $0 + $1.name.utf8.count + $1.value.utf8.count })
+        for header in headers {
+            bytes.append(contentsOf: header.name.utf8)
+            bytes.append(contentsOf: header.value.utf8)
         }
-        var nva = (0..<headers.count).map { index in
-            nghttp2_nv(
-                name: UnsafeMutableRawPointer(names[index]).assumingMemoryBound(to: UInt8.self),
-                value: UnsafeMutableRawPointer(values[index]).assumingMemoryBound(to: UInt8.self),
-                namelen: strlen(names[index]), valuelen: strlen(values[index]), flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+        bytes.append(0)  // never empty, so the buffer has an address
+        return bytes.withUnsafeMutableBufferPointer { buffer in
+            withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, headers.count)) { nva in
+                var offset = 0
+                for (index, header) in headers.enumerated() {
+                    let name = buffer.baseAddress! + offset
+                    offset += header.name.utf8.count
+                    let value = buffer.baseAddress! + offset
+                    offset += header.value.utf8.count
+                    nva.initializeElement(at: index, to: nghttp2_nv(
+                        name: name, value: value, namelen: header.name.utf8.count, valuelen: header.value.utf8.count,
+                        flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+                }
+                return body(UnsafePointer(nva.baseAddress!), headers.count)
+            }
         }
-        return nva.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) }
     }
 
     private func withDataProvider(_ body: (UnsafePointer<nghttp2_data_provider>) -> Int32) -> Int32 {

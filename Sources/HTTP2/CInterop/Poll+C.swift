@@ -22,14 +22,48 @@ enum Poll {
     /// count is drained. -1 waits without a limit.
     static func wait(socket: Int32, read: Bool, write: Bool, wake: WakeSignal, milliseconds: Int32) -> Readiness {
         let events = (read ? Int16(POLLIN) : 0) | (write ? Int16(POLLOUT) : 0)
-        var descriptors = [pollfd(fd: socket, events: events, revents: 0), pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
-        _ = poll(&descriptors, 2, milliseconds)
-        if descriptors[1].revents != 0 { wake.drain() }
-        let revents = descriptors[0].revents
+        // A tuple on the stack, not an array: no allocation per turn of the loop.
+        var descriptors = (pollfd(fd: socket, events: events, revents: 0), pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0))
+        withUnsafeMutableBytes(of: &descriptors) { bytes in
+            _ = poll(bytes.baseAddress!.assumingMemoryBound(to: pollfd.self), 2, milliseconds)
+        }
+        if descriptors.1.revents != 0 { wake.drain() }
+        let revents = descriptors.0.revents
         return Readiness(
             readable: revents & Int16(POLLIN) != 0,
             writable: revents & Int16(POLLOUT) != 0,
             broken: revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0)
+    }
+
+    /// The descriptors of one `ConnectionLoop` turn: its eventfd first, then
+    /// one socket per connection. Kept by the loop and refilled each turn,
+    /// so a turn allocates nothing.
+    struct Set {
+        private var descriptors: [pollfd] = []
+
+        mutating func reset(wake: WakeSignal) {
+            descriptors.removeAll(keepingCapacity: true)
+            descriptors.append(pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0))
+        }
+
+        mutating func add(socket: Int32, write: Bool) {
+            descriptors.append(pollfd(fd: socket, events: Int16(POLLIN) | (write ? Int16(POLLOUT) : 0), revents: 0))
+        }
+
+        /// Waits up to `milliseconds` (-1: no limit); drains the eventfd when it was signalled.
+        mutating func wait(wake: WakeSignal, milliseconds: Int32) {
+            _ = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
+            if descriptors[0].revents != 0 { wake.drain() }
+        }
+
+        /// The readiness of the `index`th socket added since `reset`.
+        func readiness(ofSocket index: Int) -> Readiness {
+            let revents = descriptors[index + 1].revents
+            return Readiness(
+                readable: revents & Int16(POLLIN) != 0,
+                writable: revents & Int16(POLLOUT) != 0,
+                broken: revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0)
+        }
     }
 
     /// Milliseconds for poll() from nanoseconds, rounded up so a wait just

@@ -5,13 +5,21 @@ final class TLSContext: @unchecked Sendable {
     // The SSL_CTX is configured in init and only read afterwards (SSL_new),
     // which OpenSSL allows from any thread.
     let context: OpaquePointer
+    /// Whether streams of this context read ahead (clients): see `TLSStream.hasPendingBytes`.
+    let readsAhead: Bool
 
     /// A client context: TLS 1.2+, ALPN h2, peer verification on.
     init(client configuration: TLSClientConfiguration) throws(HTTP2Error) {
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw Self.failure("SSL_CTX_new") }
         self.context = context
+        readsAhead = true
         _ = apns_relay_ssl_ctx_set_min_proto_version(context, TLS1_2_VERSION)
         _ = apns_relay_ssl_ctx_set_nonblocking_modes(context)
+        // One read(2) per turn of the connection loop instead of two per TLS
+        // record plus one: under load a turn reads many records. Records read
+        // ahead but not yet decrypted are invisible to poll():
+        // `TLSStream.hasPendingBytes` covers them.
+        apns_relay_ssl_ctx_enable_read_ahead(context)
         let protocols: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
         _ = SSL_CTX_set_alpn_protos(context, protocols, UInt32(protocols.count))
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
@@ -28,6 +36,7 @@ final class TLSContext: @unchecked Sendable {
     init(server configuration: TLSServerConfiguration) throws(HTTP2Error) {
         guard let context = SSL_CTX_new(TLS_server_method()) else { throw Self.failure("SSL_CTX_new") }
         self.context = context
+        readsAhead = false
         _ = apns_relay_ssl_ctx_set_min_proto_version(context, TLS1_2_VERSION)
         _ = apns_relay_ssl_ctx_set_nonblocking_modes(context)
         guard SSL_CTX_use_certificate_chain_file(context, configuration.certificateChainFile) == 1,

@@ -21,6 +21,10 @@ final class TLSStream {
 
     private let ssl: OpaquePointer
     let isClient: Bool
+    private let readsAhead: Bool
+    /// The last read ended wanting more from the socket: whatever OpenSSL
+    /// still buffers is part of a record, which only the socket can complete.
+    private var lastReadBlocked = false
 
     /// - Parameter serverName: the host name or IP address the certificate must match (clients).
     init(context: TLSContext, socket: Int32, client: Bool, serverName: String?) throws(HTTP2Error) {
@@ -45,6 +49,7 @@ final class TLSStream {
         }
         self.ssl = ssl
         isClient = client
+        readsAhead = context.readsAhead
     }
 
     deinit { SSL_free(ssl) }
@@ -84,8 +89,13 @@ final class TLSStream {
     func read(into buffer: UnsafeMutableRawBufferPointer) -> IOResult {
         ERR_clear_error()
         let result = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
-        if result > 0 { return .bytes(Int(result)) }
-        return classify(result)
+        if result > 0 {
+            lastReadBlocked = false
+            return .bytes(Int(result))
+        }
+        let outcome = classify(result)
+        if case .wouldBlock = outcome { lastReadBlocked = true }
+        return outcome
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) -> IOResult {
@@ -95,8 +105,14 @@ final class TLSStream {
         return classify(result)
     }
 
-    /// Bytes decrypted and buffered inside OpenSSL, readable without polling.
-    var hasPendingBytes: Bool { SSL_pending(ssl) > 0 }
+    /// Bytes buffered inside OpenSSL, readable without polling: decrypted
+    /// ones, or (reading ahead) whole records taken from the socket with
+    /// others, such as the server's first frames read along with the end of
+    /// the handshake. After a read that wanted more, what is buffered is a
+    /// partial record: poll() then, or the loop would spin until it completes.
+    var hasPendingBytes: Bool {
+        SSL_pending(ssl) > 0 || (readsAhead && !lastReadBlocked && SSL_has_pending(ssl) == 1)
+    }
 
     private func classify(_ result: Int32) -> IOResult {
         switch SSL_get_error(ssl, result) {

@@ -2,7 +2,9 @@ import Foundation
 import RelayBasics
 
 extension ConnectionCore {
-    /// The connection thread: connect, then serve until closed or broken.
+    /// The connection's own thread: connect, then join the loop that serves
+    /// it until it is closed or broken (this thread runs that loop when no
+    /// other thread does, else it ends here).
     func run() {
         do {
             try establish()
@@ -13,20 +15,19 @@ extension ConnectionCore {
         setState(.ready)
         report(.opened)
         lastActivity = Clock.now()
-        var failure: HTTP2Error?
-        do {
-            while try iterate() {}
-        } catch {
-            failure = error
-        }
-        finishThread(failing: failure ?? HTTP2Error(.closed, "connection to \(configuration.origin) closed"))
+        loop.join(self)
     }
 
-    /// One turn of the loop; false when the connection is done.
-    private func iterate() throws(HTTP2Error) -> Bool {
+    /// Why a connection whose turn said it is done was closed.
+    var closedNormally: HTTP2Error { HTTP2Error(.closed, "connection to \(configuration.origin) closed") }
+
+    /// The part of a turn of the loop before it sleeps: the hand-over
+    /// taken, streams opened, deadlines acted on, output written. False
+    /// when the connection is done.
+    func turn(now: UInt64) throws(HTTP2Error) -> Bool {
         guard let session else { return false }
-        let now = Clock.now()
         let (closeRequested, closeDeadline) = takeIncoming()
+        pendingCloseDeadline = closeRequested ? closeDeadline : nil
 
         if goAwayLastStream == nil, peerSettingsReceived {
             let limit = effectiveLimit(session)
@@ -37,7 +38,11 @@ extension ConnectionCore {
                 submit(pending, on: session, now: now)
             }
         }
-        if waitingHead > 1024, waitingHead * 2 > waiting.count {
+        if waitingHead == waiting.count, waitingHead > 0 {
+            // All taken: start over in the same buffer.
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        } else if waitingHead > 1024, waitingHead * 2 > waiting.count {
             waiting.removeFirst(waitingHead)
             waitingHead = 0
         }
@@ -69,7 +74,6 @@ extension ConnectionCore {
         if !session.wantsRead, !session.wantsWrite, streams.isEmpty { return false }
 
         try flush(session)
-        try waitForEvents(now: now, session: session, closeDeadline: closeRequested ? closeDeadline : nil)
         return true
     }
 
@@ -80,16 +84,18 @@ extension ConnectionCore {
 
     private func submit(_ pending: PendingRequest, on session: NGHTTP2Session, now: UInt64) {
         let request = pending.request
-        var headers = [
-            HTTPHeader(":method", request.method), HTTPHeader(":scheme", "https"),
-            HTTPHeader(":authority", request.authority ?? (configuration.port == 443 ? configuration.host : configuration.origin)),
-            HTTPHeader(":path", request.path),
-        ]
+        var headers: [HTTPHeader] = []
+        headers.reserveCapacity(5 + request.headers.count)
+        headers.append(HTTPHeader(":method", request.method))
+        headers.append(HTTPHeader(":scheme", "https"))
+        headers.append(HTTPHeader(":authority", request.authority ?? defaultAuthority))
+        headers.append(HTTPHeader(":path", request.path))
         headers.append(contentsOf: request.headers)
         if !request.body.isEmpty { headers.append(HTTPHeader("content-length", String(request.body.count))) }
         do {
             let stream = try session.submitRequest(headers: headers, body: request.body)
             streams[stream] = StreamState(pending: pending, deadline: pending.deadline)
+            streamDeadlineBound = min(streamDeadlineBound, pending.deadline)
             streamByToken[pending.token] = stream
         } catch {
             complete(pending, .failure(error))
@@ -107,11 +113,21 @@ extension ConnectionCore {
         }
     }
 
+    /// Resets the streams past their deadline. The streams are only looked
+    /// through once `streamDeadlineBound` has passed, not on every turn.
     private func expireTimedOut(now: UInt64, session: NGHTTP2Session) {
-        for (stream, state) in streams where state.deadline <= now {
-            session.submitReset(stream: stream, errorCode: NGHTTP2Session.cancel)
-            removeStream(stream)
-            complete(state.pending, .failure(HTTP2Error(.timeout, "no answer from \(configuration.origin) within \(state.pending.request.timeout) s")))
+        if streamDeadlineBound <= now {
+            var earliest = UInt64.max
+            for (stream, state) in streams {
+                guard state.deadline <= now else {
+                    earliest = min(earliest, state.deadline)
+                    continue
+                }
+                session.submitReset(stream: stream, errorCode: NGHTTP2Session.cancel)
+                removeStream(stream)
+                complete(state.pending, .failure(HTTP2Error(.timeout, "no answer from \(configuration.origin) within \(state.pending.request.timeout) s")))
+            }
+            streamDeadlineBound = earliest
         }
         expireWaiting(now: now)
     }
@@ -119,6 +135,8 @@ extension ConnectionCore {
     func expireWaiting(now: UInt64) {
         // Requests still waiting for a stream slot (or for the server's
         // SETTINGS) time out too: a peer that never opens up must not hang them.
+        guard waitingDeadlineBound <= now else { return }
+        waitingDeadlineBound = waiting[waitingHead...].lazy.filter { $0.deadline > now }.map(\.deadline).min() ?? .max
         guard waiting[waitingHead...].contains(where: { $0.deadline <= now }) else { return }
         let (expired, kept) = waiting[waitingHead...].reduce(into: ([PendingRequest](), [PendingRequest]())) { split, pending in
             if pending.deadline <= now { split.0.append(pending) } else { split.1.append(pending) }
@@ -159,29 +177,36 @@ extension ConnectionCore {
         }
     }
 
-    /// Sleeps in poll() until the socket or the wake-up eventfd is ready, or
-    /// the earliest deadline `iterate` acts on: a deadline left out here is
-    /// only noticed at the next wake-up, up to the one-second cap late.
-    private func waitForEvents(now: UInt64, session: NGHTTP2Session, closeDeadline: UInt64?) throws(HTTP2Error) {
-        guard let tls else { return }
-        var timeout: UInt64 = 1_000_000_000
+    /// How long the loop may sleep as far as this connection goes: until
+    /// the earliest deadline `turn` acts on (a deadline left out here is
+    /// only noticed at the next wake-up, up to `longestSleep` late).
+    func sleepBudget(now: UInt64) -> UInt64 {
+        var timeout = UInt64(tuning.longestSleep * 1e9)
         func due(_ deadline: UInt64) { timeout = min(timeout, deadline > now ? deadline - now : 0) }
-        for state in streams.values { due(state.deadline) }
-        if let first = waiting[waitingHead...].map(\.deadline).min() { due(first) }
+        // Bounds, not the exact earliest deadlines: one that is early (its
+        // request already answered) costs a turn that finds the next one.
+        due(streamDeadlineBound)
+        due(waitingDeadlineBound)
         if let sent = pingSentAt {
             due(sent + UInt64(configuration.pingTimeout * 1e9))
         } else {
             due(lastActivity + UInt64(configuration.pingInterval * 1e9))
         }
         if let idleSince { due(idleSince + UInt64(configuration.idleTimeout * 1e9)) }
-        if let closeDeadline { due(closeDeadline) }
-        // Bytes OpenSSL already decrypted never show up in poll(): read them now.
-        let shouldRead = tls.hasPendingBytes
-            || Poll.wait(
-                socket: socket, read: true, write: outputOffset < output.count, wake: wake,
-                milliseconds: Poll.milliseconds(fromNanoseconds: timeout)
-            ).shouldRead
-        if shouldRead { try readAvailable(tls: tls, session: session) }
+        if let pendingCloseDeadline { due(pendingCloseDeadline) }
+        return timeout
+    }
+
+    /// Output left that the socket did not take: the loop waits for it to be writable.
+    var hasOutputLeft: Bool { outputOffset < output.count }
+
+    /// Bytes OpenSSL holds that poll() cannot see: the loop must not sleep.
+    var hasBufferedInput: Bool { tls?.hasPendingBytes ?? false }
+
+    /// The part of a turn after the loop's poll(): reads what has come.
+    func afterPoll(_ readiness: Poll.Readiness) throws(HTTP2Error) {
+        guard let tls, let session else { return }
+        if readiness.shouldRead || tls.hasPendingBytes { try readAvailable(tls: tls, session: session) }
     }
 
     private func readAvailable(tls: TLSStream, session: NGHTTP2Session) throws(HTTP2Error) {
@@ -202,7 +227,7 @@ extension ConnectionCore {
     }
 
     /// Fails whatever is left and tells everyone the connection is gone.
-    private func finishThread(failing error: HTTP2Error) {
+    func finishThread(failing error: HTTP2Error) {
         // Observers hear of a refusal before any caller can see it fail (the
         // pool sets its reconnect backoff on `.refused`). The set-up failure
         // and the closed state change together under the lock `enqueue`

@@ -4,11 +4,13 @@ extension ConnectionCore: NGHTTP2SessionDelegate {
     func sessionBeganHeaders(stream: Int32) {}
 
     func sessionReceivedHeader(stream: Int32, name: String, value: String) {
-        guard streams[stream] != nil else { return }
+        // Updated in place through the index: `streams[stream] != nil` then
+        // `streams[stream]?.…` copied the state out and hashed twice.
+        guard let index = streams.index(forKey: stream) else { return }
         if name == ":status" {
-            streams[stream]?.status = Int(value)
+            streams.values[index].status = Int(value)
         } else if !name.hasPrefix(":") {
-            streams[stream]?.headers.append(HTTPHeader(name, value))
+            streams.values[index].headers.append(HTTPHeader(name, value))
         }
     }
 
@@ -21,8 +23,8 @@ extension ConnectionCore: NGHTTP2SessionDelegate {
     }
 
     func sessionStreamClosed(stream: Int32, errorCode: UInt32) {
-        guard let state = streams[stream] else { return }
-        removeStream(stream)
+        guard let state = streams.removeValue(forKey: stream) else { return }
+        streamByToken[state.pending.token] = nil
         if let status = state.status, state.ended, errorCode == NGHTTP2Session.noError {
             answeredStreams += 1
             complete(state.pending, .success(HTTP2Response(status: status, headers: state.headers, body: state.body)))

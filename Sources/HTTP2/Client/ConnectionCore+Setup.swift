@@ -44,8 +44,8 @@ extension ConnectionCore {
             guard now < deadline else { return false }
             var timeout = deadline - now
             if close.closeRequested { timeout = min(timeout, close.closeDeadline - now) }
-            if let first = waiting[waitingHead...].map(\.deadline).min() { timeout = min(timeout, first > now ? first - now : 0) }
-            let ready = Poll.wait(socket: fd, read: !writing, write: writing, wake: wake, milliseconds: Poll.milliseconds(fromNanoseconds: timeout))
+            timeout = min(timeout, waitingDeadlineBound > now ? waitingDeadlineBound - now : 0)
+            let ready = sleepingPoll(socket: fd, read: !writing, write: writing, nanoseconds: timeout)
             if ready.any { return true }
         }
     }
@@ -53,18 +53,37 @@ extension ConnectionCore {
     /// Moves requests handed over by other threads into `waiting` and applies
     /// cancellations, in that order (see `enqueue`). Returns the close request.
     func takeIncoming() -> (closeRequested: Bool, closeDeadline: UInt64) {
-        let (incoming, cancelled, closeRequested, closeDeadline) = shared.withLock { shared in
-            defer {
-                shared.incoming.removeAll(keepingCapacity: true)
-                shared.cancelled.removeAll(keepingCapacity: true)
-                // Anything handed over from now on signals again (see `wakeIfNeeded`).
-                shared.wakePending = false
-            }
-            return (shared.incoming, shared.cancelled, shared.closeRequested, shared.closeDeadline)
+        // Swapped with the thread's spare arrays, not copied out and cleared:
+        // clearing an array whose buffer the copy still shares allocated a
+        // fresh buffer on every turn.
+        let (closeRequested, closeDeadline) = shared.withLock { shared in
+            swap(&shared.incoming, &takenIncoming)
+            swap(&shared.cancelled, &takenCancelled)
+            return (shared.closeRequested, shared.closeDeadline)
         }
-        waiting.append(contentsOf: incoming)
-        for token in cancelled { cancelRequest(token: token) }
+        for pending in takenIncoming { waitingDeadlineBound = min(waitingDeadlineBound, pending.deadline) }
+        waiting.append(contentsOf: takenIncoming)
+        takenIncoming.removeAll(keepingCapacity: true)
+        if !takenCancelled.isEmpty {
+            for token in takenCancelled { cancelRequest(token: token) }
+            takenCancelled.removeAll(keepingCapacity: true)
+        }
         return (closeRequested, closeDeadline)
+    }
+
+    /// poll() on `socket` and the eventfd for up to `nanoseconds`, under the
+    /// needs-wake-up protocol (`Shared.sleeping`): when something was handed
+    /// over since the last `takeIncoming`, it only looks (timeout 0), so the
+    /// caller's next turn takes the hand-over without anyone having to write
+    /// the eventfd.
+    func sleepingPoll(socket: Int32, read: Bool, write: Bool, nanoseconds: UInt64) -> Poll.Readiness {
+        tuning.beforeSleep?()
+        let sleep = prepareToSleep()
+        let cap = Int32(clamping: Int64(tuning.longestSleep * 1000))
+        let milliseconds = sleep ? Poll.milliseconds(fromNanoseconds: nanoseconds, cap: cap) : 0
+        let ready = Poll.wait(socket: socket, read: read, write: write, wake: setupWake, milliseconds: milliseconds)
+        if sleep { awoke() }
+        return ready
     }
 
     private func deadline(after seconds: Double) -> UInt64 { Clock.now() + UInt64(max(0, seconds) * 1e9) }

@@ -10,23 +10,34 @@ final class ConnectionCore: @unchecked Sendable {
     // the connection's own thread, started in `start()`.
 
     struct Shared {
+        /// The eventfd that wakes whoever serves this connection: its own
+        /// thread while it sets up, then its `ConnectionLoop` (`join`).
+        var wake: WakeSignal
         var incoming: [PendingRequest] = []
         var cancelled: [UInt64] = []
         var closeRequested = false
         var closeDeadline: UInt64 = 0
         var closeWaiters: [CheckedContinuation<Void, Never>] = []
         var exited = false
-        /// The eventfd has been signalled and the thread has not yet taken
-        /// what was handed over since (`takeIncoming` clears it): a hand-over
-        /// meanwhile needs no signal of its own, the thread takes it with the
-        /// rest. Under load this saves a write(2) per request and the thread's
-        /// extra turns through poll().
-        var wakePending = false
-        /// Whether a hand-over just made must signal the eventfd; marks the
-        /// signal as pending either way.
+        /// The thread is asleep in poll() (or about to be) and saw nothing
+        /// handed over: the next hand-over must signal the eventfd. Like
+        /// io_uring's SQ_NEED_WAKEUP: while the thread is awake nobody writes
+        /// the eventfd, since it looks at `incoming` again before it sleeps
+        /// (`prepareToSleep`). Under load the thread is mostly awake, so most
+        /// sends cost no write(2) and the thread no extra turn through poll().
+        ///
+        /// No wake-up is lost: the thread sets the flag and the sender
+        /// appends and reads it under this one lock. If the sender goes
+        /// first, the thread sees its request and does not sleep; if the
+        /// thread goes first, the sender sees the flag and signals, and the
+        /// eventfd stays readable until the thread's poll() drains it.
+        var sleeping = false
+        /// Whether a hand-over just made must signal the eventfd. The first
+        /// one after the thread fell asleep does (and clears the flag): one
+        /// signal wakes the thread for everything handed over until it runs.
         mutating func needsSignal() -> Bool {
-            defer { wakePending = true }
-            return !wakePending
+            defer { sleeping = false }
+            return sleeping
         }
 
         /// Why the connection never came up (connect, TLS, ALPN), once the
@@ -35,15 +46,21 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     let configuration: HTTP2Connection.Configuration
+    let tuning: HTTP2Connection.Tuning
+    /// `:authority` for requests that name none: made once, not per request.
+    let defaultAuthority: String
     let observer: HTTP2EventObserver?
-    let shared = Mutex(Shared())
+    let shared: Mutex<Shared>
     let load = Atomic<Int>(0)
     let stateValue = Atomic<Int>(HTTP2Connection.State.connecting.rawValue)
     /// Streams allowed at once; our cap until the peer's SETTINGS arrive,
     /// then min(peer, cap). Written by the thread, read by `enqueue`.
     let streamLimit: Atomic<Int>
     private let tokens = Atomic<UInt64>(0)
-    let wake = WakeSignal()
+    /// Wakes the thread while it connects and handshakes.
+    let setupWake: WakeSignal
+    /// Serves the connection once it is up (with the pool's other connections).
+    let loop: ConnectionLoop
 
     // Thread-owned.
     var tls: TLSStream?
@@ -53,9 +70,18 @@ final class ConnectionCore: @unchecked Sendable {
     var outputOffset = 0
     /// Where TLS records are decrypted into, kept: a fresh 16 KiB buffer per read was a malloc and a memset each wake-up.
     var readBuffer = [UInt8](repeating: 0, count: 16_384)
+    /// What `takeIncoming` swaps in for `Shared.incoming` and `Shared.cancelled`: empty between turns.
+    var takenIncoming: [PendingRequest] = []
+    var takenCancelled: [UInt64] = []
     var waiting: [PendingRequest] = []
     var waitingHead = 0
     var streams: [Int32: StreamState] = [:]
+    /// No request in `streams` (or in `waiting`) has a deadline before
+    /// this: lowered as requests come in, made exact again by the look
+    /// through them once it passes, so that a turn does not go through
+    /// every stream to find the earliest deadline.
+    var streamDeadlineBound = UInt64.max
+    var waitingDeadlineBound = UInt64.max
     var streamByToken: [UInt64: Int32] = [:]
     var goAwayLastStream: Int32?
     /// Streams the server answered on this connection (for ``unprocessed(_:)``).
@@ -65,6 +91,8 @@ final class ConnectionCore: @unchecked Sendable {
     var lastActivity: UInt64 = 0
     var pingSentAt: UInt64?
     var idleSince: UInt64?
+    /// The drain deadline while a close is under way, for `sleepBudget`.
+    var pendingCloseDeadline: UInt64?
 
     struct StreamState {
         var pending: PendingRequest
@@ -75,9 +103,15 @@ final class ConnectionCore: @unchecked Sendable {
         var ended = false
     }
 
-    init(configuration: HTTP2Connection.Configuration, observer: HTTP2EventObserver?) {
+    init(configuration: HTTP2Connection.Configuration, observer: HTTP2EventObserver?, loop: ConnectionLoop, tuning: HTTP2Connection.Tuning) {
         self.configuration = configuration
+        self.tuning = tuning
         self.observer = observer
+        self.loop = loop
+        let setupWake = WakeSignal()
+        self.setupWake = setupWake
+        shared = Mutex(Shared(wake: setupWake))
+        defaultAuthority = configuration.port == 443 ? configuration.host : configuration.origin
         streamLimit = Atomic(max(1, configuration.maxConcurrentStreams))
     }
 
@@ -96,47 +130,69 @@ final class ConnectionCore: @unchecked Sendable {
 
     /// Hands a request to the thread, or refuses it at once.
     func enqueue(_ pending: PendingRequest) {
-        let (refusal, signal) = shared.withLock { shared -> (HTTP2Error?, Bool) in
+        let (refusal, signal) = shared.withLock { shared -> (HTTP2Error?, WakeSignal?) in
             // Checked under the lock: a cancellation that lands after this
             // check queues its token after the request, and the thread takes
             // both in one snapshot, request first, so it is never lost.
-            if Task.isCancelled { return (HTTP2Error(.cancelled, "cancelled by the caller before sending"), false) }
-            if let failure = shared.setupFailure { return (failure, false) }
-            if shared.exited || shared.closeRequested { return (HTTP2Error(.notSent, "connection to \(configuration.origin) is closing"), false) }
+            if Task.isCancelled { return (HTTP2Error(.cancelled, "cancelled by the caller before sending"), nil) }
+            if let failure = shared.setupFailure { return (failure, nil) }
+            if shared.exited || shared.closeRequested { return (HTTP2Error(.notSent, "connection to \(configuration.origin) is closing"), nil) }
             // Load is in flight plus waiting, and at most `streamLimit` are in flight.
             if load.load(ordering: .relaxed) >= configuration.queueCapacity + streamLimit.load(ordering: .relaxed) {
-                return (HTTP2Error(.queueFull, "more than \(configuration.queueCapacity) requests waiting for \(configuration.origin)"), false)
+                return (HTTP2Error(.queueFull, "more than \(configuration.queueCapacity) requests waiting for \(configuration.origin)"), nil)
             }
             if state == .goingAway || state == .closed {
-                return (HTTP2Error(.notSent, "connection to \(configuration.origin) is going away"), false)
+                return (HTTP2Error(.notSent, "connection to \(configuration.origin) is going away"), nil)
             }
             shared.incoming.append(pending)
             load.add(1, ordering: .relaxed)
-            return (nil, shared.needsSignal())
+            return (nil, shared.needsSignal() ? shared.wake : nil)
         }
-        if let refusal { pending.finish(.failure(refusal)) } else if signal { wake.signal() }
+        if let refusal { pending.finish(.failure(refusal)) } else { signal?.signal() }
     }
 
     func cancel(token: UInt64) {
         let signal = shared.withLock { shared in
             shared.cancelled.append(token)
-            return shared.needsSignal()
+            return shared.needsSignal() ? shared.wake : nil
         }
-        if signal { wake.signal() }
+        signal?.signal()
+    }
+
+    /// Called by the thread just before poll(): false when something was
+    /// handed over since `takeIncoming` (the thread must not sleep, but turn
+    /// again at once); true after marking the thread asleep, so that the next
+    /// hand-over signals (see `Shared.sleeping`).
+    func prepareToSleep() -> Bool {
+        shared.withLock { shared in
+            guard shared.incoming.isEmpty, shared.cancelled.isEmpty else { return false }
+            shared.sleeping = true
+            return true
+        }
+    }
+
+    /// From now on hand-overs wake `wake` (the loop's), not the set-up thread.
+    func moveWakeUps(to wake: WakeSignal) {
+        shared.withLock { $0.wake = wake }
+    }
+
+    /// Called by the thread when poll() returns: hand-overs from now on need no signal.
+    func awoke() {
+        shared.withLock { $0.sleeping = false }
     }
 
     func close(drainTimeout: Double) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let alreadyGone = shared.withLock { shared -> Bool in
-                if shared.exited { return true }
+            let wake = shared.withLock { shared -> WakeSignal? in
+                if shared.exited { return nil }
                 if !shared.closeRequested {
                     shared.closeRequested = true
                     shared.closeDeadline = Clock.now() + UInt64(drainTimeout * 1e9)
                 }
                 shared.closeWaiters.append(continuation)
-                return false
+                return shared.wake
             }
-            if alreadyGone { continuation.resume() } else { wake.signal() }
+            if let wake { wake.signal() } else { continuation.resume() }
         }
     }
 

@@ -1,11 +1,13 @@
 import Synchronization
 
-/// One TLS HTTP/2 connection to an origin, with its own thread.
+/// One TLS HTTP/2 connection to an origin.
 ///
-/// The thread connects, handshakes (ALPN `h2` required), and then runs
-/// nghttp2 over a poll() loop on the socket and an eventfd. Callers never
-/// block: ``send(_:)`` queues the request, wakes the thread, and suspends
-/// until the thread resumes it with the answer or a typed error.
+/// A thread of its own connects and handshakes (ALPN `h2` required); then
+/// an event-loop thread runs nghttp2 over poll() on the socket and an
+/// eventfd: the connection's own, or one its pool's connections share
+/// (``HTTP2Pool/Configuration/sharesOneThread``). Callers never block:
+/// ``send(_:)`` queues the request, wakes the loop if it sleeps, and
+/// suspends until the loop resumes it with the answer or a typed error.
 public final class HTTP2Connection: Sendable {
     /// Settings of one connection.
     public struct Configuration: Sendable {
@@ -52,9 +54,29 @@ public final class HTTP2Connection: Sendable {
     let core: ConnectionCore
 
     /// Starts connecting at once on a new thread.
-    public init(configuration: Configuration, observer: HTTP2EventObserver? = nil) {
-        core = ConnectionCore(configuration: configuration, observer: observer)
+    public convenience init(configuration: Configuration, observer: HTTP2EventObserver? = nil) {
+        self.init(configuration: configuration, observer: observer, loop: ConnectionLoop())
+    }
+
+    /// Starts connecting at once on a new thread; once up, the connection is
+    /// served by `loop`, with the other connections that share it.
+    init(configuration: Configuration, observer: HTTP2EventObserver?, loop: ConnectionLoop, tuning: Tuning = Tuning()) {
+        core = ConnectionCore(configuration: configuration, observer: observer, loop: loop, tuning: tuning)
         core.start()
+    }
+
+    /// Knobs for tests, kept out of the public `Configuration` (whose
+    /// layout other modules compile against).
+    struct Tuning: Sendable {
+        /// The longest the thread sleeps in poll() without a wake-up or a
+        /// deadline: a safety net, so a deadline missed by the loop's
+        /// bookkeeping is acted on at most this late. Tests raise it to show
+        /// that no wake-up depends on it.
+        var longestSleep = 1.0
+        /// Runs on the connection thread just before it decides whether to
+        /// sleep: tests widen the window in which a hand-over races the
+        /// thread going to sleep.
+        var beforeSleep: (@Sendable () -> Void)?
     }
 
     /// Sends a request and waits for the complete response.
@@ -67,7 +89,8 @@ public final class HTTP2Connection: Sendable {
         let token = core.nextToken()
         let deadline = Clock.now() + UInt64(max(0.001, request.timeout) * 1e9)
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP2Response, HTTP2Error>, Never>) in
+            // Unchecked: `PendingRequest` documents why it is resumed exactly once.
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<HTTP2Response, HTTP2Error>, Never>) in
                 core.enqueue(PendingRequest(token: token, request: request, deadline: deadline, continuation: continuation))
             }
         } onCancel: {
@@ -89,14 +112,40 @@ public final class HTTP2Connection: Sendable {
 }
 
 /// A request waiting for its answer.
-struct PendingRequest: @unchecked Sendable {
-    // The continuation is resumed exactly once, by the connection thread (or
-    // by `enqueue` when the request is refused), never concurrently.
+///
+/// A class: the request moves from the hand-over queue to the waiting FIFO
+/// to the stream table, and a struct of its size (the request's strings and
+/// arrays, the continuation) paid a retain and a release per field at each move.
+///
+/// The continuation is unchecked, yet resumed exactly once by construction:
+/// the one `PendingRequest` for a send lives in exactly one place at a time
+/// (refused by `enqueue`, or in `Shared.incoming`, then `waiting`, then
+/// `streams`), and every path that calls `finish` takes it out of that place
+/// first, on the one thread that owns the place (`enqueue`'s caller before
+/// handing over, the connection thread after). A cancellation or deadline
+/// that comes later finds nothing under its token and does nothing.
+final class PendingRequest: @unchecked Sendable {
     let token: UInt64
     let request: HTTP2Request
     /// Monotonic nanoseconds by which the whole answer must be in, queueing included.
     let deadline: UInt64
-    let continuation: CheckedContinuation<Result<HTTP2Response, HTTP2Error>, Never>
+    private let continuation: UnsafeContinuation<Result<HTTP2Response, HTTP2Error>, Never>
+    #if DEBUG
+        private var finished = false
+    #endif
 
-    func finish(_ result: Result<HTTP2Response, HTTP2Error>) { continuation.resume(returning: result) }
+    init(token: UInt64, request: HTTP2Request, deadline: UInt64, continuation: UnsafeContinuation<Result<HTTP2Response, HTTP2Error>, Never>) {
+        self.token = token
+        self.request = request
+        self.deadline = deadline
+        self.continuation = continuation
+    }
+
+    func finish(_ result: Result<HTTP2Response, HTTP2Error>) {
+        #if DEBUG
+            precondition(!finished, "request \(token) finished twice")
+            finished = true
+        #endif
+        continuation.resume(returning: result)
+    }
 }

@@ -40,6 +40,14 @@ public final class HTTP2Pool: Sendable {
         /// minimum to the maximum, with up to 20% jitter.
         public var reconnectMinimumDelay = 0.05
         public var reconnectMaximumDelay = 5.0
+        /// Serve all the connections from one event-loop thread (once each is
+        /// set up) instead of a thread each. One thread polls every socket,
+        /// so at moderate load it wakes less often per request and costs
+        /// less CPU per request (the relay: about 6% per single send, 17%
+        /// in batches); but all the connections' TLS and HTTP/2 work then
+        /// runs on one core, which caps the pool's peak rate (about 90,000
+        /// against 105,000 requests/s on the 2-core benchmark machine).
+        public var sharesOneThread = false
 
         public init(connection: HTTP2Connection.Configuration) { self.connection = connection }
     }
@@ -54,6 +62,9 @@ public final class HTTP2Pool: Sendable {
     public let configuration: Configuration
     private let observer: HTTP2EventObserver?
     private let state = Mutex(State())
+    /// The thread that serves all the connections once they are up, when
+    /// `sharesOneThread` (see `ConnectionLoop`).
+    private let sharedLoop = ConnectionLoop()
 
     public init(configuration: Configuration, observer: HTTP2EventObserver? = nil) {
         self.configuration = configuration
@@ -129,21 +140,33 @@ public final class HTTP2Pool: Sendable {
         while true {
             let decision = state.withLock { state -> Result<HTTP2Connection, HTTP2Error>? in
                 if state.closed { return .failure(HTTP2Error(.closed, "pool for \(configuration.connection.origin) is closed")) }
-                state.connections.removeAll { $0.state == .closed }
-                let usable = state.connections.filter { $0.state == .ready || $0.state == .connecting }
-                // Lazy: an idle connection takes the request before a new one is opened.
-                if let idle = usable.first(where: { $0.load == 0 }) { return .success(idle) }
-                if usable.count < configuration.size {
+                if state.connections.contains(where: { $0.state == .closed }) { state.connections.removeAll { $0.state == .closed } }
+                // One pass, no array per send: the first idle usable
+                // connection, else the least loaded one, and how many are usable.
+                var usableCount = 0
+                var leastLoaded: (connection: HTTP2Connection, load: Int)?
+                for connection in state.connections {
+                    let connectionState = connection.state
+                    guard connectionState == .ready || connectionState == .connecting else { continue }
+                    usableCount += 1
+                    let load = connection.load
+                    // Lazy: an idle connection takes the request before a new one is opened.
+                    if load == 0 { return .success(connection) }
+                    if leastLoaded.map({ load < $0.load }) ?? true { leastLoaded = (connection, load) }
+                }
+                if usableCount < configuration.size {
                     if let next = state.nextAttempt, ContinuousClock.now < next {
                         // Backing off: use what is there, or wait.
-                        return usable.min(by: { $0.load < $1.load }).map { .success($0) }
+                        return leastLoaded.map { .success($0.connection) }
                     }
-                    let connection = HTTP2Connection(configuration: configuration.connection, observer: connectionObserver)
+                    let connection = HTTP2Connection(
+                        configuration: configuration.connection, observer: connectionObserver,
+                        loop: configuration.sharesOneThread ? sharedLoop : ConnectionLoop())
                     if !state.connections.isEmpty || state.consecutiveFailures > 0 { observer?(configuration.connection.origin, .reconnect) }
                     state.connections.append(connection)
                     return .success(connection)
                 }
-                return usable.min(by: { $0.load < $1.load }).map { .success($0) }
+                return leastLoaded.map { .success($0.connection) }
             }
             switch decision {
             case .success(let connection): return connection

@@ -76,6 +76,9 @@ public final class HTTP2Transport: APNsTransport {
             connection.pingInterval = configuration.pingInterval
             var poolConfiguration = HTTP2Pool.Configuration(connection: connection)
             poolConfiguration.size = configuration.connectionsPerOrigin
+            // One thread for the origin's connections: the relay's rates are
+            // far below one loop thread's ceiling, and it wakes less per send.
+            poolConfiguration.sharesOneThread = true
             let pool = HTTP2Pool(configuration: poolConfiguration, observer: observer)
             pools[origin] = pool
             return pool
