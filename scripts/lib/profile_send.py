@@ -29,10 +29,10 @@ from send_bench import Bench, Mock, figure, log
 # its shared object's file name. A sample counts once per label however many
 # of its frames match.
 FRAMES = [
-    ("audit journal thread", r"\bAudit\.AuditWriter\.runJournal\(\)"),
+    ("audit journal thread", r"\bAudit\.AuditWriter\.runJournal(Syncs)?\(\)"),
     ("audit writer thread", r"\bAudit\.AuditWriter\.run\(\)"),
     ("fsync / fdatasync (kernel)", r"^__x64_sys_f(data)?sync$"),
-    ("HTTP/2 connection thread", r"\bHTTP2\.ConnectionCore\.run\(\)"),
+    ("HTTP/2 loop thread(s)", r"\bHTTP2\.(ConnectionLoop|ConnectionCore)\.run\(\)"),
     ("libmicrohttpd", r"^libmicrohttpd\.so"),
     ("Swift cooperative pool jobs", r"^swift_job_run$"),
     ("ingress (module Ingress)", r"\bIngress\."),

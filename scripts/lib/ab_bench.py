@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Relay CPU per send of two or more relay builds, measured in the same run (issue 15).
+
+Each round starts every binary's relay in turn (`apns-relay serve`, audit to
+the same throwaway Postgres, or off) against one mock APNs process, warms it
+up, and measures the same load through the built-in generator (`apns-relay
+bench load`): the relay's user and system CPU per send from /proc/PID/stat,
+over the sends it counted as succeeded. Alternating the builds round by round
+spreads whatever else the machine does over all of them, so the ratio of the
+medians is the figure to read; absolute microseconds drift with the machine.
+
+    scripts/lib/ab_bench.py --database-url URL [--batch N] [--sends N] [--rounds R] [--no-audit] BIN_A BIN_B ...
+"""
+import argparse, statistics, sys
+
+from send_bench import Bench, Mock, Relay, figure, log
+from profile_send import measured_split
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database-url", default="", help="Postgres for the audit (scripts/ab starts a throwaway one)")
+    parser.add_argument("--batch", type=int, default=0, help="items per POST /v1/send/batch (0: single POST /v1/send)")
+    parser.add_argument("--sends", type=int, default=20000, help="sends in each measured run")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds; each measures every binary once")
+    parser.add_argument("--connections", type=int, default=8, help="client connections of the load generator")
+    parser.add_argument("--no-audit", action="store_true", help="relays with `serve --benchmark-without-audit`")
+    parser.add_argument("binaries", nargs="+", help="release apns-relay binaries; the first is the reference of the ratios")
+    args = parser.parse_args()
+    if not args.no_audit and not args.database_url: sys.exit("--database-url is needed unless --no-audit")
+
+    bench = Bench(argparse.Namespace(binary=args.binaries[0], database_url=args.database_url, quick=False, smoke=False, venv=None))
+    mock = Mock(args.binaries[0], bench.work, bench.key)
+    cpu = {binary: [] for binary in args.binaries}
+    shape = f"{'batches of ' + str(args.batch) if args.batch else 'single sends'}, {args.connections} connections, audit {'off' if args.no_audit else 'on'}"
+    try:
+        for round in range(1, args.rounds + 1):
+            for binary in args.binaries:
+                relay = Relay(binary, bench.work, bench.key, mock, args.database_url, audit=not args.no_audit)
+                try:
+                    bench.load(relay, min(args.sends, 2000), connections=args.connections, batch=args.batch)
+                    result = measured_split(bench, relay, lambda: bench.load(relay, args.sends, connections=args.connections, batch=args.batch))
+                finally:
+                    relay.stop()
+                cpu[binary].append(result["cpu_us"])
+                log(f"round {round}, {binary}: {result['cpu_us']:.1f} us (user {result['user_us']:.1f}, sys {result['sys_us']:.1f}), "
+                    f"{result['sends_per_s']:.0f} sends/s")
+    finally:
+        mock.stop()
+    reference = statistics.median(cpu[args.binaries[0]])
+    for binary in args.binaries:
+        median = statistics.median(cpu[binary])
+        figure(f"relay CPU per send ({shape}), median of {args.rounds}: {binary}", median, "us",
+               f"rounds {' '.join(f'{value:.1f}' for value in cpu[binary])}")
+        if binary != args.binaries[0]:
+            figure(f"relay CPU per send / {args.binaries[0]}: {binary}", median / reference, "", "same run, rounds alternated")
+
+
+if __name__ == "__main__":
+    main()
