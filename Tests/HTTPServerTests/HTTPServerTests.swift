@@ -172,12 +172,13 @@ struct HTTPServerTests {
         // closes the connection after ~1 s and recv returns 0.
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let clock = ContinuousClock()
-        let start = clock.now
         var buffer = [UInt8](repeating: 0, count: 512)
         let received = recv(socket, &buffer, buffer.count, 0)
-        #expect(received <= 0, "expected the server to close the idle connection")
-        #expect(clock.now - start < .seconds(8))
+        let failure = received < 0 ? errno : 0
+        // Closed by the server: end of stream (0) or a reset. The receive
+        // timeout running out instead is EAGAIN: the server kept it open.
+        #expect(received == 0 || (received < 0 && failure != EAGAIN && failure != EWOULDBLOCK),
+                "expected the server to close the idle connection; recv returned \(received), errno \(failure)")
         await server.stop()
     }
 }

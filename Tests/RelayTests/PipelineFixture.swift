@@ -38,6 +38,8 @@ struct PipelineFixture {
     let client: APNsClient
     let observer: RecordingObserver
     let sleeps: SleepRecorder
+    /// With `realSleep`: the backoff sleeps a cancellation woke before their time.
+    let cutSleeps: SleepRecorder
     let authorization: SequenceAuthorization
     let builder: RequestBuilder
     let killSwitch: KillSwitch
@@ -62,15 +64,24 @@ struct PipelineFixture {
         authorization = SequenceAuthorization(tokens: signer.tokens)
         self.observer = observer
         sleeps = SleepRecorder()
+        cutSleeps = SleepRecorder()
         self.killSwitch = killSwitch
         var configuration = APNsClient.Configuration(
             app: "example", environment: .development,
             endpoints: .overriding(send: Origin(host: "127.0.0.1", port: 1)))
         configure(&configuration)
         let recorder = sleeps
+        let cut = cutSleeps
         let sleep: @Sendable (Double) async throws -> Void = { seconds in
             if realSleep {
-                try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
+                do {
+                    try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
+                } catch {
+                    // Woken before its time (cancelled): recorded, so a test can
+                    // tell that from a sleep that ran out, without a clock.
+                    try? await cut.sleep(seconds)
+                    throw error
+                }
             } else {
                 try await recorder.sleep(seconds)
             }
