@@ -84,7 +84,10 @@ final class BatchDeadlines: @unchecked Sendable {
                 actions.removeValue(forKey: top.id)?()
                 continue
             }
-            _ = condition.wait(until: Date().addingTimeInterval((top.deadline - now).seconds))
+            // NSCondition waits on the wall clock: a step backwards (NTP)
+            // would stretch one long wait. At most a second per wait, each
+            // re-judged on the monotonic clock, bounds that to a second late.
+            _ = condition.wait(until: Date().addingTimeInterval(min(1, (top.deadline - now).seconds)))
         }
     }
 
