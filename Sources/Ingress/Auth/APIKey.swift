@@ -116,10 +116,13 @@ public struct APIKeyring: Sendable {
         Fingerprint.sha256(Array(text.utf8))
     }
 
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
+    /// Equal bytes, compared without an early exit: the time depends on
+    /// `presented`'s length only, not on where it first differs. `secret`
+    /// is never empty.
+    static func constantTimeEqual(_ presented: some Collection<UInt8>, _ secret: [UInt8]) -> Bool {
+        var difference: UInt8 = presented.count == secret.count ? 0 : 1
+        let last = secret.count - 1
+        for (offset, byte) in presented.enumerated() { difference |= byte ^ secret[min(offset, last)] }
         return difference == 0
     }
 }
@@ -141,7 +144,7 @@ private final class VerifiedKeys: Sendable {
     func match(_ presented: Slice<UnsafeBufferPointer<UInt8>>) -> Int? {
         entries.withLock { entries in
             var found: Int?
-            for entry in entries where Self.constantTimeEqual(presented, entry.secret) { found = entry.index }
+            for entry in entries where APIKeyring.constantTimeEqual(presented, entry.secret) { found = entry.index }
             return found
         }
     }
@@ -151,16 +154,6 @@ private final class VerifiedKeys: Sendable {
         entries.withLock { entries in
             guard entries.count < capacity, !entries.contains(where: { $0.index == index }) else { return }
             entries.append((secret, index))
-        }
-    }
-
-    /// Equal bytes, compared without an early exit; `secret` is never empty.
-    private static func constantTimeEqual(_ presented: Slice<UnsafeBufferPointer<UInt8>>, _ secret: [UInt8]) -> Bool {
-        secret.withUnsafeBufferPointer { secret in
-            var difference: UInt8 = presented.count == secret.count ? 0 : 1
-            let last = secret.count - 1
-            for (offset, byte) in presented.enumerated() { difference |= byte ^ secret[min(offset, last)] }
-            return difference == 0
         }
     }
 }
