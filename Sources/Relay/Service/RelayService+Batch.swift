@@ -65,14 +65,9 @@ extension RelayService {
                 let (request, activityKey) = try prepare(
                     app: order.app, environment: order.environment, operation, builder: resolved!.builder, context: context)
                 guard let client = resolved!.client else {
-                    throw refuse(
-                        .configuration("app \(order.app) does not send to \(order.environment.rawValue)"), app: order.app,
-                        environment: order.environment, operation: operation, context: context)
+                    throw refuseUnserved(app: order.app, environment: order.environment, operation: operation, context: context)
                 }
-                var sendContext = context
-                if sendContext.snapshotID == nil { sendContext.snapshotID = operation.snapshot?.id }
-                if sendContext.surfaceID == nil { sendContext.surfaceID = operation.snapshot?.surfaceID }
-                let run = SendRun(client: client, request: request, context: sendContext)
+                let run = SendRun(client: client, request: request, context: Self.sendContext(context, for: operation))
                 intents.append(SendIntent(send: run.descriptor, startedAt: run.startedAt))
                 results.append(.success(StartedSend(run: run, activityKey: activityKey)))
             } catch {

@@ -122,15 +122,26 @@ public final class RelayService: Sendable {
         }
         let (request, activityKey) = prepared
         guard let client = clients[Self.key(app, environment)] else {
-            let failure = refuse(.configuration("app \(app) does not send to \(environment.rawValue)"), app: app, environment: environment, operation: operation, context: context)
+            let failure = refuseUnserved(app: app, environment: environment, operation: operation, context: context)
             await waitUntilRecorded()
             throw failure
         }
+        let result = try await client.send(request, context: Self.sendContext(context, for: operation))
+        if let (key, timestamp) = activityKey { timestamps.record(key: key, timestamp: timestamp) }
+        return result
+    }
+
+    /// The context a send records: the caller's, with the operation's
+    /// snapshot and surface ids where the caller named none.
+    static func sendContext(_ context: SendContext, for operation: RelayOperation) -> SendContext {
         var context = context
         if context.snapshotID == nil { context.snapshotID = operation.snapshot?.id }
         if context.surfaceID == nil { context.surfaceID = operation.snapshot?.surfaceID }
-        let result = try await client.send(request, context: context)
-        if let (key, timestamp) = activityKey { timestamps.record(key: key, timestamp: timestamp) }
-        return result
+        return context
+    }
+
+    /// Refuses (and reports) a send to an environment the app has no client for.
+    func refuseUnserved(app: String, environment: Environment, operation: RelayOperation, context: SendContext) -> SendFailure {
+        refuse(.configuration("app \(app) does not send to \(environment.rawValue)"), app: app, environment: environment, operation: operation, context: context)
     }
 }
