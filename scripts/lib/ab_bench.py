@@ -44,7 +44,7 @@ def main():
                     relay.stop()
                 cpu[binary].append(result["cpu_us"])
                 log(f"round {round}, {binary}: {result['cpu_us']:.1f} us (user {result['user_us']:.1f}, sys {result['sys_us']:.1f}), "
-                    f"{result['sends_per_s']:.0f} sends/s")
+                    f"{result['sends_per_s']:.0f} sends/s, {result['switches']:.2f} context switches per send")
     finally:
         mock.stop()
     reference = statistics.median(cpu[args.binaries[0]])

@@ -64,13 +64,32 @@ def cpu_split(relay):
     return int(fields[11]) / ticks, int(fields[12]) / ticks
 
 
+def context_switches(relay):
+    """Context switches (voluntary + involuntary) of the relay's live threads so far."""
+    total = 0
+    for task in os.listdir(f"/proc/{relay.process.pid}/task"):
+        try:
+            with open(f"/proc/{relay.process.pid}/task/{task}/status") as f:
+                for line in f:
+                    if "ctxt_switches:" in line:
+                        total += int(line.split()[-1])
+        except FileNotFoundError:
+            pass  # a thread that ended meanwhile
+    return total
+
+
 def measured_split(bench, relay, run):
-    """bench.measured, plus the user and system microseconds per send."""
+    """bench.measured, plus the user and system microseconds per send and
+    the context switches per send (threads that end within the window are
+    not counted: the relay's long-lived threads are the ones on the path)."""
     user0, system0 = cpu_split(relay)
+    switches0 = context_switches(relay)
     result = bench.measured(relay, run)
     user1, system1 = cpu_split(relay)
+    switches1 = context_switches(relay)
     sends = max(result["relay_sends"], 1)
-    result.update(user_us=(user1 - user0) / sends * 1e6, sys_us=(system1 - system0) / sends * 1e6)
+    result.update(user_us=(user1 - user0) / sends * 1e6, sys_us=(system1 - system0) / sends * 1e6,
+                  switches=(switches1 - switches0) / sends)
     return result
 
 
