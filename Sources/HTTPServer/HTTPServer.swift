@@ -4,9 +4,10 @@ import RelayBasics
 /// An HTTP/1.1 server on libmicrohttpd with async handlers.
 ///
 /// libmicrohttpd owns the sockets and its own threads. A request is read
-/// there; the connection is then suspended and the handler runs on Swift's
-/// concurrency pool; when it returns, the connection resumes and the
-/// response is queued. No libmicrohttpd thread ever waits on async work, and
+/// there; the connection is then suspended and the handler runs in a task,
+/// on Swift's concurrency pool or on the executor
+/// ``Configuration/handlerExecutor`` picks for it; when it returns, the
+/// connection resumes and the response is queued. No libmicrohttpd thread ever waits on async work, and
 /// no Swift task ever blocks on a socket.
 public final class HTTPServer: Sendable {
     /// Limits and addresses.
