@@ -4,10 +4,9 @@ import RelayBasics
 /// An HTTP/1.1 server on libmicrohttpd with async handlers.
 ///
 /// libmicrohttpd owns the sockets and its own threads. A request is read
-/// there; the connection is then suspended and the handler runs in a task,
-/// on Swift's concurrency pool or on the executor
-/// ``Configuration/handlerExecutor`` picks for it; when it returns, the
-/// connection resumes and the response is queued. No libmicrohttpd thread ever waits on async work, and
+/// there; the connection is then suspended and the handler runs on Swift's
+/// concurrency pool; when it returns, the connection resumes and the
+/// response is queued. No libmicrohttpd thread ever waits on async work, and
 /// no Swift task ever blocks on a socket.
 public final class HTTPServer: Sendable {
     /// Limits and addresses.
@@ -43,20 +42,9 @@ public final class HTTPServer: Sendable {
         /// router's 404 and 405, and the server's own errors; e.g. to stamp
         /// a trace header on all of them in one place.
         public var responseFinisher: ResponseFinisher?
-        /// Picks, per request, the executor its handler's task prefers; nil
-        /// (or no picker) leaves it on Swift's global concurrent pool. Called
-        /// on a libmicrohttpd thread for each request handed to the router,
-        /// so it must be quick. The relay runs single sends on its HTTP/2
-        /// loop thread this way, so that a send does not cross into the pool
-        /// and back (docs/architecture.md, "The path of one send").
-        public var handlerExecutor: HandlerExecutor?
 
         public init() {}
     }
-
-    /// Chooses the executor a request's handler prefers (see
-    /// ``Configuration/handlerExecutor``); `request` has its body.
-    public typealias HandlerExecutor = @Sendable (_ request: HTTPRequest) -> (any TaskExecutor)?
 
     /// Renders an error the server answers itself: status, a stable `type`
     /// (`InvalidRequest`, `PayloadTooLarge`, `NotImplemented`, `Draining`), a message,

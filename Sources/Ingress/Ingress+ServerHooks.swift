@@ -13,18 +13,8 @@ extension Ingress {
     /// server's own refusals, `/healthz` and `/readyz`, gets one here: a
     /// span of its own, child of the caller's `traceparent` when it sent a
     /// valid one (same trace id), a new trace otherwise.
-    ///
-    /// With `sendExecutor`, the tasks that serve `POST /v1/send` prefer it:
-    /// the relay passes its HTTP/2 loop, so a single send's request and the
-    /// answer that resumes it stay on that thread. Other routes stay on
-    /// Swift's pool: a batch parses and fans out far more work than one
-    /// thread that also carries every connection's I/O should run, and the
-    /// admin routes wait on Postgres.
-    public func prepare(_ server: inout HTTPServer.Configuration, sendExecutor: (any TaskExecutor)? = nil) {
+    public func prepare(_ server: inout HTTPServer.Configuration) {
         server.errorRenderer = IngressError.serverErrorRenderer
-        if let sendExecutor {
-            server.handlerExecutor = { request in Self.runsOnSendExecutor(request) ? sendExecutor : nil }
-        }
         let tracer = tracer
         server.responseFinisher = { request, response in
             // Header names are lowercase (HTTPHeader keeps them so).
@@ -40,14 +30,6 @@ extension Ingress {
             if let traceparent = tracer.traceParentHeader(for: span.context) { response.headers.append(HTTPHeader(TraceParent.headerName, traceparent)) }
             span.end()
         }
-    }
-}
-
-extension Ingress {
-    /// Whether `request` is a single send (`POST /v1/send`), whose task
-    /// prefers the send executor handed to ``prepare(_:sendExecutor:)``.
-    static func runsOnSendExecutor(_ request: HTTPRequest) -> Bool {
-        request.method == "POST" && request.path == "/v1/send"
     }
 }
 

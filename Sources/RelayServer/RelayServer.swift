@@ -172,8 +172,7 @@ public final class RelayServer: Sendable {
         ingressServerConfiguration.connectionLimit = max(64, configuration.ingress.maximumConcurrentRequests * 2)
         ingressServerConfiguration.threads = configuration.ingress.threads
         // The ingress words the server's own errors and stamps every answer's traceparent.
-        // Single sends run on the HTTP/2 loop thread (see Ingress.prepare).
-        ingress.prepare(&ingressServerConfiguration, sendExecutor: transport.loop)
+        ingress.prepare(&ingressServerConfiguration)
 
         let ingress = ingress
         let service = service

@@ -83,19 +83,3 @@ struct ErrorCodeTests {
         #expect(Set(IngressError.Code.all).count == IngressError.Code.all.count)
     }
 }
-
-/// Which requests run on the relay's HTTP/2 loop thread (`Ingress.prepare(_:sendExecutor:)`).
-@Suite("Ingress: the routes whose tasks prefer the send executor")
-struct SendExecutorRouteTests {
-    @Test("only POST /v1/send; a batch, another method or a longer path stays on the pool", arguments: [
-        ("POST", "/v1/send", true),
-        ("POST", "/v1/send/batch", false),
-        ("GET", "/v1/send", false),
-        ("POST", "/v1/send/", false),
-        ("POST", "/v1/channels", false),
-        ("POST", "/3/device/abcd", false),
-    ])
-    func picked(_ method: String, _ path: String, _ expected: Bool) {
-        #expect(Ingress.runsOnSendExecutor(HTTPRequest(method: method, path: path)) == expected)
-    }
-}

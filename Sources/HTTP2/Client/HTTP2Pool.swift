@@ -63,16 +63,12 @@ public final class HTTP2Pool: Sendable {
     private let observer: HTTP2EventObserver?
     private let state = Mutex(State())
     /// The thread that serves all the connections once they are up, when
-    /// `sharesOneThread` (see `ConnectionLoop`), or nil for a thread each.
-    private let sharedLoop: ConnectionLoop?
+    /// `sharesOneThread` (see `ConnectionLoop`).
+    private let sharedLoop = ConnectionLoop()
 
-    /// A pool whose connections are served by `loop` when one is given
-    /// (shared with other pools, and usable as the executor of the tasks
-    /// that send: see ``ConnectionLoop``), else as `sharesOneThread` says.
-    public init(configuration: Configuration, observer: HTTP2EventObserver? = nil, loop: ConnectionLoop? = nil) {
+    public init(configuration: Configuration, observer: HTTP2EventObserver? = nil) {
         self.configuration = configuration
         self.observer = observer
-        sharedLoop = loop ?? (configuration.sharesOneThread ? ConnectionLoop() : nil)
     }
 
     /// Sends on the least-loaded usable connection, resending transparently
@@ -165,7 +161,7 @@ public final class HTTP2Pool: Sendable {
                     }
                     let connection = HTTP2Connection(
                         configuration: configuration.connection, observer: connectionObserver,
-                        loop: sharedLoop ?? ConnectionLoop())
+                        loop: configuration.sharesOneThread ? sharedLoop : ConnectionLoop())
                     if !state.connections.isEmpty || state.consecutiveFailures > 0 { observer?(configuration.connection.origin, .reconnect) }
                     state.connections.append(connection)
                     return .success(connection)

@@ -260,18 +260,12 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
         refusal.headers.append(HTTPHeader("retry-after", "1"))
         return queue(refusal, for: exchange, on: connection, core: core)
     }
-    let handled = request
-    let handle: @Sendable () async -> Void = {
-        let response = await core.respond(to: handled)
+    Task {
+        let response = await core.respond(to: request)
         // In flight until libmicrohttpd reports the response written (see
         // mhdRequestCompleted): a drain that stopped the daemon as soon as the
         // handler returned would cut off answers still in the socket buffer.
         exchange.resume(with: response)
-    }
-    if let executor = core.configuration.handlerExecutor?(handled) {
-        Task(executorPreference: executor, operation: handle)
-    } else {
-        Task(operation: handle)
     }
     return MHD_Result.YES
 }

@@ -27,14 +27,6 @@ public final class HTTP2Transport: APNsTransport {
     /// (a retry after the close would otherwise reconnect and outlive the drain).
     private let isClosed = Atomic<Bool>(false)
 
-    /// The one event-loop thread that serves every origin's connections,
-    /// and the executor a sending task may prefer so that its request and
-    /// the answer that resumes it stay on that thread (``ConnectionLoop``).
-    /// One thread for all origins: the relay's rates are far below one loop
-    /// thread's ceiling (about 90,000 requests/s on the 2-core benchmark
-    /// machine), and it wakes less per send than a thread per connection.
-    public let loop = ConnectionLoop()
-
     public init(configuration: Configuration = Configuration(), observer: HTTP2EventObserver? = nil) {
         self.configuration = configuration
         self.observer = observer
@@ -84,7 +76,10 @@ public final class HTTP2Transport: APNsTransport {
             connection.pingInterval = configuration.pingInterval
             var poolConfiguration = HTTP2Pool.Configuration(connection: connection)
             poolConfiguration.size = configuration.connectionsPerOrigin
-            let pool = HTTP2Pool(configuration: poolConfiguration, observer: observer, loop: loop)
+            // One thread for the origin's connections: the relay's rates are
+            // far below one loop thread's ceiling, and it wakes less per send.
+            poolConfiguration.sharesOneThread = true
+            let pool = HTTP2Pool(configuration: poolConfiguration, observer: observer)
             pools[origin] = pool
             return pool
         }
