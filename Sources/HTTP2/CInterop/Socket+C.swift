@@ -62,6 +62,11 @@ enum Socket {
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
     }
 
+    /// Sends a FIN (no more writes); reads go on until the peer closes.
+    static func shutdownWrite(_ fd: Int32) {
+        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+    }
+
     /// Closes with an RST instead of a FIN (SO_LINGER 0): a connection reset for tests.
     static func reset(_ fd: Int32) {
         var option = linger(l_onoff: 1, l_linger: 0)

@@ -98,7 +98,10 @@ final class ServerConnection: @unchecked Sendable {
                 return true
             }
             guard (try? session.collectOutput(into: &output)) != nil, writeOutput() else { return }
-            if closeAfterFlush, output.isEmpty { return }
+            if closeAfterFlush, output.isEmpty {
+                lingerUntilPeerCloses(buffer: &buffer)
+                return
+            }
             if !session.wantsRead, !session.wantsWrite, scheduled.isEmpty, output.isEmpty { return }
 
             var next: Int32 = 1000
@@ -120,6 +123,29 @@ final class ServerConnection: @unchecked Sendable {
             }
         }
     }
+
+    /// The last frame (GOAWAY) is written: sends close_notify and a FIN,
+    /// then reads and drops whatever the peer still sends until it closes,
+    /// for at most `lingerSeconds`. Closing at once with the peer's
+    /// requests unread would send an RST, and a peer's kernel that takes
+    /// the RST first drops the GOAWAY unread: the client would see a reset
+    /// connection instead of which streams were never processed.
+    private func lingerUntilPeerCloses(buffer: inout [UInt8]) {
+        guard let tls else { return }
+        tls.shutdown()
+        Socket.shutdownWrite(socket)
+        let deadline = Clock.now() + UInt64(Self.lingerSeconds * 1e9)
+        while Clock.now() < deadline {
+            switch buffer.withUnsafeMutableBytes({ tls.read(into: $0) }) {
+            case .bytes: continue
+            case .wouldBlock: _ = Poll.wait(socket: socket, read: true, write: false, wake: wake, milliseconds: 100)
+            case .closed, .failed: return
+            }
+        }
+    }
+
+    /// How long a closing connection waits for its peer to close.
+    static let lingerSeconds = 2.0
 
     private func handshake() -> Bool {
         guard let stream = try? TLSStream(context: listener.context, socket: socket, client: false, serverName: nil) else { return false }
