@@ -14,7 +14,7 @@ section prints its ratio against a reference measured in the same run.
 
     scripts/lib/send_bench.py --binary .build/release/apns-relay --database-url URL [--quick] [--sections agree,production,...]
 """
-import argparse, os, re, shutil, statistics, subprocess, sys, tempfile, threading, time, urllib.request
+import argparse, os, re, resource, shutil, statistics, subprocess, sys, tempfile, threading, time, urllib.request
 
 from bench_relay import write_relay_config
 
@@ -50,6 +50,32 @@ def parse_figure(line):
     except ValueError: return None
 
 
+def process_cpu_seconds(pid):
+    """utime + stime of one process (all its threads), 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def postgres_pids(database_url):
+    """The Postgres processes serving `database_url`: every backend and
+    auxiliary process pg_stat_activity lists, and their postmaster."""
+    if not database_url: return []
+    out = subprocess.run(["psql", database_url, "-X", "-t", "-A", "-c", "SELECT pid FROM pg_stat_activity"],
+                         capture_output=True, text=True).stdout
+    pids = {int(line) for line in out.split() if line.isdigit()}
+    for pid in list(pids):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                pids.add(int(re.search(r"PPid:\s+(\d+)", f.read()).group(1)))
+        except (FileNotFoundError, AttributeError):
+            pass
+    return sorted(pids)
+
+
 class Mock:
     """`apns-relay mock-apns` in a process of its own."""
 
@@ -76,6 +102,8 @@ class Relay:
 
     def __init__(self, binary, work, key, mock, database_url, audit=True, connections_per_origin=2, extra_ingress=""):
         self.work = work
+        self.mock = mock
+        self.audit = audit and bool(database_url)
         spool = tempfile.mkdtemp(prefix="spool-", dir=work)
         config = os.path.join(work, "relay.yaml")
         write_relay_config(config, instance="send-bench", mock_port=mock.port, ca_file=mock.cert, key_path=key, api_key=API_KEY,
@@ -146,14 +174,34 @@ class Bench:
         return {k: float(v) for k, v in (f.split("=") for f in line[6:].split())}
 
     def measured(self, relay, run):
-        """Runs `run()` between two reads of the relay's CPU time and success counter."""
-        sends_before, cpu_before = relay.succeeded_sends(), relay.cpu_seconds()
+        """Runs `run()` between two reads of the relay's CPU time and success
+        counter. Also reads, per send, the CPU of the other processes on the
+        machine that the sends cost: the mock APNs, the Postgres processes of
+        the audit database, and the load generators `run()` started and
+        waited for (RUSAGE_CHILDREN), so a rate that is CPU-bound shows
+        where the two cores went."""
+        postgres = postgres_pids(self.args.database_url) if relay.audit else []
+        def others():
+            children = resource.getrusage(resource.RUSAGE_CHILDREN)
+            return (process_cpu_seconds(relay.mock.process.pid), sum(process_cpu_seconds(pid) for pid in postgres),
+                    children.ru_utime + children.ru_stime)
+        sends_before, cpu_before, others_before = relay.succeeded_sends(), relay.cpu_seconds(), others()
         started = time.monotonic()
         result = run()
         elapsed = time.monotonic() - started
         cpu, sends = relay.cpu_seconds() - cpu_before, relay.succeeded_sends() - sends_before
-        result.update(relay_sends=sends, relay_cpu=cpu, cpu_us=cpu / max(sends, 1) * 1e6, window=elapsed, rss=relay.rss_mib())
+        mock_cpu, postgres_cpu, load_cpu = (after - before for after, before in zip(others(), others_before))
+        per_send = 1e6 / max(sends, 1)
+        result.update(relay_sends=sends, relay_cpu=cpu, cpu_us=cpu * per_send, window=elapsed, rss=relay.rss_mib(),
+                      mock_us=mock_cpu * per_send, postgres_us=postgres_cpu * per_send, load_us=load_cpu * per_send,
+                      machine_us=(cpu + mock_cpu + postgres_cpu + load_cpu) * per_send)
         return result
+
+    @staticmethod
+    def machine_note(run):
+        """The CPU per send of every process the sends cost, and the rate two cores allow at that cost."""
+        return (f"relay {run['cpu_us']:.0f} + mock {run['mock_us']:.0f} + postgres {run['postgres_us']:.0f} + load {run['load_us']:.0f} us; "
+                f"two cores allow {2e6 / max(run['machine_us'], 1e-9):,.0f} sends/s at this cost")
 
     def wrk(self, relay, seconds, connections=8):
         """wrk with a Lua script posting single sends, a new token for each."""
@@ -189,6 +237,7 @@ class Bench:
         figure("single sends/s, built-in load generator (audit on, 8 conn)", ours["sends_per_s"], "sends/s",
                f"p50 {ours['p50_ms']:.2f} ms, p99 {ours['p99_ms']:.2f} ms, {ours['failed_requests']:.0f} failed")
         figure("relay CPU per send, built-in load generator", ours["cpu_us"], "us", f"{ours['relay_cpu']:.2f} s CPU / {ours['relay_sends']:.0f} sends")
+        figure("machine CPU per send, built-in load generator", ours["machine_us"], "us", self.machine_note(ours))
         figure("single sends/s, wrk (audit on, 8 conn)", theirs["sends_per_s"], "sends/s",
                f"p50 {theirs['p50']:.2f} ms, p99 {theirs['p99']:.2f} ms, {theirs['failed_requests']} non-2xx")
         figure("relay CPU per send, wrk", theirs["cpu_us"], "us", f"{theirs['relay_cpu']:.2f} s CPU / {theirs['relay_sends']:.0f} sends")
@@ -258,6 +307,7 @@ class Bench:
                f"max {max(s[0] for s in busy):.0f}; admitted sends median {statistics.median(s[1] for s in busy):.0f}")
         figure("production shape relay RSS (max sample)", max(s[2] for s in busy), "MiB")
         figure("production shape relay CPU per send", run["cpu_us"], "us", f"{run['relay_cpu']:.2f} s CPU / {run['relay_sends']:.0f} sends")
+        figure("production shape machine CPU per send", run["machine_us"], "us", self.machine_note(run))
 
     def sweep(self, title, points):
         """One relay, one measured run per point (audit on); each point prints sends/s, CPU per send and RSS."""
@@ -270,6 +320,7 @@ class Bench:
                 figure(f"{title} {label}: sends/s", run["sends_per_s"], "sends/s",
                        f"{run['succeeded']:.0f} of {run['sends']:.0f} succeeded, {run['failed_requests']:.0f} failed requests")
                 figure(f"{title} {label}: relay CPU per send", run["cpu_us"], "us")
+                figure(f"{title} {label}: machine CPU per send", run["machine_us"], "us", self.machine_note(run))
                 figure(f"{title} {label}: relay RSS", run["rss"], "MiB")
         finally:
             relay.stop(); mock.stop()
@@ -337,7 +388,8 @@ class Bench:
                 on, off = rates[True], rates[False]
                 ratios.append(on["sends_per_s"] / off["sends_per_s"])
                 figure(f"audit round {round_ + 1}: on / off sends/s", ratios[-1], "",
-                       f"{on['sends_per_s']:.0f} / {off['sends_per_s']:.0f} sends/s; CPU/send {on['cpu_us']:.0f} / {off['cpu_us']:.0f} us")
+                       f"{on['sends_per_s']:.0f} / {off['sends_per_s']:.0f} sends/s; CPU/send {on['cpu_us']:.0f} / {off['cpu_us']:.0f} us; "
+                       f"machine CPU/send {on['machine_us']:.0f} / {off['machine_us']:.0f} us, of it postgres {on['postgres_us']:.0f} us")
         finally:
             mock.stop()
         figure("audit on / off, all rounds", " ".join(f"{r:.2f}" for r in ratios), "", "target >= 0.9 in each")
