@@ -85,6 +85,31 @@ extension RelayService {
     /// and result, exactly as ``send(app:environment:_:context:)`` after its intent.
     public func run(_ started: StartedSend) async throws(SendFailure) -> SendResult {
         defer { inFlight.subtract(1, ordering: .acquiringAndReleasing) }
+        return try await execute(started)
+    }
+
+    /// ``run(_:)``, with the durable record of the send's completion left
+    /// to `completions`, which the caller records with
+    /// ``recordCompletions(_:)`` once every send run with it has returned,
+    /// and before it answers any of them: a batch's chunk so journals its
+    /// completions with one append. The plain observers (metrics) hear of
+    /// the send as it ends; it counts as in flight until it is recorded.
+    public func run(_ started: StartedSend, completingWith completions: SendCompletions) async throws(SendFailure) -> SendResult {
+        completions.began()
+        started.run.completions = completions
+        return try await execute(started)
+    }
+
+    /// Records the completions of the sends run with `completions` with the
+    /// durable observers, together, and returns once they are durable (the
+    /// audit's `journal_sync` promise); their results may be answered then.
+    public func recordCompletions(_ completions: SendCompletions) async {
+        let (events, runs) = completions.take()
+        await observers.recordCompletions(events)
+        inFlight.subtract(runs, ordering: .acquiringAndReleasing)
+    }
+
+    private func execute(_ started: StartedSend) async throws(SendFailure) -> SendResult {
         let result = try await started.run.executeAnnounced()
         if let (key, timestamp) = started.activityKey { timestamps.record(key: key, timestamp: timestamp) }
         return result
