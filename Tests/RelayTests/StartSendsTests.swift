@@ -11,6 +11,7 @@ final class IntentGroupRecorder: DurableSendObserver {
         case intents([APNsID], requestsSeen: Int)
         case intent(APNsID)
         case completion(APNsID)
+        case completions([APNsID])
     }
 
     private let calls = Mutex<[Call]>([])
@@ -28,6 +29,7 @@ final class IntentGroupRecorder: DurableSendObserver {
         calls.withLock { $0.append(.intents(sends.map(\.send.apnsID), requestsSeen: seen)) }
     }
     func sendFinishedDurably(_ event: SendEvent) async { sendFinished(event) }
+    func sendsFinishedDurably(_ events: [SendEvent]) async { calls.withLock { $0.append(.completions(events.map(\.send.apnsID))) } }
     func waitUntilDurable() async {}
 }
 
@@ -72,5 +74,39 @@ struct StartSendsTests {
         #expect(Set(completions) == Set(runs.map(\.apnsID) + [refusal.apnsID]), "one completion per send, the refusal's included")
         #expect(completions.count == 6)
         #expect(!recorder.recorded.contains { if case .intent = $0 { true } else { false } }, "a started send does not record its intent again when it runs")
+    }
+
+    @Test("sends run with one SendCompletions: metrics hear each as it ends; the durable record is one group, made by recordCompletions; in flight until then")
+    func completionsTogether() async throws {
+        var made: IntentGroupRecorder?
+        let fixture = try ServiceFixture(moreObservers: { engine in
+            made = IntentGroupRecorder(engine: engine)
+            return [made!]
+        })
+        defer { fixture.keys.remove() }
+        let recorder = try #require(made)
+        let service = fixture.service
+        let orders = (0..<4).map { SendOrder(app: "example", environment: .development, operation: .background(token: String(repeating: "\($0 + 1)", count: 64))) }
+        let runs = await service.startSends(orders, context: SendContext(caller: "batch")).compactMap { try? $0.get() }
+        #expect(runs.count == 4)
+
+        let completions = SendCompletions(capacity: runs.count)
+        for run in runs {
+            let result = try await service.run(run, completingWith: completions)
+            #expect(result.status == 200)
+        }
+        #expect(fixture.engine.log.total == 4)
+        // The plain observer (metrics) had each at once; the durable one nothing yet.
+        #expect(fixture.observer.sendEvents.map(\.send.apnsID) == runs.map(\.apnsID))
+        #expect(!recorder.recorded.contains { if case .completion = $0 { true } else if case .completions = $0 { true } else { false } }, "\(recorder.recorded)")
+        #expect(service.sendsInFlight == 4, "ran but not recorded: still in flight, so a drain waits for the records")
+
+        await service.recordCompletions(completions)
+        #expect(recorder.recorded.last == .completions(runs.map(\.apnsID)), "one group of four completions: \(recorder.recorded)")
+        #expect(service.sendsInFlight == 0)
+        #expect(fixture.observer.sendEvents.count == 4, "the plain observers are not told twice")
+        // Recorded once: a second call has nothing left.
+        await service.recordCompletions(completions)
+        #expect(recorder.recorded.count { if case .completions = $0 { true } else { false } } == 1)
     }
 }
