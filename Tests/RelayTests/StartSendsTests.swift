@@ -1,6 +1,6 @@
 import APNs
 import MockAPNs
-import Relay
+@testable import Relay
 import Synchronization
 import Testing
 
@@ -108,5 +108,35 @@ struct StartSendsTests {
         // Recorded once: a second call has nothing left.
         await service.recordCompletions(completions)
         #expect(recorder.recorded.count { if case .completions = $0 { true } else { false } } == 1)
+    }
+
+    @Test("a run of alerts of one snapshot is projected and encoded once; the requests are those a single send builds; a snapshot of the wrong kind is refused as send refuses it")
+    func payloadOnce() async throws {
+        let memo = PayloadMemo()
+        let first = try #require(memo.payload(.alert, of: liveSnapshot))
+        let again = try #require(memo.payload(.alert, of: liveSnapshot))
+        let expected = try liveSnapshot.alertPayload()
+        #expect(first.payload == expected && again.payload == expected)
+        let builder = try RequestBuilder(bundleID: "com.example.app", now: { 1_700_000_000 }, makeID: { APNsID("0f9e8d7c-6b5a-4c3d-8e1f-a0b1c2d3e4f5")! })
+        #expect(try builder.alert(token: deviceToken, payload: again) == builder.alert(token: deviceToken, payload: expected))
+        #expect(memo.payload(.alert, of: notificationSnapshot) == nil, "a notification snapshot has no alert payload: the ordinary path refuses it")
+        #expect(try memo.payload(.notification, of: notificationSnapshot)?.payload == notificationSnapshot.notificationPayload())
+
+        let fixture = try ServiceFixture()
+        defer { fixture.keys.remove() }
+        let service = fixture.service
+        var orders = (0..<3).map { SendOrder(app: "example", environment: .development, operation: .alert(token: String(repeating: "\($0 + 1)", count: 64), snapshot: liveSnapshot)) }
+        orders.append(SendOrder(app: "example", environment: .development, operation: .alert(token: deviceToken, snapshot: notificationSnapshot)))
+        let started = await service.startSends(orders, context: SendContext(caller: "batch"))
+        var single: SendFailure?
+        do { _ = try await service.send(app: "example", environment: .development, .alert(token: deviceToken, snapshot: notificationSnapshot)) } catch { single = error }
+        guard case .failure(let refusal) = started[3], case .invalidSnapshot(let batchError) = refusal.cause,
+              case .invalidSnapshot(let singleError)? = single?.cause else {
+            Issue.record("the wrong kind of snapshot was not refused as InvalidSnapshot: \(started[3]), \(String(describing: single))")
+            return
+        }
+        #expect("\(batchError)" == "\(singleError)")
+        for case .success(let run) in started { #expect(try await service.run(run).status == 200) }
+        #expect(fixture.engine.log.total == 3)
     }
 }

@@ -44,7 +44,9 @@ extension RelayService {
     /// A send refused before any I/O is reported as `send` reports it and
     /// comes back as its failure; answer it only after ``waitUntilRecorded()``.
     /// The app's builder and client are looked up once per run of orders to
-    /// the same app and environment, not once per send.
+    /// the same app and environment, not once per send, and a run of alerts
+    /// (or notifications) of one snapshot projects and encodes its payload
+    /// once (``PayloadMemo``).
     public func startSends(_ orders: [SendOrder], context: SendContext) async -> [Result<StartedSend, SendFailure>] {
         // Counted from the start: a refusal is published inside, and the
         // drain must not close the audit under it.
@@ -55,6 +57,7 @@ extension RelayService {
         intents.reserveCapacity(orders.count)
         var refused = 0
         var resolved: (app: String, environment: Environment, builder: RequestBuilder, client: APNsClient?)?
+        let payloads = PayloadMemo()
         for order in orders {
             let operation = order.operation
             do throws(SendFailure) {
@@ -63,7 +66,8 @@ extension RelayService {
                     resolved = (order.app, order.environment, builder, clients[Self.key(order.app, order.environment)])
                 }
                 let (request, activityKey) = try prepare(
-                    app: order.app, environment: order.environment, operation, builder: resolved!.builder, context: context)
+                    app: order.app, environment: order.environment, operation, builder: resolved!.builder, context: context,
+                    payloads: payloads)
                 guard let client = resolved!.client else {
                     throw refuseUnserved(app: order.app, environment: order.environment, operation: operation, context: context)
                 }
