@@ -4,9 +4,9 @@ import Relay
 import Testing
 
 /// A batch chunk's completions journaled together (`sendsFinishedDurably`):
-/// one append (or one group commit) for all of them, durable by the mode's
-/// promise before the call returns, each still its own record: its row
-/// queued as one send's would be, its intent answered in the ledger.
+/// one append for all of them, each still its own record: its row queued
+/// as one send's would be, its intent answered in the ledger. (`always` and
+/// recovery of a group's unanswered intents: `AuditBatchIntentTests`.)
 @Suite("Audit writer: a chunk's completions together")
 struct AuditBatchCompletionTests {
     /// Every row the writer spooled, in order, as its fields; a row's
@@ -48,36 +48,5 @@ struct AuditBatchCompletionTests {
         #expect(rows.count == count + events.count { $0.deadToken != nil }, "each send's row and each dead token's upsert")
         #expect(rows == (try Self.spooledRows(oneByOne, layout: layout)), "the same rows, in the same order")
         #expect(AuditSpoolListing(directory).journalSegments == 0, "every intent was answered: the journal is trimmed")
-    }
-
-    @Test("always: the group returns only once it was fdatasynced, in one group commit")
-    func alwaysSyncedBeforeReturn() async throws {
-        let writer = try AuditJournalSyncTests.writer(.always)
-        let events = (0..<16).map { EventFactory.event($0) }
-        await writer.sendsStarting(events.map { SendIntent(send: $0.send, startedAt: $0.startedAt) })
-        let before = writer.statistics
-        await writer.sendsFinishedDurably(events)
-        let after = writer.statistics
-        #expect(after.journalSyncs > before.journalSyncs, "resumed before a sync: \(after)")
-        #expect(after.journalCommits == before.journalCommits + 1, "the completions were handed over together: one group: \(after)")
-        await writer.shutdown()
-        #expect(writer.statistics.spooled == 16, "\(writer.statistics)")
-    }
-
-    @Test("a group's completions answer their own intents: the others are recovered as outcome unknown", arguments: AuditWriter.JournalSync.allCases)
-    func unansweredRecovered(journalSync: AuditWriter.JournalSync) async throws {
-        let directory = temporaryDirectory()
-        let writer = try AuditJournalSyncTests.writer(journalSync, directory: directory)
-        let events = (0..<10).map { EventFactory.event($0) }
-        await writer.sendsStarting(events.map { SendIntent(send: $0.send, startedAt: $0.startedAt) })
-        await writer.sendsFinishedDurably(Array(events[0..<6]))
-        await writer.shutdown()
-        #expect(writer.statistics.spooled == 6)
-        #expect(AuditSpoolListing(directory).journalSegments > 0, "four intents are still open: their segment stays")
-        // The next start finds the four open intents (as after a crash).
-        let next = try AuditJournalSyncTests.writer(journalSync, directory: directory)
-        await next.shutdown()
-        #expect(next.statistics.recoveredUnknown == 4, "\(next.statistics)")
-        #expect(next.statistics.recoveredCompleted == 6)
     }
 }

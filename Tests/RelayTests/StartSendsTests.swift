@@ -35,15 +35,20 @@ final class IntentGroupRecorder: DurableSendObserver {
 
 @Suite("Relay service: sends started together")
 struct StartSendsTests {
-    @Test("startSends records every intent in one call before any request leaves; a refusal is reported, not started; each started send runs to one completion")
-    func intentsTogether() async throws {
+    /// A service whose durable observer records what it was told.
+    static func recordingFixture() throws -> (ServiceFixture, IntentGroupRecorder) {
         var made: IntentGroupRecorder?
         let fixture = try ServiceFixture(moreObservers: { engine in
             made = IntentGroupRecorder(engine: engine)
             return [made!]
         })
+        return (fixture, try #require(made))
+    }
+
+    @Test("startSends records every intent in one call before any request leaves; a refusal is reported, not started; each started send runs to one completion")
+    func intentsTogether() async throws {
+        let (fixture, recorder) = try Self.recordingFixture()
         defer { fixture.keys.remove() }
-        let recorder = try #require(made)
         let service = fixture.service
         let tokens = (0..<5).map { String(repeating: "\($0 + 1)", count: 64) }
         var orders = tokens.map { SendOrder(app: "example", environment: .development, operation: .background(token: $0)) }
@@ -78,13 +83,8 @@ struct StartSendsTests {
 
     @Test("sends run with one SendCompletions: metrics hear each as it ends; the durable record is one group, made by recordCompletions; in flight until then")
     func completionsTogether() async throws {
-        var made: IntentGroupRecorder?
-        let fixture = try ServiceFixture(moreObservers: { engine in
-            made = IntentGroupRecorder(engine: engine)
-            return [made!]
-        })
+        let (fixture, recorder) = try Self.recordingFixture()
         defer { fixture.keys.remove() }
-        let recorder = try #require(made)
         let service = fixture.service
         let orders = (0..<4).map { SendOrder(app: "example", environment: .development, operation: .background(token: String(repeating: "\($0 + 1)", count: 64))) }
         let runs = await service.startSends(orders, context: SendContext(caller: "batch")).compactMap { try? $0.get() }
