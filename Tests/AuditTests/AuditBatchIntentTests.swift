@@ -30,7 +30,7 @@ struct AuditBatchIntentTests {
         #expect(AuditSpoolListing(directory).journalSegments == 0, "every intent was answered: the journal is trimmed")
     }
 
-    @Test("always: the group returns only once it was fdatasynced, in one group commit")
+    @Test("always: the group returns only once it was fdatasynced, in one group commit; so does a group of completions (sendsFinishedDurably)")
     func alwaysSyncedBeforeReturn() async throws {
         let writer = try AuditJournalSyncTests.writer(.always)
         let events = (0..<50).map { EventFactory.event($0) }
@@ -39,18 +39,29 @@ struct AuditBatchIntentTests {
         let after = writer.statistics
         #expect(after.journalSyncs > before.journalSyncs, "resumed before a sync: \(after)")
         #expect(after.journalCommits == before.journalCommits + 1, "the intents were handed over together: one group: \(after)")
-        for event in events { await writer.sendFinishedDurably(event) }
+        for event in events[0..<34] { await writer.sendFinishedDurably(event) }
+        let grouped = writer.statistics
+        await writer.sendsFinishedDurably(Array(events[34...]))
+        let completed = writer.statistics
+        #expect(completed.journalSyncs > grouped.journalSyncs, "completions resumed before a sync: \(completed)")
+        #expect(completed.journalCommits == grouped.journalCommits + 1, "the completions were handed over together: one group: \(completed)")
         await writer.shutdown()
         #expect(writer.statistics.spooled == 50, "\(writer.statistics)")
     }
 
-    @Test("intents of a group never answered are recovered one by one as outcome unknown", arguments: AuditWriter.JournalSync.allCases)
-    func unansweredRecovered(journalSync: AuditWriter.JournalSync) async throws {
+    @Test(
+        "intents of a group never answered are recovered one by one as outcome unknown, whether the others' completions came one by one or as a group",
+        arguments: AuditWriter.JournalSync.allCases, [false, true])
+    func unansweredRecovered(journalSync: AuditWriter.JournalSync, completionsGrouped: Bool) async throws {
         let directory = temporaryDirectory()
         let writer = try AuditJournalSyncTests.writer(journalSync, directory: directory)
         let events = (0..<10).map { EventFactory.event($0) }
         await writer.sendsStarting(events.map { SendIntent(send: $0.send, startedAt: $0.startedAt) })
-        for event in events[0..<6] { await writer.sendFinishedDurably(event) }
+        if completionsGrouped {
+            await writer.sendsFinishedDurably(Array(events[0..<6]))
+        } else {
+            for event in events[0..<6] { await writer.sendFinishedDurably(event) }
+        }
         await writer.shutdown()
         #expect(writer.statistics.spooled == 6)
         #expect(AuditSpoolListing(directory).journalSegments > 0, "four intents are still open: their segment stays")

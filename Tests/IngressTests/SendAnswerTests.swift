@@ -5,7 +5,7 @@ import RelayJSON
 import Testing
 
 /// The answer to a single send, written straight into its bytes: the same
-/// bytes as encoding ``Ingress/successBody(_:)``, which batches and channel
+/// bytes as encoding ``Ingress/successBody(_:)``, which the channel
 /// routes still build as an object.
 @Suite("Send answer")
 struct SendAnswerTests {

@@ -20,14 +20,31 @@ extension RequestBuilder {
         try alertRequest(operation: .notification, token: token, payload: payload, options: options)
     }
 
-    private func alertRequest(operation: Operation, token: String, payload: JSONValue, options: DeviceSendOptions)
+    /// ``alert(token:payload:options:)`` with a payload checked and encoded
+    /// once for many sends (a batch's alerts from one snapshot).
+    public func alert(token: String, payload: EncodedPayload, options: DeviceSendOptions = .init())
+        throws(APNsError) -> APNsRequest
+    {
+        try alertRequest(operation: .alert, token: token, payload: payload.payload, body: payload.body, options: options)
+    }
+
+    /// ``notification(token:payload:options:)`` with a payload checked and
+    /// encoded once for many sends.
+    public func notification(token: String, payload: EncodedPayload, options: DeviceSendOptions = .init())
+        throws(APNsError) -> APNsRequest
+    {
+        try alertRequest(operation: .notification, token: token, payload: payload.payload, body: payload.body, options: options)
+    }
+
+    /// `body`: the payload already shape-checked and encoded (``EncodedPayload``).
+    private func alertRequest(operation: Operation, token: String, payload: JSONValue, body: [UInt8]? = nil, options: DeviceSendOptions)
         throws(APNsError) -> APNsRequest
     {
         let token = try DeviceToken(token)
-        try Preflight.checkPayloadShape(payload)
+        if body == nil { try Preflight.checkPayloadShape(payload) }
         return try deviceRequest(
             operation: operation, token: token, pushType: .alert, payload: payload, options: options,
-            defaultExpiration: currentTime() + Self.defaultAlertLifetimeSeconds)
+            defaultExpiration: currentTime() + Self.defaultAlertLifetimeSeconds, body: body)
     }
 
     /// A silent background push: `aps` is exactly `{"content-available": 1}`,

@@ -65,7 +65,7 @@ extension RequestBuilder {
     /// Assembles a device send (`POST /3/device/<token>`) once its payload is final.
     func deviceRequest(
         operation: Operation, token: DeviceToken, pushType: PushType, payload: JSONValue,
-        options: DeviceSendOptions, defaultExpiration: Int64?
+        options: DeviceSendOptions, defaultExpiration: Int64?, body encoded: [UInt8]? = nil
     ) throws(APNsError) -> APNsRequest {
         let apnsID = resolveID(options.apnsID)
         let priority = options.priority ?? pushType.defaultPriority
@@ -73,7 +73,8 @@ extension RequestBuilder {
         let expiration = options.expiration ?? defaultExpiration
         if let expiration { try Preflight.checkExpiration(expiration, apnsID: apnsID) }
         if let collapseID = options.collapseID { try Preflight.checkCollapseID(collapseID, apnsID: apnsID) }
-        let body = payload.encoded()
+        // Encoded once for many sends of it (``EncodedPayload``), or here.
+        let body = encoded ?? payload.encoded()
         try Preflight.checkPayloadSize(body.count, limit: pushType.maximumPayloadBytes, apnsID: apnsID)
 
         let topic = pushType.topic(forBundleID: bundleID)

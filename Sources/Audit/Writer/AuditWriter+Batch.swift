@@ -8,14 +8,29 @@ extension AuditWriter {
     /// without suspending; with `.always` one hand-over to the journal
     /// thread, whose next group writes and `fdatasync`s them together.
     public func sendsStarting(_ sends: [SendIntent]) async {
-        guard !sends.isEmpty else { return }
+        await journalTogether(sends.lazy.map { .intent($0.send, startedAt: $0.startedAt) })
+    }
+
+    /// Journals the completions of several sends that ran together (a
+    /// batch's chunk) and returns once all of them are durable, as
+    /// ``sendsStarting(_:)`` journals intents: one `write(2)` under one lock
+    /// (`.interval`) or one group of the journal thread (`.always`). Each is
+    /// still its own record, its row queued for the writer, its intent
+    /// answered in the ledger, exactly as ``sendFinishedDurably(_:)`` does one.
+    public func sendsFinishedDurably(_ events: [SendEvent]) async {
+        await journalTogether(events.lazy.map { .completion($0) })
+    }
+
+    /// Journals `entries` together and returns once all are durable.
+    private func journalTogether(_ entries: some Collection<JournalEntry>) async {
+        guard !entries.isEmpty else { return }
         if configuration.journalSync == .interval {
             var bytes: [UInt8] = []
-            bytes.reserveCapacity(sends.count * 1024)
+            bytes.reserveCapacity(entries.count * 1024)
             var items: [JournalItem] = []
-            items.reserveCapacity(sends.count)
-            for intent in sends {
-                if let item = encodeJournal(.intent(intent.send, startedAt: intent.startedAt), into: &bytes) { items.append(item) }
+            items.reserveCapacity(entries.count)
+            for entry in entries {
+                if let item = encodeJournal(entry, into: &bytes) { items.append(item) }
             }
             return appendEncodedToJournal(bytes, items: items)
         }
@@ -23,8 +38,10 @@ extension AuditWriter {
             journalCondition.lock()
             // Handed over under one lock, so the journal thread takes them in
             // one group: the last one's continuation resumes once all are synced.
-            for (index, intent) in sends.enumerated() {
-                journalPending.append((.intent(intent.send, startedAt: intent.startedAt), index == sends.count - 1 ? continuation : nil))
+            var left = entries.count
+            for entry in entries {
+                left -= 1
+                journalPending.append((entry, left == 0 ? continuation : nil))
             }
             startJournalThreadIfNeeded()
             journalCondition.signal()

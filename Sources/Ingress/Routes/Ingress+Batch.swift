@@ -227,18 +227,30 @@ extension Ingress {
             field: "items")
     }
 
-    static func batchEntry(item: Int, tokenIndex: Int?, result: Result<SendResult, IngressError>) -> JSONValue {
-        var members: [(String, JSONValue)] = [("item", .integer(Int64(item)))]
-        if let tokenIndex { members.append(("tokenIndex", .integer(Int64(tokenIndex)))) }
+    /// A send's entry in a batch's `results`, encoded:
+    /// `{item, tokenIndex?, ok: true, …successBody}` or `{item, tokenIndex?,
+    /// ok: false, error}`. A success is written straight into its bytes
+    /// (``appendSuccessMembers(_:apnsID:to:)``), without building a JSON
+    /// object per send; `BatchEntryTests` pins the bytes to that object's encoding.
+    static func batchEntry(item: Int, tokenIndex: Int?, result: Result<SendResult, IngressError>) -> [UInt8] {
+        var entry: [UInt8] = []
+        entry.reserveCapacity(200)
+        entry.append(contentsOf: #"{"item":"#.utf8)
+        JSONValue.integer(Int64(item)).encode(into: &entry)
+        if let tokenIndex {
+            entry.append(contentsOf: #","tokenIndex":"#.utf8)
+            JSONValue.integer(Int64(tokenIndex)).encode(into: &entry)
+        }
         switch result {
         case .success(let result):
-            members.append(("ok", .bool(true)))
-            members += successBody(result).members.map { ($0.key, $0.value) }
+            entry.append(contentsOf: #","ok":true,"#.utf8)
+            appendSuccessMembers(result, apnsID: result.apnsID.description, to: &entry)
         case .failure(let error):
-            members.append(("ok", .bool(false)))
-            members.append(("error", error.object))
+            entry.append(contentsOf: #","ok":false,"error":"#.utf8)
+            error.object.encode(into: &entry)
         }
-        return .object(JSONObject(members))
+        entry.append(UInt8(ascii: "}"))
+        return entry
     }
 }
 

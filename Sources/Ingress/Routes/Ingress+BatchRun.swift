@@ -84,7 +84,7 @@ extension Ingress {
                 var error = IngressError(status: 503, type: .notSent, message: reason.message)
                 error.reason = reason.rawValue
                 let send = plan.sends[Int(position)]
-                return Ingress.batchEntry(item: Int(send.item), tokenIndex: plan.tokenIndex(of: Int(position)), result: .failure(error)).encoded()
+                return Ingress.batchEntry(item: Int(send.item), tokenIndex: plan.tokenIndex(of: Int(position)), result: .failure(error))
             }
             state.withLock { state in
                 for (position, entry) in zip(unstarted, entries) { state.run.entries[Int(position)] = entry }
@@ -132,7 +132,7 @@ extension Ingress {
         // Refused items do not depend on the run: answered before it.
         for position in 0..<plan.count {
             if let (item, error) = plan.refusal(at: position) {
-                progress.answer(position: position, entry: Self.batchEntry(item: item, tokenIndex: nil, result: .failure(error)).encoded())
+                progress.answer(position: position, entry: Self.batchEntry(item: item, tokenIndex: nil, result: .failure(error)))
             }
         }
         guard !progress.sendPositions.isEmpty else { return progress.result() }
@@ -266,8 +266,15 @@ extension Ingress {
                 }
             }
         }
+        // The chunk's completions are journaled together once all of its
+        // sends have run: before the batch is answered, which is only after
+        // every chunk has run.
+        let completions = SendCompletions(capacity: started.count)
         if keyed.isEmpty, started.count <= 1 {
-            if let (send, run) = started.first { await runStarted(run, send, progress) }
+            if let (send, run) = started.first {
+                await runStarted(run, send, progress, completions)
+                await service.recordCompletions(completions)
+            }
             return
         }
         await withDiscardingTaskGroup { group in
@@ -276,15 +283,16 @@ extension Ingress {
                     let (entry, ok, answer) = await performKeyedItem(key, item: send.item, call) { call throws(IngressError) in
                         try await performAdmitted(order.app, order.environment, order.operation, call)
                     }
-                    settle(progress, send, entry: entry.encoded(), ok: ok, answer: answer)
+                    settle(progress, send, entry: entry, ok: ok, answer: answer)
                 }
             }
             for (send, run) in started.dropFirst() {
-                group.addTask { [self] in await runStarted(run, send, progress) }
+                group.addTask { [self] in await runStarted(run, send, progress, completions) }
             }
             // The first runs on the worker itself: one child task fewer per chunk.
-            if let (send, run) = started.first { await runStarted(run, send, progress) }
+            if let (send, run) = started.first { await runStarted(run, send, progress, completions) }
         }
+        await service.recordCompletions(completions)
     }
 
     /// Where a send of a chunk answers in the batch.
@@ -294,9 +302,9 @@ extension Ingress {
         var tokenIndex: Int?
     }
 
-    private func runStarted(_ run: StartedSend, _ send: ChunkSend, _ progress: BatchProgress) async {
+    private func runStarted(_ run: StartedSend, _ send: ChunkSend, _ progress: BatchProgress, _ completions: SendCompletions) async {
         do throws(SendFailure) {
-            settle(progress, send, result: .success(try await service.run(run)))
+            settle(progress, send, result: .success(try await service.run(run, completingWith: completions)))
         } catch {
             settle(progress, send, result: .failure(answer(to: error)))
         }
@@ -305,7 +313,7 @@ extension Ingress {
     /// Records a send's result and gives back its budget unit and lane.
     private func settle(_ progress: BatchProgress, _ send: ChunkSend, result: Result<SendResult, IngressError>) {
         let ok = if case .success = result { true } else { false }
-        settle(progress, send, entry: Self.batchEntry(item: send.item, tokenIndex: send.tokenIndex, result: result).encoded(), ok: ok)
+        settle(progress, send, entry: Self.batchEntry(item: send.item, tokenIndex: send.tokenIndex, result: result), ok: ok)
     }
 
     private func settle(_ progress: BatchProgress, _ send: ChunkSend, entry: [UInt8], ok: Bool, answer: IdempotentAnswer? = nil) {

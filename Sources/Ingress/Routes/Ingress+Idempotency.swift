@@ -134,11 +134,11 @@ extension Ingress {
     /// nothing was sent).
     func performKeyedItem(
         _ keyed: KeyedSend, item: Int, _ call: Call, _ send: (Call) async throws(IngressError) -> SendResult
-    ) async -> (entry: JSONValue, ok: Bool, answer: IdempotentAnswer?) {
+    ) async -> (entry: [UInt8], ok: Bool, answer: IdempotentAnswer?) {
         do throws(IngressError) {
             switch try await runKeyed(keyed, call, send) {
             case .replay(let answer):
-                return (Self.replayEntry(item: item, answer), answer.httpStatus == 200, answer)
+                return (Self.replayEntry(item: item, answer).encoded(), answer.httpStatus == 200, answer)
             case .sent(let result):
                 let answer = await recordKeyed(keyed, result, Self.sendResponse(result))
                 let ok = if case .success = result { true } else { false }
@@ -308,7 +308,7 @@ extension Ingress {
                     message: "items[\(entry.item)].idempotencyKey repeats items[\(entry.first)]'s key, which was not sent; retry with the key to send it once",
                     field: "items[\(entry.item)].idempotencyKey")
                 error.retryAfter = 1
-                run.entries[entry.position] = Self.batchEntry(item: entry.item, tokenIndex: nil, result: .failure(error)).encoded()
+                run.entries[entry.position] = Self.batchEntry(item: entry.item, tokenIndex: nil, result: .failure(error))
             }
         }
     }

@@ -131,20 +131,34 @@ extension Ingress {
         let apnsID = result.apnsID.description
         var body: [UInt8] = []
         body.reserveCapacity(160 + (result.apnsUniqueID?.utf8.count ?? 0))
-        func member(_ name: StaticString, _ value: JSONValue) {
-            body.append(body.isEmpty ? UInt8(ascii: "{") : UInt8(ascii: ","))
-            name.withUTF8Buffer { body.append(contentsOf: $0) }
-            value.encode(into: &body)
-        }
-        member(#""apnsId":"#, .string(apnsID))
-        member(#""status":"#, .integer(Int64(result.status)))
-        member(#""attempts":"#, .integer(Int64(result.attempts)))
-        member(#""latencyMs":"#, .double((result.latencyMilliseconds * 1000).rounded() / 1000))
-        member(#""retried":"#, .bool(result.retried))
-        member(#""trapHits":"#, .array(result.trapHits.map { .string($0.rawValue) }))
-        if let unique = result.apnsUniqueID { member(#""apnsUniqueId":"#, .string(unique)) }
+        body.append(UInt8(ascii: "{"))
+        appendSuccessMembers(result, apnsID: apnsID, to: &body)
         body.append(UInt8(ascii: "}"))
         return .json(200, body, headers: [HTTPHeader("apns-id", apnsID)])
+    }
+
+    /// ``successBody(_:)``'s members as JSON, comma-separated, without the
+    /// braces: written straight into `body` (a single send's answer, a
+    /// batch's result entry) without building the object.
+    static func appendSuccessMembers(_ result: SendResult, apnsID: String, to body: inout [UInt8]) {
+        body.append(contentsOf: #""apnsId":"#.utf8)
+        JSONValue.string(apnsID).encode(into: &body)
+        body.append(contentsOf: #","status":"#.utf8)
+        JSONValue.integer(Int64(result.status)).encode(into: &body)
+        body.append(contentsOf: #","attempts":"#.utf8)
+        JSONValue.integer(Int64(result.attempts)).encode(into: &body)
+        body.append(contentsOf: #","latencyMs":"#.utf8)
+        JSONValue.double((result.latencyMilliseconds * 1000).rounded() / 1000).encode(into: &body)
+        body.append(contentsOf: result.retried ? #","retried":true,"trapHits":["#.utf8 : #","retried":false,"trapHits":["#.utf8)
+        for (index, trap) in result.trapHits.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            JSONValue.string(trap.rawValue).encode(into: &body)
+        }
+        body.append(UInt8(ascii: "]"))
+        if let unique = result.apnsUniqueID {
+            body.append(contentsOf: #","apnsUniqueId":"#.utf8)
+            JSONValue.string(unique).encode(into: &body)
+        }
     }
 
     /// 503 Overloaded for `sends` (nil: a batch not yet read) that do not fit in the relay's send budget.

@@ -20,6 +20,11 @@ public protocol DurableSendObserver: RelayObserver {
     /// Called instead of ``RelayObserver/sendFinished(_:)`` where the send can
     /// wait; returns once the event is durable. The caller answers after it.
     func sendFinishedDurably(_ event: SendEvent) async
+    /// ``sendFinishedDurably(_:)`` for the completions of several sends
+    /// that ran together (a batch's chunk): returns once every one is
+    /// durable. The default records them one by one; the audit journal
+    /// appends them with one write.
+    func sendsFinishedDurably(_ events: [SendEvent]) async
     /// Returns once every event handed over so far (including through the
     /// synchronous ``RelayObserver/sendFinished(_:)``) is durable.
     func waitUntilDurable() async
@@ -41,6 +46,10 @@ extension DurableSendObserver {
     public func sendsStarting(_ sends: [SendIntent]) async {
         for intent in sends { await sendStarting(intent.send, startedAt: intent.startedAt) }
     }
+
+    public func sendsFinishedDurably(_ events: [SendEvent]) async {
+        for event in events { await sendFinishedDurably(event) }
+    }
 }
 
 extension [any RelayObserver] {
@@ -52,6 +61,21 @@ extension [any RelayObserver] {
             if let observer = observer as? any DurableSendObserver { durable.append(observer) } else { observer.sendFinished(event) }
         }
         for observer in durable { await observer.sendFinishedDurably(event) }
+    }
+
+    /// Hands a finished send to the plain observers only: its durable record
+    /// waits for its group (``recordCompletions(_:)``).
+    func publishToPlainObservers(_ event: SendEvent) {
+        for observer in self where !(observer is any DurableSendObserver) { observer.sendFinished(event) }
+    }
+
+    /// Records the completions of sends that ran together with every durable
+    /// observer, together; the plain observers had each one as it finished.
+    func recordCompletions(_ events: [SendEvent]) async {
+        guard !events.isEmpty else { return }
+        for observer in self {
+            if let observer = observer as? any DurableSendObserver { await observer.sendsFinishedDurably(events) }
+        }
     }
 
     /// Records a send's intent with every durable observer.

@@ -41,6 +41,10 @@ struct SendRun: Sendable {
     var retry: RetryPolicy.State
     var trapHits: [TrapID] = []
     var attemptLog: [AttemptSummary] = []
+    /// Where the durable record of this send's completion goes when it runs
+    /// with others (``RelayService/run(_:completingWith:)``); nil: recorded
+    /// on its own before the send returns.
+    var completions: SendCompletions?
 
     init(client: APNsClient, request: APNsRequest, context: SendContext) {
         self.client = client

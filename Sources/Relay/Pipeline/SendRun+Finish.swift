@@ -101,8 +101,18 @@ extension SendRun {
 
     /// Hands the event to every observer and returns once the durable ones
     /// (the audit journal) hold it on disk: the caller is answered only then.
+    ///
+    /// A send run with ``completions`` (a batch's chunk) hands its event to
+    /// the plain observers at once and leaves the durable record to its
+    /// group: ``RelayService/recordCompletions(_:)`` journals the chunk's
+    /// completions together, before any of them is answered.
     private func publish(_ event: SendEvent) async {
-        await client.observers.publishDurably(event)
+        if let completions {
+            client.observers.publishToPlainObservers(event)
+            completions.append(event)
+        } else {
+            await client.observers.publishDurably(event)
+        }
         // One line per send, with the ids that find it in the tracing backend
         // and the audit (span lines of the `log` exporter aside, a send logs
         // nothing else when it goes well). The send's span is not the task's

@@ -44,7 +44,9 @@ extension RelayService {
     /// A send refused before any I/O is reported as `send` reports it and
     /// comes back as its failure; answer it only after ``waitUntilRecorded()``.
     /// The app's builder and client are looked up once per run of orders to
-    /// the same app and environment, not once per send.
+    /// the same app and environment, not once per send, and a run of alerts
+    /// (or notifications) of one snapshot projects and encodes its payload
+    /// once (``PayloadMemo``).
     public func startSends(_ orders: [SendOrder], context: SendContext) async -> [Result<StartedSend, SendFailure>] {
         // Counted from the start: a refusal is published inside, and the
         // drain must not close the audit under it.
@@ -55,6 +57,7 @@ extension RelayService {
         intents.reserveCapacity(orders.count)
         var refused = 0
         var resolved: (app: String, environment: Environment, builder: RequestBuilder, client: APNsClient?)?
+        let payloads = PayloadMemo()
         for order in orders {
             let operation = order.operation
             do throws(SendFailure) {
@@ -63,7 +66,8 @@ extension RelayService {
                     resolved = (order.app, order.environment, builder, clients[Self.key(order.app, order.environment)])
                 }
                 let (request, activityKey) = try prepare(
-                    app: order.app, environment: order.environment, operation, builder: resolved!.builder, context: context)
+                    app: order.app, environment: order.environment, operation, builder: resolved!.builder, context: context,
+                    payloads: payloads)
                 guard let client = resolved!.client else {
                     throw refuseUnserved(app: order.app, environment: order.environment, operation: operation, context: context)
                 }
@@ -85,6 +89,31 @@ extension RelayService {
     /// and result, exactly as ``send(app:environment:_:context:)`` after its intent.
     public func run(_ started: StartedSend) async throws(SendFailure) -> SendResult {
         defer { inFlight.subtract(1, ordering: .acquiringAndReleasing) }
+        return try await execute(started)
+    }
+
+    /// ``run(_:)``, with the durable record of the send's completion left
+    /// to `completions`, which the caller records with
+    /// ``recordCompletions(_:)`` once every send run with it has returned,
+    /// and before it answers any of them: a batch's chunk so journals its
+    /// completions with one append. The plain observers (metrics) hear of
+    /// the send as it ends; it counts as in flight until it is recorded.
+    public func run(_ started: StartedSend, completingWith completions: SendCompletions) async throws(SendFailure) -> SendResult {
+        completions.began()
+        started.run.completions = completions
+        return try await execute(started)
+    }
+
+    /// Records the completions of the sends run with `completions` with the
+    /// durable observers, together, and returns once they are durable (the
+    /// audit's `journal_sync` promise); their results may be answered then.
+    public func recordCompletions(_ completions: SendCompletions) async {
+        let (events, runs) = completions.take()
+        await observers.recordCompletions(events)
+        inFlight.subtract(runs, ordering: .acquiringAndReleasing)
+    }
+
+    private func execute(_ started: StartedSend) async throws(SendFailure) -> SendResult {
         let result = try await started.run.executeAnnounced()
         if let (key, timestamp) = started.activityKey { timestamps.record(key: key, timestamp: timestamp) }
         return result

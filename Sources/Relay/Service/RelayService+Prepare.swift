@@ -28,12 +28,15 @@ extension RelayService {
         return builder
     }
 
-    /// ``prepare(app:environment:_:apnsID:context:)`` with the app's builder already looked up.
+    /// ``prepare(app:environment:_:apnsID:context:)`` with the app's builder
+    /// already looked up; `payloads` (a batch's) reuses the last snapshot's
+    /// encoded alert or notification payload.
     func prepare(
-        app: String, environment: Environment, _ operation: RelayOperation, builder: RequestBuilder, context: SendContext?
+        app: String, environment: Environment, _ operation: RelayOperation, builder: RequestBuilder, context: SendContext?,
+        payloads: PayloadMemo? = nil
     ) throws(SendFailure) -> (APNsRequest, (String, Int64)?) {
         do {
-            return try build(operation, builder: builder, app: app, environment: environment)
+            return try build(operation, builder: builder, app: app, environment: environment, payloads: payloads)
         } catch let error as APNsError {
             throw refusal(.apns(error), app, environment, operation, context)
         } catch let error as SnapshotValidationError {
@@ -53,11 +56,17 @@ extension RelayService {
         return refuse(cause, app: app, environment: environment, operation: operation, context: context)
     }
 
-    private func build(_ operation: RelayOperation, builder: RequestBuilder, app: String, environment: Environment) throws -> (APNsRequest, (String, Int64)?) {
+    private func build(
+        _ operation: RelayOperation, builder: RequestBuilder, app: String, environment: Environment, payloads: PayloadMemo?
+    ) throws -> (APNsRequest, (String, Int64)?) {
         switch operation {
         case .alert(let token, let snapshot, let options):
+            if let payload = payloads?.payload(.alert, of: snapshot) { return (try builder.alert(token: token, payload: payload, options: options), nil) }
             return (try builder.alert(token: token, payload: snapshot.alertPayload(), options: options), nil)
         case .notification(let token, let snapshot, let options):
+            if let payload = payloads?.payload(.notification, of: snapshot) {
+                return (try builder.notification(token: token, payload: payload, options: options), nil)
+            }
             return (try builder.notification(token: token, payload: snapshot.notificationPayload(), options: options), nil)
         case .background(let token, let customData, let options):
             return (try builder.background(token: token, customData: customData, options: options), nil)
