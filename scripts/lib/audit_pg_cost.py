@@ -60,7 +60,10 @@ def log(message):
 def psql(url, sql=None, file=None):
     command = ["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", url]
     command += ["-c", sql] if sql is not None else ["-f", file]
-    return subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"psql failed ({done.returncode}) on {sql or file!r}:\n{done.stderr.strip()}")
+    return done.stdout.strip()
 
 
 def with_database(url, name):

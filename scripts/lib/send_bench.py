@@ -16,6 +16,7 @@ section prints its ratio against a reference measured in the same run.
 """
 import argparse, os, re, shutil, statistics, subprocess, sys, tempfile, threading, time, urllib.request
 
+from audit_pg_cost import Cluster, psql, with_database
 from bench_relay import write_relay_config
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -322,26 +323,55 @@ class Bench:
         rounds = 2 if self.q else 5
         sends = 3000 if self.q else 20000
         log(f"audit on vs off: {rounds} rounds, each the same single-send run with the audit to Postgres and with it out of the path")
+        # Postgres shares the cores: its processes' CPU over each run (scripts/lib/audit_pg_cost.py's
+        # count, reaped children included), per row, beside the relay's.
+        try:
+            cluster = Cluster(self.args.database_url)
+        except (SystemExit, OSError, ValueError) as error:  # not a local cluster this user can read
+            log(f"  Postgres CPU not measured: {error}")
+            cluster = None
+        runs = [("on", self.binary, self.args.database_url), ("off", self.binary, None)]
+        reference = self.args.audit_reference_binary
+        if reference:
+            # The reference build against a database of its own, which it migrates: its schema.
+            name = "send_bench_audit_reference"
+            psql(self.args.database_url, f"DROP DATABASE IF EXISTS {name}")
+            psql(self.args.database_url, f"CREATE DATABASE {name}")
+            runs.append(("reference on", reference, with_database(self.args.database_url, name)))
+            log(f"  and the reference build {reference} with the audit on, against its own schema")
         mock = Mock(self.binary, self.work, self.key)
-        ratios = []
+        ratios, reference_ratios = [], []
         try:
             for round_ in range(rounds):
-                rates = {}
-                for audit in ([True, False] if round_ % 2 == 0 else [False, True]):
-                    relay = self.relay(mock, audit=audit)
+                results = {}
+                for label, binary, url in (runs if round_ % 2 == 0 else list(reversed(runs))):
+                    relay = Relay(binary, tempfile.mkdtemp(prefix="relay-", dir=self.work), self.key, mock, url, audit=url is not None)
                     try:
                         self.load(relay, 2000)
-                        rates[audit] = self.measured(relay, lambda: self.load(relay, sends))
+                        postgres_before = cluster.cpu_seconds() if cluster else 0
+                        results[label] = self.measured(relay, lambda: self.load(relay, sends))
+                        time.sleep(0.3)  # the writer's last partial batch (flushed every 50 ms)
+                        postgres = cluster.cpu_seconds() - postgres_before if cluster else float("nan")
+                        results[label]["postgres_us"] = postgres / max(results[label]["relay_sends"], 1) * 1e6
                     finally:
                         relay.stop()
-                on, off = rates[True], rates[False]
+                on, off = results["on"], results["off"]
                 ratios.append(on["sends_per_s"] / off["sends_per_s"])
                 figure(f"audit round {round_ + 1}: on / off sends/s", ratios[-1], "",
-                       f"{on['sends_per_s']:.0f} / {off['sends_per_s']:.0f} sends/s; CPU/send {on['cpu_us']:.0f} / {off['cpu_us']:.0f} us")
+                       f"{on['sends_per_s']:.0f} / {off['sends_per_s']:.0f} sends/s; CPU/send {on['cpu_us']:.0f} / {off['cpu_us']:.0f} us; "
+                       f"Postgres CPU/row {on['postgres_us']:.1f} us")
+                if reference:
+                    theirs = results["reference on"]
+                    reference_ratios.append(theirs["sends_per_s"] / off["sends_per_s"])
+                    figure(f"audit round {round_ + 1}: reference on / off sends/s", reference_ratios[-1], "",
+                           f"{theirs['sends_per_s']:.0f} sends/s; CPU/send {theirs['cpu_us']:.0f} us; Postgres CPU/row {theirs['postgres_us']:.1f} us")
         finally:
             mock.stop()
         figure("audit on / off, all rounds", " ".join(f"{r:.2f}" for r in ratios), "", "target >= 0.9 in each")
         figure("audit on / off, median", statistics.median(ratios), "")
+        if reference:
+            figure("audit reference on / off, all rounds", " ".join(f"{r:.2f}" for r in reference_ratios), "", reference)
+            figure("audit reference on / off, median", statistics.median(reference_ratios), "")
 
     def writer(self):
         """The audit writer against psql \\copy of the same rows (`apns-relay bench audit`)."""
@@ -432,6 +462,9 @@ def main():
     parser.add_argument("--smoke", action="store_true",
                         help="the harness itself, for scripts/test: the agree section with tiny runs; fails unless every figure line parses (no speed is judged)")
     parser.add_argument("--reference-binary", help="a release apns-relay of an earlier commit, measured in the agree section beside this one")
+    parser.add_argument("--audit-reference-binary",
+                        help="a release apns-relay of an earlier commit, also run with the audit on in the audit section, against a database of "
+                             "its own that it migrates (its schema): its on / off beside this build's, same rounds, same audit-off runs")
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
     args = parser.parse_args()
     sections = ["agree"] if args.smoke else [s for s in args.sections.split(",") if s]
