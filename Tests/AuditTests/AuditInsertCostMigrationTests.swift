@@ -9,11 +9,17 @@ import Testing
 struct AuditInsertCostMigrationTests {
     static let beforeMigration6 = Migration.all.filter { $0.version < 6 }
 
+    /// A database with `migrations` applied and partitions for EventFactory's day (22 Nov 2025) and those around it.
+    static func database(_ migrations: [Migration]) throws -> TestDatabase {
+        let database = try TestDatabase.migrated(migrations)
+        _ = try database.connect().execute("SELECT apns_audit_ensure_partitions(date '2025-11-21', 3)")
+        return database
+    }
+
     @Test("on a database with rows: rows kept, the primary key as before, look-ups by hash, slow sends in their own index")
     func migratesExistingDatabase() async throws {
-        let database = try TestDatabase.migrated(Self.beforeMigration6)
+        let database = try Self.database(Self.beforeMigration6)
         defer { database.drop() }
-        _ = try database.connect().execute("SELECT apns_audit_ensure_partitions(date '2025-11-21', 3)")
         let events = (0..<1_000).map { EventFactory.event($0) }
         let before = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "old"), logger: quietLogger())
         events.forEach(before.sendFinished)
@@ -62,9 +68,8 @@ struct AuditInsertCostMigrationTests {
 
     @Test("a relay from before migration 0006 (a rollback) starts against the migrated schema, writes, and replays its spool exactly once")
     func olderRelayAgainstNewSchema() async throws {
-        let database = try TestDatabase.migrated()
+        let database = try Self.database(Migration.all)
         defer { database.drop() }
-        _ = try database.connect().execute("SELECT apns_audit_ensure_partitions(date '2025-11-21', 3)")
         // An older relay's start: its migrations are all there, none is applied again.
         let older = try Migrator(migrations: Self.beforeMigration6).apply(conninfo: database.conninfo)
         #expect(older.applied.isEmpty)
@@ -79,12 +84,7 @@ struct AuditInsertCostMigrationTests {
         live.enqueueEncodedRowsForBenchmark(records.prefix(200).map { $0.copyLine() })
         await live.shutdown()
         #expect(live.statistics.written == 200)
-        let spool = try AuditSpool(directory: temporaryDirectory())
-        try spool.append(records.map { AuditSpool.Record(kind: .audit, line: $0.copyLine()) })
-        try spool.append(records.map { AuditSpool.Record(kind: .audit, line: $0.copyLine()) })
-        spool.sealCurrent()
-        let replaying = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: spool.directory.path, relayInstance: "old"), logger: quietLogger())
-        await replaying.shutdown()
+        let replaying = try await AuditSpool.replayTwice(records, into: database, relayInstance: "old")
         #expect(replaying.statistics.replayed == 800)
         #expect(replaying.statistics.quarantined == 0)
         #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "400")
