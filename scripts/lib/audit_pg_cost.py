@@ -20,6 +20,7 @@ and exited during the window is lost.
 """
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -155,6 +156,14 @@ def main():
 
     work = tempfile.mkdtemp(prefix="audit-pg-cost-")
     os.chmod(work, 0o755)
+    try:
+        measure(args, variants, chosen, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(args, variants, chosen, work):
+    """Every round of every chosen variant, then the medians."""
     total = args.prefill + args.rows
     log(f"writing {total:,} rows with {args.binary}")
     lines_path = os.path.join(work, "rows.copy")
@@ -236,7 +245,6 @@ def main():
                 f"{(after_load - before) / args.rows * 1e6:.1f} during the COPYs, {args.rows / loaded:,.0f} rows/s")
             psql(admin, f"DROP DATABASE {name}")
     psql(admin, f"DROP DATABASE {template}")
-    subprocess.run(["rm", "-rf", work])
 
     base = statistics.median(r[0] for r in results[chosen[0]])
     print(f"Postgres CPU per audit row: {args.rows:,} rows after {args.prefill:,}, COPYs of {args.batch:,}, "
