@@ -86,13 +86,8 @@ struct AuditWriterTests {
         #expect(second.statistics.spoolBytes == 0)
 
         // Replaying the same spool content again adds nothing (idempotent by primary key).
-        let again = try AuditSpool(directory: temporaryDirectory())
         let records = events.prefix(100).map { AuditRecord(event: $0, relayInstance: "x") }
-        try again.append(records.map { AuditSpool.Record(kind: .audit, line: $0.copyLine()) })
-        try again.append(records.map { AuditSpool.Record(kind: .audit, line: $0.copyLine()) })
-        again.sealCurrent()
-        let third = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: again.directory.path, relayInstance: "x"), logger: quietLogger())
-        await third.shutdown()
+        let third = try await AuditSpool.replayTwice(records, into: database, relayInstance: "x")
         #expect(third.statistics.replayed == 200)
         #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "5101")
     }

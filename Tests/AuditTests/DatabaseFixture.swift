@@ -74,3 +74,18 @@ struct TestDatabase {
 }
 
 struct SkipDatabase: Error {}
+
+extension AuditSpool {
+    /// Spools every record twice (a replay of rows that may already be in
+    /// Postgres) and lets a writer on `database` replay the spool; returns
+    /// the writer, shut down, for its statistics.
+    static func replayTwice(_ records: [AuditRecord], into database: TestDatabase, relayInstance: String) async throws -> AuditWriter {
+        let spool = try AuditSpool(directory: temporaryDirectory())
+        for _ in 0..<2 { try spool.append(records.map { AuditSpool.Record(kind: .audit, line: $0.copyLine()) }) }
+        spool.sealCurrent()
+        let writer = try AuditWriter(
+            configuration: .init(conninfo: database.conninfo, spoolDirectory: spool.directory.path, relayInstance: relayInstance), logger: quietLogger())
+        await writer.shutdown()
+        return writer
+    }
+}

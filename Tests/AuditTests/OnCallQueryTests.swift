@@ -91,7 +91,7 @@ struct OnCallQueryTests {
 
     static let promises: [String: Promise] = [
         "by_apns_id": .index("_apns_id_idx"),
-        "by_token_fingerprint": .indexInWindow("_token_fingerprint_recorded_at_idx", seconds: 7 * 86_400),
+        "by_token_fingerprint": .indexInWindow("_token_fingerprint_idx", seconds: 7 * 86_400),
         "dead_tokens_since": .index("apns_dead_tokens_recent"),
         "trap_hits": .window(seconds: 86_400),
         "stale_token_ratio": .window(seconds: 86_400),

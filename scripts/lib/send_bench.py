@@ -16,6 +16,7 @@ section prints its ratio against a reference measured in the same run.
 """
 import argparse, os, re, resource, shutil, statistics, subprocess, sys, tempfile, threading, time, urllib.request
 
+from audit_pg_cost import Cluster, psql, with_database
 from bench_relay import write_relay_config
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -60,22 +61,6 @@ def process_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def postgres_pids(database_url):
-    """The Postgres processes serving `database_url`: every backend and
-    auxiliary process pg_stat_activity lists, and their postmaster."""
-    if not database_url: return []
-    out = subprocess.run(["psql", database_url, "-X", "-t", "-A", "-c", "SELECT pid FROM pg_stat_activity"],
-                         capture_output=True, text=True).stdout
-    pids = {int(line) for line in out.split() if line.isdigit()}
-    for pid in list(pids):
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                pids.add(int(re.search(r"PPid:\s+(\d+)", f.read()).group(1)))
-        except (FileNotFoundError, AttributeError):
-            pass
-    return sorted(pids)
-
-
 class Mock:
     """`apns-relay mock-apns` in a process of its own."""
 
@@ -104,6 +89,7 @@ class Relay:
         self.work = work
         self.mock = mock
         self.audit = audit and bool(database_url)
+        self.database_url = database_url if self.audit else None
         spool = tempfile.mkdtemp(prefix="spool-", dir=work)
         config = os.path.join(work, "relay.yaml")
         write_relay_config(config, instance="send-bench", mock_port=mock.port, ca_file=mock.cert, key_path=key, api_key=API_KEY,
@@ -180,22 +166,36 @@ class Bench:
         the audit database, and the load generators `run()` started and
         waited for (RUSAGE_CHILDREN), so a rate that is CPU-bound shows
         where the two cores went."""
-        postgres = postgres_pids(self.args.database_url) if relay.audit else []
+        cluster = self.postgres_cluster(relay.database_url) if relay.audit else None
         def others():
             children = resource.getrusage(resource.RUSAGE_CHILDREN)
-            return (process_cpu_seconds(relay.mock.process.pid), sum(process_cpu_seconds(pid) for pid in postgres),
+            return (process_cpu_seconds(relay.mock.process.pid), cluster.cpu_seconds() if cluster else 0.0,
                     children.ru_utime + children.ru_stime)
         sends_before, cpu_before, others_before = relay.succeeded_sends(), relay.cpu_seconds(), others()
         started = time.monotonic()
         result = run()
         elapsed = time.monotonic() - started
         cpu, sends = relay.cpu_seconds() - cpu_before, relay.succeeded_sends() - sends_before
+        if cluster: time.sleep(0.3)  # the writer's last partial batch (flushed every 50 ms) reaches Postgres
         mock_cpu, postgres_cpu, load_cpu = (after - before for after, before in zip(others(), others_before))
         per_send = 1e6 / max(sends, 1)
         result.update(relay_sends=sends, relay_cpu=cpu, cpu_us=cpu * per_send, window=elapsed, rss=relay.rss_mib(),
                       mock_us=mock_cpu * per_send, postgres_us=postgres_cpu * per_send, load_us=load_cpu * per_send,
                       machine_us=(cpu + mock_cpu + postgres_cpu + load_cpu) * per_send)
         return result
+
+    def postgres_cluster(self, database_url):
+        """The local Postgres cluster behind `database_url` (its processes'
+        CPU, reaped children included: audit_pg_cost.Cluster), or None when
+        this user cannot read it; looked up once per URL."""
+        cache = self.__dict__.setdefault("_clusters", {})
+        if database_url not in cache:
+            try:
+                cache[database_url] = Cluster(database_url)
+            except (SystemExit, OSError, ValueError) as error:  # not a local cluster this user can read
+                log(f"  Postgres CPU not measured: {error}")
+                cache[database_url] = None
+        return cache[database_url]
 
     @staticmethod
     def machine_note(run):
@@ -373,27 +373,45 @@ class Bench:
         rounds = 2 if self.q else 5
         sends = 3000 if self.q else 20000
         log(f"audit on vs off: {rounds} rounds, each the same single-send run with the audit to Postgres and with it out of the path")
+        # Postgres shares the cores: `measured` reads its processes' CPU over each run, per row.
+        runs = [("on", self.binary, self.args.database_url), ("off", self.binary, None)]
+        reference = self.args.audit_reference_binary
+        if reference:
+            # The reference build against a database of its own, which it migrates: its schema.
+            name = "send_bench_audit_reference"
+            psql(self.args.database_url, f"DROP DATABASE IF EXISTS {name}")
+            psql(self.args.database_url, f"CREATE DATABASE {name}")
+            runs.append(("reference on", reference, with_database(self.args.database_url, name)))
+            log(f"  and the reference build {reference} with the audit on, against its own schema")
         mock = Mock(self.binary, self.work, self.key)
-        ratios = []
+        ratios, reference_ratios = [], []
         try:
             for round_ in range(rounds):
-                rates = {}
-                for audit in ([True, False] if round_ % 2 == 0 else [False, True]):
-                    relay = self.relay(mock, audit=audit)
+                results = {}
+                for label, binary, url in (runs if round_ % 2 == 0 else list(reversed(runs))):
+                    relay = Relay(binary, tempfile.mkdtemp(prefix="relay-", dir=self.work), self.key, mock, url, audit=url is not None)
                     try:
                         self.load(relay, 2000)
-                        rates[audit] = self.measured(relay, lambda: self.load(relay, sends))
+                        results[label] = self.measured(relay, lambda: self.load(relay, sends))
                     finally:
                         relay.stop()
-                on, off = rates[True], rates[False]
+                on, off = results["on"], results["off"]
                 ratios.append(on["sends_per_s"] / off["sends_per_s"])
                 figure(f"audit round {round_ + 1}: on / off sends/s", ratios[-1], "",
                        f"{on['sends_per_s']:.0f} / {off['sends_per_s']:.0f} sends/s; CPU/send {on['cpu_us']:.0f} / {off['cpu_us']:.0f} us; "
-                       f"machine CPU/send {on['machine_us']:.0f} / {off['machine_us']:.0f} us, of it postgres {on['postgres_us']:.0f} us")
+                       f"Postgres CPU/row {on['postgres_us']:.1f} us; machine CPU/send {on['machine_us']:.0f} / {off['machine_us']:.0f} us")
+                if reference:
+                    theirs = results["reference on"]
+                    reference_ratios.append(theirs["sends_per_s"] / off["sends_per_s"])
+                    figure(f"audit round {round_ + 1}: reference on / off sends/s", reference_ratios[-1], "",
+                           f"{theirs['sends_per_s']:.0f} sends/s; CPU/send {theirs['cpu_us']:.0f} us; Postgres CPU/row {theirs['postgres_us']:.1f} us")
         finally:
             mock.stop()
         figure("audit on / off, all rounds", " ".join(f"{r:.2f}" for r in ratios), "", "target >= 0.9 in each")
         figure("audit on / off, median", statistics.median(ratios), "")
+        if reference:
+            figure("audit reference on / off, all rounds", " ".join(f"{r:.2f}" for r in reference_ratios), "", reference)
+            figure("audit reference on / off, median", statistics.median(reference_ratios), "")
 
     def writer(self):
         """The audit writer against psql \\copy of the same rows (`apns-relay bench audit`)."""
@@ -484,6 +502,9 @@ def main():
     parser.add_argument("--smoke", action="store_true",
                         help="the harness itself, for scripts/test: the agree section with tiny runs; fails unless every figure line parses (no speed is judged)")
     parser.add_argument("--reference-binary", help="a release apns-relay of an earlier commit, measured in the agree section beside this one")
+    parser.add_argument("--audit-reference-binary",
+                        help="a release apns-relay of an earlier commit, also run with the audit on in the audit section, against a database of "
+                             "its own that it migrates (its schema): its on / off beside this build's, same rounds, same audit-off runs")
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
     args = parser.parse_args()
     sections = ["agree"] if args.smoke else [s for s in args.sections.split(",") if s]

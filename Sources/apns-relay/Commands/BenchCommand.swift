@@ -60,9 +60,17 @@ struct AuditBenchCommand: AsyncParsableCommand {
 
     @Option(help: "Rows per run.") var rows = 200_000
     @Option(help: "Rows per COPY: the writer's batch size, and the size of psql's \\copy files.") var batchSize = 2000
+    @Option(help: ArgumentHelp(
+        "Only write --rows COPY lines, as the writer encodes them, to this file (and their column list to stdout); load nothing.",
+        discussion: "Successful single sends 100 µs apart with varied latencies: the rows scripts/audit-pg-cost loads to measure Postgres' CPU per row."))
+    var rowsOut: String?
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
+        if let rowsOut {
+            print(try AuditBenchmark.writeRows(rows, to: rowsOut))
+            return
+        }
         print(try await AuditBenchmark(rows: rows, conninfo: database.conninfo, batchSize: batchSize).run())
     }
 }
