@@ -6,10 +6,14 @@ extension ConnectionCore: NGHTTP2SessionDelegate {
     func sessionReceivedHeader(stream: Int32, name: String, value: String) {
         // Updated in place through the index: `streams[stream] != nil` then
         // `streams[stream]?.…` copied the state out and hashed twice.
-        guard let index = streams.index(forKey: stream) else { return }
+        guard let index = streams.index(forKey: stream), streams.values[index].oversized == nil else { return }
         if name == ":status" {
             streams.values[index].status = Int(value)
         } else if !name.hasPrefix(":") {
+            guard streams.values[index].headers.count < configuration.maximumResponseHeaders else {
+                refuseOversized(stream, at: index, "more than \(configuration.maximumResponseHeaders) header fields")
+                return
+            }
             streams.values[index].headers.append(HTTPHeader(name, value))
         }
     }
@@ -19,13 +23,30 @@ extension ConnectionCore: NGHTTP2SessionDelegate {
     }
 
     func sessionReceivedData(stream: Int32, bytes: UnsafeRawBufferPointer) {
-        streams[stream]?.body.append(contentsOf: bytes)
+        guard let index = streams.index(forKey: stream), streams.values[index].oversized == nil else { return }
+        // Compared without adding, so no length can overflow.
+        guard bytes.count <= configuration.maximumResponseBodyBytes - streams.values[index].body.count else {
+            refuseOversized(stream, at: index, "a response body over \(configuration.maximumResponseBodyBytes) bytes")
+            return
+        }
+        streams.values[index].body.append(contentsOf: bytes)
+    }
+
+    /// Drops what the stream's response brought so far and resets the
+    /// stream; its request fails with `reason` when the stream closes.
+    private func refuseOversized(_ stream: Int32, at index: Dictionary<Int32, StreamState>.Index, _ reason: String) {
+        streams.values[index].oversized = reason
+        streams.values[index].headers = []
+        streams.values[index].body = []
+        session?.submitReset(stream: stream, errorCode: NGHTTP2Session.cancel)
     }
 
     func sessionStreamClosed(stream: Int32, errorCode: UInt32) {
         guard let state = streams.removeValue(forKey: stream) else { return }
         streamByToken[state.pending.token] = nil
-        if let status = state.status, state.ended, errorCode == NGHTTP2Session.noError {
+        if let reason = state.oversized {
+            complete(state.pending, .failure(HTTP2Error(.proto, "\(configuration.origin) stream \(stream) refused: \(reason)")))
+        } else if let status = state.status, state.ended, errorCode == NGHTTP2Session.noError {
             answeredStreams += 1
             complete(state.pending, .success(HTTP2Response(status: status, headers: state.headers, body: state.body)))
         } else if errorCode == NGHTTP2Session.refusedStream || (goAwayLastStream.map { stream > $0 } ?? false) {

@@ -101,6 +101,8 @@ final class ConnectionCore: @unchecked Sendable {
         var headers: [HTTPHeader] = []
         var body: [UInt8] = []
         var ended = false
+        /// Why the response was refused as too large (the stream is reset).
+        var oversized: String?
     }
 
     init(configuration: HTTP2Connection.Configuration, observer: HTTP2EventObserver?, loop: ConnectionLoop, tuning: HTTP2Connection.Tuning) {

@@ -36,6 +36,14 @@ public final class HTTP2Connection: Sendable {
         public var pingTimeout = 10.0
         /// Close after this many seconds with no streams.
         public var idleTimeout = 60.0
+        /// The largest response body one stream may bring, and the most
+        /// header fields its response may carry. Past either the stream is
+        /// reset (CANCEL) and its request fails with a `.proto` error, so a
+        /// broken or hostile peer cannot grow the relay's memory through
+        /// one answer. APNs answers with at most a small JSON error; the
+        /// channel list of an app is the largest answer it documents.
+        public var maximumResponseBodyBytes = 1 << 20
+        public var maximumResponseHeaders = 100
 
         public init(host: String, port: Int) {
             self.host = host
