@@ -89,7 +89,9 @@ enum SendRequestDecoder {
             // fan-out's sends as one, and every retry would collide.
             throw .invalid(reader.name("apnsId"), "may only be given with a single token (this item has \(tokens.count)); leave it out and the relay makes one per send")
         }
-        let liveOptions = try liveActivityOptions(&reader)
+        // An operation without the Live Activity fields cannot carry them (any
+        // of them was refused above as not used): nothing to read.
+        let liveOptions = used.contains("timestamp") ? try liveActivityOptions(&reader) : LiveActivityOptions()
         var snapshot: LiveSurfaceSnapshot?
         if used.contains("snapshot") {
             guard let json = reader.value("snapshot") else { throw .invalid(reader.name("snapshot"), "is required for operation \(operation)") }
