@@ -174,6 +174,14 @@ struct LiveActivityRequestTests {
         #expect(Environment(name: "sandbox") == .development)
         #expect(Environment(name: "prod") == .production)
         #expect(Environment(name: "staging") == nil)
+        // The canonical spellings (taken without lowercasing) and any case of every spelling.
+        #expect(Environment(name: "development") == .development)
+        #expect(Environment(name: "production") == .production)
+        #expect(Environment(name: "Development") == .development)
+        #expect(Environment(name: "PRODUCTION") == .production)
+        #expect(Environment(name: "Dev") == .development)
+        #expect(Environment(name: "developmentx") == nil)
+        #expect(Environment(name: "") == nil)
     }
 
     @Test("describe shows method, origin, path, headers, payload and size, with no authorization")

@@ -120,9 +120,9 @@ enum SendRequestDecoder {
     /// text cannot hold) is refused here, before the send is recorded anywhere.
     /// The contract allows any string; the relay narrows it for what it stores.
     static func checkIdentifiers(_ snapshot: LiveSurfaceSnapshot, field: String) throws(IngressError) {
-        for (key, value) in [("id", snapshot.id), ("surfaceId", snapshot.surfaceID)] {
-            if let rule = controlCharacterRule(value) { throw .invalid("\(field).\(key)", rule) }
-        }
+        // Two checks written out: a list of the pairs was an array built per send.
+        if let rule = controlCharacterRule(snapshot.id) { throw .invalid("\(field).id", rule) }
+        if let rule = controlCharacterRule(snapshot.surfaceID) { throw .invalid("\(field).surfaceId", rule) }
     }
 
     /// Why `text` cannot be stored as an identifier, or nil: no C0 control
