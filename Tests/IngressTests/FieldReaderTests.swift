@@ -71,40 +71,46 @@ struct FieldReaderTests {
     }
 }
 
+/// Send bodies for the decoding tests below.
+enum SendBodies {
+    static let token = String(repeating: "ab", count: 32)
+
+    static func snapshot(id: String = "s-1", surfaceID: String = "o-1") -> String {
+        #"{"schemaVersion":"5","kind":"liveActivity","id":"\#(id)","surfaceId":"\#(surfaceID)","updatedAt":"2026-11-22T10:00:00Z","state":"active","liveActivity":{"title":"T","body":"B","progress":0.4,"deepLink":"demo://o/1","modeLabel":"active","stage":"inProgress"}}"#
+    }
+
+    /// A send of `operation` with `extra` members (`"k":v,` each) and `snapshot`.
+    static func body(_ operation: String, _ extra: String = "", snapshot: String = snapshot()) throws -> JSONValue {
+        try JSONParser.parse(#"{"app":"a","environment":"development","operation":"\#(operation)","token":"\#(token)",\#(extra)"snapshot":\#(snapshot)}"#)
+    }
+
+    /// The error decoding `body` fails with, or nil when it decodes.
+    static func refusal(_ body: JSONValue) -> IngressError? {
+        do {
+            _ = try SendRequestDecoder.decode(body)
+            return nil
+        } catch {
+            return error
+        }
+    }
+}
+
 /// An operation without the Live Activity fields decodes with no Live
 /// Activity options (they are only read for the operations that use them);
 /// one that uses them still reads them.
 @Suite("Ingress decoding: Live Activity options")
 struct LiveOptionsDecodingTests {
-    static let snapshot = #"{"schemaVersion":"5","kind":"liveActivity","id":"s-1","surfaceId":"o-1","updatedAt":"2026-11-22T10:00:00Z","state":"active","liveActivity":{"title":"T","body":"B","progress":0.4,"deepLink":"demo://o/1","modeLabel":"active","stage":"inProgress"}}"#
-    static let token = String(repeating: "ab", count: 32)
-
     @Test("an alert reads no live options and refuses them as unused; an update reads them")
     func liveOptions() throws {
-        let alert = try SendRequestDecoder.decode(try JSONParser.parse(
-            #"{"app":"a","environment":"development","operation":"alert","token":"\#(Self.token)","snapshot":\#(Self.snapshot)}"#))
+        let alert = try SendRequestDecoder.decode(try SendBodies.body("alert"))
         guard case .alert(_, _, let options) = alert.operations[0] else { Issue.record("not an alert"); return }
         #expect(options == DeviceSendOptions())
-        let staleAlert = try JSONParser.parse(
-            #"{"app":"a","environment":"development","operation":"alert","token":"\#(Self.token)","staleDate":5,"snapshot":\#(Self.snapshot)}"#)
-        do {
-            _ = try SendRequestDecoder.decode(staleAlert)
-            Issue.record("an alert accepted staleDate")
-        } catch {
-            #expect(error.message == "staleDate: is not used by operation alert")
-        }
-        let update = try SendRequestDecoder.decode(try JSONParser.parse(
-            #"{"app":"a","environment":"development","operation":"update","token":"\#(Self.token)","timestamp":7,"staleDate":9,"dismissalDate":11,"relevanceScore":0.5,"contentState":{"k":1},"snapshot":\#(Self.snapshot)}"#))
+        #expect(SendBodies.refusal(try SendBodies.body("alert", #""staleDate":5,"#))?.message == "staleDate: is not used by operation alert")
+        let update = try SendRequestDecoder.decode(try SendBodies.body(
+            "update", #""timestamp":7,"staleDate":9,"dismissalDate":11,"relevanceScore":0.5,"contentState":{"k":1},"#))
         guard case .update(_, _, let live, _) = update.operations[0] else { Issue.record("not an update"); return }
         #expect(live == LiveActivityOptions(timestamp: 7, staleDate: 9, dismissalDate: 11, relevanceScore: 0.5, contentState: ["k": 1]))
-        let negative = try JSONParser.parse(
-            #"{"app":"a","environment":"development","operation":"update","token":"\#(Self.token)","timestamp":-1,"snapshot":\#(Self.snapshot)}"#)
-        do {
-            _ = try SendRequestDecoder.decode(negative)
-            Issue.record("a negative timestamp accepted")
-        } catch {
-            #expect(error.message == "timestamp: must be unix seconds ≥ 0")
-        }
+        #expect(SendBodies.refusal(try SendBodies.body("update", #""timestamp":-1,"#))?.message == "timestamp: must be unix seconds ≥ 0")
     }
 }
 
@@ -114,26 +120,12 @@ struct LiveOptionsDecodingTests {
 struct SnapshotIdentifierTests {
     @Test("a control character in id or surfaceId names that field, the byte and its offset")
     func controlCharacters() throws {
-        let token = String(repeating: "ab", count: 32)
-        func decode(id: String, surfaceID: String) throws(IngressError) {
-            let snapshot = #"{"schemaVersion":"5","kind":"liveActivity","id":"\#(id)","surfaceId":"\#(surfaceID)","updatedAt":"2026-11-22T10:00:00Z","state":"active","liveActivity":{"title":"T","body":"B","progress":0.4,"deepLink":"demo://o/1","modeLabel":"active","stage":"inProgress"}}"#
-            let body = try! JSONParser.parse(#"{"app":"a","environment":"development","operation":"alert","token":"\#(token)","snapshot":\#(snapshot)}"#)
-            _ = try SendRequestDecoder.decode(body)
-        }
-        #expect(throws: Never.self) { try decode(id: "s-1", surfaceID: "o-1") }
-        do {
-            try decode(id: #"s\u00071"#, surfaceID: "o-1")
-            Issue.record("accepted")
-        } catch {
-            #expect(error.field == "snapshot.id")
-            #expect(error.message == "snapshot.id: must not contain control characters (found byte 0x07 at byte 1)")
-        }
-        do {
-            try decode(id: "s-1", surfaceID: #"o-\u001f"#)
-            Issue.record("accepted")
-        } catch {
-            #expect(error.field == "snapshot.surfaceId")
-            #expect(error.message == "snapshot.surfaceId: must not contain control characters (found byte 0x1f at byte 2)")
-        }
+        #expect(SendBodies.refusal(try SendBodies.body("alert")) == nil)
+        let id = try #require(SendBodies.refusal(try SendBodies.body("alert", snapshot: SendBodies.snapshot(id: #"s\u00071"#))))
+        #expect(id.field == "snapshot.id")
+        #expect(id.message == "snapshot.id: must not contain control characters (found byte 0x07 at byte 1)")
+        let surface = try #require(SendBodies.refusal(try SendBodies.body("alert", snapshot: SendBodies.snapshot(surfaceID: #"o-\u001f"#))))
+        #expect(surface.field == "snapshot.surfaceId")
+        #expect(surface.message == "snapshot.surfaceId: must not contain control characters (found byte 0x1f at byte 2)")
     }
 }
