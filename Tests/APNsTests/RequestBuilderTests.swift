@@ -211,4 +211,25 @@ struct LiveActivityRequestTests {
         #expect(APNsID("not-a-uuid") == nil)
         #expect(APNsID("0f9e8d7c-6b5a-4c3d-8e1f-a0b1c2d3e4f") == nil)
     }
+
+    /// Hands out fixed values, in order.
+    struct FixedRandom: RandomNumberGenerator {
+        var values: [UInt64]
+        mutating func next() -> UInt64 { values.removeFirst() }
+    }
+
+    @Test("an apns-id from two draws: each draw's bytes low first, the version and variant bits set (exact text, as before)")
+    func apnsIDBytes() {
+        // Expected strings written from the earlier code (a 16-byte array, then hex).
+        let cases: [(UInt64, UInt64, String)] = [
+            (0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210, "efcdab89-6745-4301-9032-547698badcfe"),
+            (.max, 0, "ffffffff-ffff-4fff-8000-000000000000"),
+            (0, .max, "00000000-0000-4000-bfff-ffffffffffff"),
+        ]
+        for (high, low, text) in cases {
+            var generator = FixedRandom(values: [high, low])
+            #expect(APNsID.random(using: &generator).value == text)
+            #expect(generator.values.isEmpty)
+        }
+    }
 }
