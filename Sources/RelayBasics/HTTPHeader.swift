@@ -20,6 +20,10 @@ public struct HTTPHeader: Sendable, Hashable, CustomStringConvertible {
 
 extension Sequence where Element == HTTPHeader {
     /// The value of the first header called `name` (any case), or nil.
+    /// Inlinable so each caller's `[HTTPHeader]` gets a specialised copy: the
+    /// generic one walked the array through `IndexingIterator`'s witness
+    /// table, and every request and response looks up a few headers.
+    @inlinable
     public func value(of name: String) -> String? {
         let lowered = name.lowercasedHeaderName
         return first(where: { $0.name == lowered })?.value
@@ -31,6 +35,7 @@ extension String {
     /// are nearly always lowercase ASCII already (HTTP/2 requires it, and
     /// the relay writes its own that way), and then the name itself is the
     /// answer, with no new string. Anything else takes `lowercased()`.
+    @usableFromInline
     var lowercasedHeaderName: String {
         // Scanned as a buffer (native strings are contiguous): the UTF8View's iterator costs more than the check.
         let isLower: (UInt8) -> Bool = { $0 < 0x80 && !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }

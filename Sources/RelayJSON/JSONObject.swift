@@ -20,6 +20,11 @@ public struct JSONObject: Sendable, Hashable {
         members.append((key, value))
     }
 
+    /// Room for `count` members without growing.
+    mutating func reserveCapacity(_ count: Int) {
+        members.reserveCapacity(count)
+    }
+
     /// Whether a member is called `key`.
     func containsKey(_ key: String) -> Bool {
         members.contains { $0.key == key }

@@ -59,13 +59,25 @@ extension JSONValue {
 
     static func encodeString(_ string: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        // Nearly every string needs no escape: then its bytes go in with one copy.
+        // Nearly every string needs no escape: then its bytes go in with one
+        // copy, from the same view of its storage that was checked (appending
+        // the UTF8View went through its generic path a second time).
         let plain: (UInt8) -> Bool = { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
-        if string.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(plain) }) ?? string.utf8.allSatisfy(plain) {
-            output.append(contentsOf: string.utf8)
-            output.append(UInt8(ascii: "\""))
-            return
+        let copied = string.utf8.withContiguousStorageIfAvailable { bytes in
+            guard bytes.allSatisfy(plain) else { return false }
+            output.append(contentsOf: bytes)
+            return true
         }
+        if copied == nil, string.utf8.allSatisfy(plain) {
+            output.append(contentsOf: string.utf8)  // a string without contiguous storage
+        } else if copied != true {
+            return encodeEscaped(string, into: &output)
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+
+    /// The rest of ``encodeString(_:into:)`` for a string that needs escapes.
+    private static func encodeEscaped(_ string: String, into output: inout [UInt8]) {
         for byte in string.utf8 {
             switch byte {
             case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])

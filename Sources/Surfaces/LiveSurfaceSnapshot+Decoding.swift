@@ -71,7 +71,7 @@ extension LiveSurfaceSnapshot {
     private static func readSlice(_ kind: SurfaceKind, _ object: JSONObject, at path: JSONPath, _ reader: inout SnapshotReader) -> Slice? {
         func keys(_ names: Set<String>) { reader.rejectUnknownKeys(object, allowed: names, at: path) }
         func enumValue<E: RawRepresentable & CaseIterable>(_ type: E.Type, _ key: String, required: Bool) -> E? where E.RawValue == String {
-            reader.string(object, key, at: path, required: required, allowed: E.allCases.map(\.rawValue)).flatMap(E.init(rawValue:))
+            reader.enumValue(type, object, key, at: path, required: required)
         }
         let unit = 0.0...1.0
         let issuesBefore = reader.issues.count

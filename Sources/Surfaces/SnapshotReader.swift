@@ -59,21 +59,41 @@ struct SnapshotReader {
         guard case let (path, _, text)? = field(object, key, at: path, required: required, kind: "a string", { $0.stringValue }) else {
             return nil
         }
-        // JSON Schema counts characters as Unicode code points.
-        let length = text.unicodeScalars.count
-        if let minLength, length < minLength {
-            fail(path, "minLength", minLength == 1 ? "must not be empty" : "must be at least \(minLength) characters")
-            return nil
-        }
-        if let maxLength, length > maxLength {
-            fail(path, "maxLength", "must be at most \(maxLength) characters (is \(length))")
-            return nil
+        if minLength != nil || maxLength != nil {
+            // JSON Schema counts characters as Unicode code points, counted
+            // only for a field with a bound: most fields have none, and a
+            // minimum of one is "not empty", which needs no count.
+            let length = minLength == 1 && maxLength == nil ? (text.isEmpty ? 0 : 1) : text.unicodeScalars.count
+            if let minLength, length < minLength {
+                fail(path, "minLength", minLength == 1 ? "must not be empty" : "must be at least \(minLength) characters")
+                return nil
+            }
+            if let maxLength, length > maxLength {
+                fail(path, "maxLength", "must be at most \(maxLength) characters (is \(length))")
+                return nil
+            }
         }
         if let allowed, !allowed.contains(text) {
-            fail(path, "enum", "must be one of \(allowed.map { "\"\($0)\"" }.joined(separator: ", ")) (got \"\(text)\")")
+            fail(path, "enum", Self.enumRule(allowed, got: text))
             return nil
         }
         return text
+    }
+
+    /// A string field holding one of `E`'s raw values, read as `E`; the
+    /// spellings are listed only for an issue (a list made per field read
+    /// cost an array and a string per case on every snapshot).
+    mutating func enumValue<E: RawRepresentable & CaseIterable>(
+        _ type: E.Type, _ object: JSONObject, _ key: String, at path: JSONPath, required: Bool
+    ) -> E? where E.RawValue == String {
+        guard let text = string(object, key, at: path, required: required) else { return nil }
+        if let value = E(rawValue: text) { return value }
+        fail(FieldPath(parent: path, key: key), "enum", Self.enumRule(E.allCases.map(\.rawValue), got: text))
+        return nil
+    }
+
+    static func enumRule(_ allowed: [String], got text: String) -> String {
+        "must be one of \(allowed.map { "\"\($0)\"" }.joined(separator: ", ")) (got \"\(text)\")"
     }
 
     mutating func deepLink(_ object: JSONObject, at path: JSONPath) -> String? {

@@ -174,6 +174,14 @@ struct LiveActivityRequestTests {
         #expect(Environment(name: "sandbox") == .development)
         #expect(Environment(name: "prod") == .production)
         #expect(Environment(name: "staging") == nil)
+        // The canonical spellings (taken without lowercasing) and any case of every spelling.
+        #expect(Environment(name: "development") == .development)
+        #expect(Environment(name: "production") == .production)
+        #expect(Environment(name: "Development") == .development)
+        #expect(Environment(name: "PRODUCTION") == .production)
+        #expect(Environment(name: "Dev") == .development)
+        #expect(Environment(name: "developmentx") == nil)
+        #expect(Environment(name: "") == nil)
     }
 
     @Test("describe shows method, origin, path, headers, payload and size, with no authorization")
@@ -202,5 +210,26 @@ struct LiveActivityRequestTests {
         #expect(seen.count == 500)
         #expect(APNsID("not-a-uuid") == nil)
         #expect(APNsID("0f9e8d7c-6b5a-4c3d-8e1f-a0b1c2d3e4f") == nil)
+    }
+
+    /// Hands out fixed values, in order.
+    struct FixedRandom: RandomNumberGenerator {
+        var values: [UInt64]
+        mutating func next() -> UInt64 { values.removeFirst() }
+    }
+
+    @Test("an apns-id from two draws: each draw's bytes low first, the version and variant bits set (exact text, as before)")
+    func apnsIDBytes() {
+        // Expected strings written from the earlier code (a 16-byte array, then hex).
+        let cases: [(UInt64, UInt64, String)] = [
+            (0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210, "efcdab89-6745-4301-9032-547698badcfe"),
+            (.max, 0, "ffffffff-ffff-4fff-8000-000000000000"),
+            (0, .max, "00000000-0000-4000-bfff-ffffffffffff"),
+        ]
+        for (high, low, text) in cases {
+            var generator = FixedRandom(values: [high, low])
+            #expect(APNsID.random(using: &generator).value == text)
+            #expect(generator.values.isEmpty)
+        }
     }
 }

@@ -92,6 +92,27 @@ struct JSONEncoderTests {
         #expect(value.encodedString() == #"{"a":1,"b":0.1,"c":"\u0007\t"}"#)
     }
 
+    @Test("strings: plain ones copied as they are (short, long, non-ASCII), escaped ones byte by byte, exact bytes")
+    func stringBytes() {
+        let long = String(repeating: "abcdefghij", count: 30)  // past the small-string form
+        let cases: [(String, [UInt8])] = [
+            ("", Array(#""""#.utf8)),
+            ("short", Array(#""short""#.utf8)),
+            (long, Array("\"\(long)\"".utf8)),
+            ("é/😀 ~\u{7F}", [0x22] + Array("é/😀 ~".utf8) + [0x7F, 0x22]),
+            ("a\"b\\c", Array(#""a\"b\\c""#.utf8)),
+            (long + "\n", Array("\"\(long)\\n\"".utf8)),
+            ("\u{00}\u{1F}\u{08}\u{0C}\r", Array(#""\u0000\u001f\b\f\r""#.utf8)),
+        ]
+        for (text, bytes) in cases {
+            #expect(JSONValue.string(text).encoded() == bytes, "\(text.debugDescription)")
+            // After other bytes, as inside an object: appended, nothing before it touched.
+            var output = Array("{\"k\":".utf8)
+            JSONValue.string(text).encode(into: &output)
+            #expect(output == Array("{\"k\":".utf8) + bytes)
+        }
+    }
+
     @Test("literal dictionaries keep their order; replacing a key keeps its place")
     func order() {
         var object = JSONObject([("z", 1), ("a", 2)])

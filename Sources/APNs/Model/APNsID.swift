@@ -11,9 +11,12 @@ public struct APNsID: Sendable, Hashable, Codable, CustomStringConvertible {
 
     /// A fresh random (version 4) id, from the kernel CSPRNG fetched in
     /// blocks (``SecureRandom``): one system call per 256 ids, not two per id.
+    /// Its 16 bytes are taken at once, under one lock: the same bytes two
+    /// draws of 8 would take.
     public static func random() -> APNsID {
-        var generator = SecureRandom()
-        return random(using: &generator)
+        var drawn: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &drawn) { SecureRandom.fill($0) }
+        return formatted(high: UInt64(littleEndian: drawn.0), low: UInt64(littleEndian: drawn.1))
     }
 
     /// A fresh version 4 id drawn from `generator` (deterministic in tests).
@@ -21,17 +24,19 @@ public struct APNsID: Sendable, Hashable, Codable, CustomStringConvertible {
         // Two 64-bit draws, not sixteen 8-bit ones: every send makes an id.
         let high = generator.next()
         let low = generator.next()
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for index in 0..<8 {
-            bytes[index] = UInt8(truncatingIfNeeded: high >> (8 * UInt64(index)))
-            bytes[8 + index] = UInt8(truncatingIfNeeded: low >> (8 * UInt64(index)))
-        }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40  // version 4
-        bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 4122 variant
-        // Hex straight into one buffer: this runs on every send.
+        return formatted(high: high, low: low)
+    }
+
+    /// The id whose bytes are `high`'s then `low`'s, each low byte first,
+    /// with the version 4 and RFC 4122 variant bits set; written as hex
+    /// straight into the string (no byte array in between: every send makes one).
+    private static func formatted(high: UInt64, low: UInt64) -> APNsID {
         let text = String(unsafeUninitializedCapacity: 36) { text in
             var position = 0
-            for (index, byte) in bytes.enumerated() {
+            for index in 0..<16 {
+                var byte = UInt8(truncatingIfNeeded: (index < 8 ? high : low) >> (8 * UInt64(index & 7)))
+                if index == 6 { byte = (byte & 0x0F) | 0x40 }  // version 4
+                if index == 8 { byte = (byte & 0x3F) | 0x80 }  // RFC 4122 variant
                 if index == 4 || index == 6 || index == 8 || index == 10 {
                     text[position] = UInt8(ascii: "-")
                     position += 1

@@ -12,6 +12,9 @@ public enum Environment: String, Sendable, Hashable, CaseIterable, Codable {
     /// Accepts the spellings operators use: `development`, `sandbox`, `dev`,
     /// `production`, `prod`.
     public init?(name: String) {
+        // The canonical spellings, as nearly every request writes them, without a lowercased copy.
+        if name == "development" { self = .development; return }
+        if name == "production" { self = .production; return }
         switch name.lowercased() {
         case "development", "sandbox", "dev": self = .development
         case "production", "prod": self = .production

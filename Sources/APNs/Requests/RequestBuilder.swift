@@ -78,7 +78,12 @@ extension RequestBuilder {
         try Preflight.checkPayloadSize(body.count, limit: pushType.maximumPayloadBytes, apnsID: apnsID)
 
         let topic = pushType.topic(forBundleID: bundleID)
-        var headers = [HTTPHeader("apns-push-type", pushType.rawValue), HTTPHeader("apns-topic", topic)]
+        // Room for every header at once (the literal's two grew twice per send),
+        // and one more: each attempt adds `authorization` to a copy.
+        var headers: [HTTPHeader] = []
+        headers.reserveCapacity(7)
+        headers.append(HTTPHeader("apns-push-type", pushType.rawValue))
+        headers.append(HTTPHeader("apns-topic", topic))
         if let priority { headers.append(HTTPHeader("apns-priority", String(priority.rawValue))) }
         if let expiration { headers.append(HTTPHeader("apns-expiration", String(expiration))) }
         if let collapseID = options.collapseID { headers.append(HTTPHeader("apns-collapse-id", collapseID)) }

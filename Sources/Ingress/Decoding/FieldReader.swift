@@ -6,9 +6,12 @@ struct FieldReader {
     let object: JSONObject
     /// The object's own path: "" for the body, "items[3]" for a batch item.
     let path: String
-    /// The members read so far. An array: an object has a handful of
-    /// members, and a set hashed every name on every read.
-    private(set) var read: [String] = []
+    /// Which members were read so far, by position in the object: bit `i`
+    /// of `readMask` for member `i` below 64, `readBeyond` past that. A
+    /// list of names read cost an allocation per reader, more as it grew,
+    /// and a scan of the names on every read (a send reads a dozen fields).
+    private var readMask: UInt64 = 0
+    private var readBeyond: Set<Int> = []
 
     init(_ value: JSONValue, path: String) throws(IngressError) {
         guard case .object(let object) = value else {
@@ -26,9 +29,20 @@ struct FieldReader {
     }
 
     mutating func value(_ key: String) -> JSONValue? {
-        if !read.contains(key) { read.append(key) }
-        guard let value = object[key], value != .null else { return nil }
+        // Keys are unique (the parser refuses duplicates): the first match is the member.
+        guard let index = object.members.firstIndex(where: { $0.key == key }) else { return nil }
+        markRead(index)
+        let value = object.members[index].value
+        if case .null = value { return nil }
         return value
+    }
+
+    private mutating func markRead(_ index: Int) {
+        if index < UInt64.bitWidth { readMask |= 1 << UInt64(index) } else { readBeyond.insert(index) }
+    }
+
+    private func wasRead(_ index: Int) -> Bool {
+        index < UInt64.bitWidth ? readMask & (1 << UInt64(index)) != 0 : readBeyond.contains(index)
     }
 
     mutating func string(_ key: String) throws(IngressError) -> String? {
@@ -76,8 +90,8 @@ struct FieldReader {
 
     /// Fails on the first member that was never read: a typo must not be ignored.
     func rejectUnknown(allowed: String) throws(IngressError) {
-        for key in object.keys where !read.contains(key) {
-            throw .invalid(name(key), "unknown field (allowed here: \(allowed))")
+        for (index, member) in object.members.enumerated() where !wasRead(index) {
+            throw .invalid(name(member.key), "unknown field (allowed here: \(allowed))")
         }
     }
 

@@ -89,7 +89,9 @@ enum SendRequestDecoder {
             // fan-out's sends as one, and every retry would collide.
             throw .invalid(reader.name("apnsId"), "may only be given with a single token (this item has \(tokens.count)); leave it out and the relay makes one per send")
         }
-        let liveOptions = try liveActivityOptions(&reader)
+        // An operation without the Live Activity fields cannot carry them (any
+        // of them was refused above as not used): nothing to read.
+        let liveOptions = used.contains("timestamp") ? try liveActivityOptions(&reader) : LiveActivityOptions()
         var snapshot: LiveSurfaceSnapshot?
         if used.contains("snapshot") {
             guard let json = reader.value("snapshot") else { throw .invalid(reader.name("snapshot"), "is required for operation \(operation)") }
@@ -118,9 +120,9 @@ enum SendRequestDecoder {
     /// text cannot hold) is refused here, before the send is recorded anywhere.
     /// The contract allows any string; the relay narrows it for what it stores.
     static func checkIdentifiers(_ snapshot: LiveSurfaceSnapshot, field: String) throws(IngressError) {
-        for (key, value) in [("id", snapshot.id), ("surfaceId", snapshot.surfaceID)] {
-            if let rule = controlCharacterRule(value) { throw .invalid("\(field).\(key)", rule) }
-        }
+        // Two checks written out: a list of the pairs was an array built per send.
+        if let rule = controlCharacterRule(snapshot.id) { throw .invalid("\(field).id", rule) }
+        if let rule = controlCharacterRule(snapshot.surfaceID) { throw .invalid("\(field).surfaceId", rule) }
     }
 
     /// Why `text` cannot be stored as an identifier, or nil: no C0 control

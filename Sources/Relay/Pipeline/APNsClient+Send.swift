@@ -100,18 +100,23 @@ struct SendRun: Sendable {
         while true {
             if Task.isCancelled { throw await finish(failure: .cancelled, status: nil, reason: nil) }
             attempt += 1
-            let attemptSpan = client.tracer.startSpan("apns.attempt", context: span.context, ofKind: .client)
+            // The attempt's span only under a send span that records: a child
+            // of one that is not exported is not exported either (the log
+            // exporter below `info`, an unsampled trace), and nothing reads
+            // its ids, so minting them, its context and its object was waste.
+            let attemptSpan: (any Span)? = span.isRecording
+                ? client.tracer.startSpan("apns.attempt", context: span.context, ofKind: .client) : nil
             // Attributes only for a span that will be exported (see `init`).
-            let recording = attemptSpan.isRecording
-            if recording { attemptSpan.attributes["apns.attempt"] = attempt }
+            let recording = attemptSpan?.isRecording ?? false
+            if recording { attemptSpan?.attributes["apns.attempt"] = attempt }
             let attemptStart = clock.now
 
             let authorization: ProviderAuthorization
             do {
                 authorization = try client.authorization.currentAuthorization()
             } catch {
-                attemptSpan.setStatus(SpanStatus(code: .error, message: "credentials"))
-                attemptSpan.end()
+                attemptSpan?.setStatus(SpanStatus(code: .error, message: "credentials"))
+                attemptSpan?.end()
                 throw await finish(failure: .credentials("\(error)"), status: nil, reason: nil)
             }
 
@@ -123,8 +128,8 @@ struct SendRun: Sendable {
             let origin = request.origin(in: client.configuration.endpoints)
             // OpenTelemetry's semantic conventions for the peer (server.*), the relay's own under apns.*.
             if recording {
-                attemptSpan.attributes["server.address"] = origin.host
-                attemptSpan.attributes["server.port"] = origin.port
+                attemptSpan?.attributes["server.address"] = origin.host
+                attemptSpan?.attributes["server.port"] = origin.port
             }
             var headers: [HTTPHeader] = []
             headers.reserveCapacity(request.headers.count + 1)
@@ -147,10 +152,10 @@ struct SendRun: Sendable {
             switch answer {
             case .success(let response):
                 client.clockSkew?.observe(dateHeader: response.header("date"), now: UnixTime.nowSeconds())
-                if recording { attemptSpan.attributes["apns.status"] = response.status }
+                if recording { attemptSpan?.attributes["apns.status"] = response.status }
                 attemptLog.append(AttemptSummary(status: response.status, reason: nil, durationSeconds: duration))
                 if (200..<300).contains(response.status) {
-                    attemptSpan.end()
+                    attemptSpan?.end()
                     report(attemptStatus: response.status, reason: nil, errorType: nil, trap: nil, duration: duration, final: true)
                     return await succeed(response)
                 }
@@ -158,23 +163,23 @@ struct SendRun: Sendable {
                 attemptLog[attemptLog.count - 1].reason = error.code.rawValue
                 if let trap = error.trapID, !trapHits.contains(trap) { trapHits.append(trap) }
                 if recording {
-                    attemptSpan.attributes["apns.reason"] = error.code.rawValue
-                    attemptSpan.attributes["error.type"] = error.code.rawValue
-                    if let trap = error.trapID { attemptSpan.attributes["apns.trap_ids"] = [trap.rawValue] }
+                    attemptSpan?.attributes["apns.reason"] = error.code.rawValue
+                    attemptSpan?.attributes["error.type"] = error.code.rawValue
+                    if let trap = error.trapID { attemptSpan?.attributes["apns.trap_ids"] = [trap.rawValue] }
                 }
-                attemptSpan.setStatus(SpanStatus(code: .error, message: error.code.rawValue))
-                attemptSpan.end()
+                attemptSpan?.setStatus(SpanStatus(code: .error, message: error.code.rawValue))
+                attemptSpan?.end()
                 let retryAfter = RetryAfter.seconds(from: response.header("retry-after"), now: UnixTime.nowSeconds())
                 failure = .rejected(error, retryAfter: retryAfter)
 
             case .failure(let error):
                 attemptLog.append(AttemptSummary(status: nil, reason: "transport_\(error.kind.rawValue)", durationSeconds: duration))
                 if recording {
-                    attemptSpan.attributes["apns.transport_error"] = error.kind.rawValue
-                    attemptSpan.attributes["error.type"] = "transport_\(error.kind.rawValue)"
+                    attemptSpan?.attributes["apns.transport_error"] = error.kind.rawValue
+                    attemptSpan?.attributes["error.type"] = "transport_\(error.kind.rawValue)"
                 }
-                attemptSpan.setStatus(SpanStatus(code: .error, message: error.kind.rawValue))
-                attemptSpan.end()
+                attemptSpan?.setStatus(SpanStatus(code: .error, message: error.kind.rawValue))
+                attemptSpan?.end()
                 failure = .transport(error, attemptCutByDeadline: deadlineBoundsAttempt)
             }
 

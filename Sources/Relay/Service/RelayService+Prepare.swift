@@ -19,13 +19,14 @@ extension RelayService {
     /// The request builder of `app`, refused when the app is unknown or not
     /// configured for `environment` (a batch looks it up once for many sends).
     func builder(app: String, environment: Environment, _ operation: RelayOperation, context: SendContext?) throws(SendFailure) -> RequestBuilder {
-        guard let builder = builders[app], let appConfiguration = configuration.apps.first(where: { $0.name == app }) else {
+        // App names are unique (checked when the service is built): one entry per app.
+        guard let entry = builders[app] else {
             throw refusal(.configuration("no app named \(app) (configured: \(appNames.joined(separator: ", ")))"), app, environment, operation, context)
         }
-        guard appConfiguration.environments.contains(environment) else {
+        guard entry.environments.contains(environment) else {
             throw refusal(.configuration("app \(app) is not configured for \(environment.rawValue)"), app, environment, operation, context)
         }
-        return builder
+        return entry.builder
     }
 
     /// ``prepare(app:environment:_:apnsID:context:)`` with the app's builder

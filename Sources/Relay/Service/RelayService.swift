@@ -18,7 +18,10 @@ public final class RelayService: Sendable {
     let clients: [ClientKey: APNsClient]
     /// The apps' names, for the per-request check (``serves(app:)``).
     private let appNameSet: Set<String>
-    let builders: [String: RequestBuilder]
+    /// Each app's request builder and environments, by name: found with one
+    /// lookup per send (the app's configuration was searched for in a copy of
+    /// `configuration.apps` on every send).
+    let builders: [String: AppBuilder]
     let observers: [any RelayObserver]
     let logger: Logger
     /// Spans sends refused before any attempt, so their rows carry a trace id too.
@@ -46,14 +49,16 @@ public final class RelayService: Sendable {
         timestamps = TimestampGuard(capacity: configuration.timestampMemory)
         clockSkew = ClockSkewMonitor(logger: logger)
         var clients: [ClientKey: APNsClient] = [:]
-        var builders: [String: RequestBuilder] = [:]
+        var builders: [String: AppBuilder] = [:]
         var seen = Set<String>()
         for app in configuration.apps {
             guard seen.insert(app.name).inserted else {
                 throw CredentialError(.missing, field: "apps.\(app.name)", message: "app \(app.name) is configured twice")
             }
             try ProviderCredentials.checkBundleID(app.bundleID)
-            builders[app.name] = try RequestBuilder(bundleID: app.bundleID, now: configuration.now, maximumTimestampLead: configuration.maximumTimestampLead)
+            builders[app.name] = AppBuilder(
+                builder: try RequestBuilder(bundleID: app.bundleID, now: configuration.now, maximumTimestampLead: configuration.maximumTimestampLead),
+                environments: app.environments)
             let credentials = try ProviderCredentials(keyID: app.keyID, teamID: app.teamID, keyPath: app.keyPath)
             for environment in app.environments {
                 let name = app.name
@@ -74,6 +79,12 @@ public final class RelayService: Sendable {
         self.clients = clients
         self.builders = builders
         appNameSet = Set(configuration.apps.map(\.name))
+    }
+
+    /// An app's request builder with the environments it is configured for.
+    struct AppBuilder {
+        let builder: RequestBuilder
+        let environments: Set<Environment>
     }
 
     /// Which client sends for an app to an environment: a pair, not a
