@@ -7,9 +7,19 @@ extension LiveSurfaceSnapshot {
 
     // Made once rather than on every snapshot: the top level's allowed keys
     // (see `init(json:)`), each slice's (see `readSlice`), the enum spellings.
-    private static let topLevelKeys: [SurfaceKind: Set<String>] = Dictionary(
-        uniqueKeysWithValues: SurfaceKind.allCases.map { ($0, baseKeys.union(["$schema", $0.rawValue])) })
-    private static let topLevelKeysOfAnyKind = baseKeys.union(["$schema"]).union(SurfaceKind.allCases.map(\.rawValue))
+    // The key lists are sorted, as an unknown key's message lists them, and
+    // found by a switch on the kind rather than hashed.
+    private static func topLevelKeys(_ kind: SurfaceKind) -> [String] {
+        switch kind {
+        case .liveActivity: TopLevelKeys.liveActivity
+        case .widget: TopLevelKeys.widget
+        case .control: TopLevelKeys.control
+        case .lockAccessory: TopLevelKeys.lockAccessory
+        case .standby: TopLevelKeys.standby
+        case .notification: TopLevelKeys.notification
+        }
+    }
+    private static let topLevelKeysOfAnyKind = baseKeys.union(["$schema"]).union(SurfaceKind.allCases.map(\.rawValue)).sorted()
     private static let kindNames = SurfaceKind.allCases.map(\.rawValue)
     private static let stateNames = SurfaceState.allCases.map(\.rawValue)
 
@@ -38,7 +48,7 @@ extension LiveSurfaceSnapshot {
         // Every reference fixture carries a "$schema" annotation for editors;
         // the JSON Schema's additionalProperties would reject it, so the
         // relay accepts it at the top level only (and ignores it).
-        let allowed = kind.flatMap { Self.topLevelKeys[$0] } ?? Self.topLevelKeysOfAnyKind
+        let allowed = kind.map(Self.topLevelKeys) ?? Self.topLevelKeysOfAnyKind
         reader.rejectUnknownKeys(root, allowed: allowed, at: path)
         _ = reader.string(root, "$schema", at: path, required: false)
 
@@ -69,7 +79,7 @@ extension LiveSurfaceSnapshot {
     }
 
     private static func readSlice(_ kind: SurfaceKind, _ object: JSONObject, at path: JSONPath, _ reader: inout SnapshotReader) -> Slice? {
-        func keys(_ names: Set<String>) { reader.rejectUnknownKeys(object, allowed: names, at: path) }
+        func keys(_ names: [String]) { reader.rejectUnknownKeys(object, allowed: names, at: path) }
         func enumValue<E: RawRepresentable & CaseIterable>(_ type: E.Type, _ key: String, required: Bool) -> E? where E.RawValue == String {
             reader.enumValue(type, object, key, at: path, required: required)
         }
@@ -147,12 +157,24 @@ extension LiveSurfaceSnapshot {
     }
 }
 
-/// Each slice's member names, the sets `readSlice` checks a slice against.
+/// The top level's member names for each kind's snapshot, sorted.
+private enum TopLevelKeys {
+    static func keys(_ kind: SurfaceKind) -> [String] { LiveSurfaceSnapshot.baseKeys.union(["$schema", kind.rawValue]).sorted() }
+    static let liveActivity = keys(.liveActivity)
+    static let widget = keys(.widget)
+    static let control = keys(.control)
+    static let lockAccessory = keys(.lockAccessory)
+    static let standby = keys(.standby)
+    static let notification = keys(.notification)
+}
+
+/// Each slice's member names, the lists `readSlice` checks a slice against
+/// (sorted, as an unknown member's message lists them).
 private enum SliceKeys {
-    static let liveActivity: Set<String> = ["title", "body", "progress", "deepLink", "modeLabel", "contextLabel", "statusLine", "actionLabel", "stage", "estimatedSeconds", "morePartsCount"]
-    static let widget: Set<String> = ["title", "body", "progress", "deepLink", "family", "reloadPolicy"]
-    static let control: Set<String> = ["label", "deepLink", "controlKind", "state", "intent"]
-    static let notification: Set<String> = ["title", "subtitle", "body", "deepLink", "category", "threadId", "interruptionLevel", "relevanceScore", "targetContentId"]
-    static let lockAccessory: Set<String> = ["title", "deepLink", "family", "gaugeValue", "shortText"]
-    static let standby: Set<String> = ["title", "body", "progress", "deepLink", "presentation", "tint"]
+    static let liveActivity: [String] = ["title", "body", "progress", "deepLink", "modeLabel", "contextLabel", "statusLine", "actionLabel", "stage", "estimatedSeconds", "morePartsCount"].sorted()
+    static let widget: [String] = ["title", "body", "progress", "deepLink", "family", "reloadPolicy"].sorted()
+    static let control: [String] = ["label", "deepLink", "controlKind", "state", "intent"].sorted()
+    static let notification: [String] = ["title", "subtitle", "body", "deepLink", "category", "threadId", "interruptionLevel", "relevanceScore", "targetContentId"].sorted()
+    static let lockAccessory: [String] = ["title", "deepLink", "family", "gaugeValue", "shortText"].sorted()
+    static let standby: [String] = ["title", "body", "progress", "deepLink", "presentation", "tint"].sorted()
 }

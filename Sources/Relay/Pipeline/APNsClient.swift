@@ -34,7 +34,8 @@ public final class APNsClient: Sendable {
     let transport: any APNsTransport
     let authorization: any AuthorizationProvider
     let killSwitch: KillSwitch
-    let observers: [any RelayObserver]
+    /// Split once here into durable and plain (``RelayObservers``), not per send.
+    let observers: RelayObservers
     let tracer: any Tracer
     let logger: Logger
     let clockSkew: ClockSkewMonitor?
@@ -52,7 +53,7 @@ public final class APNsClient: Sendable {
         self.transport = transport
         self.authorization = authorization
         self.killSwitch = killSwitch
-        self.observers = observers
+        self.observers = RelayObservers(observers)
         self.tracer = tracer
         self.logger = logger
         self.clockSkew = clockSkew

@@ -17,7 +17,7 @@ extension SendRun {
         let event = AttemptEvent(
             send: descriptor, attempt: attempt, isFinalAttempt: final, status: attemptStatus, reason: reason,
             errorType: errorType, trapID: trap, durationSeconds: duration)
-        for observer in client.observers { observer.attemptFinished(event) }
+        for observer in client.observers.all { observer.attemptFinished(event) }
     }
 
     /// Ends the send successfully: span, send event (durable), result.

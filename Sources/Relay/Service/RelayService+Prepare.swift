@@ -161,7 +161,7 @@ extension RelayService {
             outcome: .rejected, status: nil, reason: nil, errorType: failure.errorType, attempts: 0, trapHits: trapHits,
             latencySeconds: 0, startedAt: now, finishedAt: now, apnsUniqueID: nil, unregisteredAt: nil, dropsToken: false,
             attemptLog: [], deadToken: nil)
-        for observer in observers { observer.sendFinished(event) }
+        for observer in observers.all { observer.sendFinished(event) }
         return failure
     }
 }

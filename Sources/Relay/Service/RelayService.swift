@@ -22,7 +22,8 @@ public final class RelayService: Sendable {
     /// lookup per send (the app's configuration was searched for in a copy of
     /// `configuration.apps` on every send).
     let builders: [String: AppBuilder]
-    let observers: [any RelayObserver]
+    /// Split once here into durable and plain (``RelayObservers``), not per send.
+    let observers: RelayObservers
     let logger: Logger
     /// Spans sends refused before any attempt, so their rows carry a trace id too.
     let tracer: any Tracer
@@ -43,7 +44,7 @@ public final class RelayService: Sendable {
     ) throws {
         self.configuration = configuration
         self.killSwitch = killSwitch
-        self.observers = observers
+        self.observers = RelayObservers(observers)
         self.logger = logger
         self.tracer = tracer
         timestamps = TimestampGuard(capacity: configuration.timestampMemory)
