@@ -9,13 +9,14 @@ enum AuditCompletionValue: Sendable {
     /// The send's finish: `recorded_at` and `finished_at`.
     case finishedAt
     case startedAt
-    case apnsID, apnsUniqueID, traceID, app, environment, operation, pushType, priority, topic, tokenFingerprint
-    case channelID, snapshotID, surfaceID, outcome, status, reason, errorType, trapIDs, attempts, retried
+    /// A value of the send itself.
+    case send(AuditSendField)
+    case apnsUniqueID, outcome, status, reason, errorType, trapIDs, attempts, retried
     /// `latencySeconds * 1000`, as ``AuditRecord`` computes it.
     case latencyMilliseconds
     /// The attempt log's JSON (``AuditRecord/attemptLogJSON(_:)``).
     case attemptLog
-    case payloadBytes, caller, relayInstance, idempotencyKeyHash
+    case relayInstance
 }
 
 extension AuditRowLayout {
@@ -57,19 +58,8 @@ extension AuditRowLayout {
                     if let id { writer.text(id) } else { writer.text(writing: { APNsID.appendRandom(to: &$0) }) }
                 case .finishedAt: writer.timestamp(event.finishedAt)
                 case .startedAt: writer.timestamp(event.startedAt)
-                case .apnsID: writer.text(send.apnsID.value)
+                case .send(let field): field.write(send, to: &writer)
                 case .apnsUniqueID: writer.text(event.apnsUniqueID)
-                case .traceID: writer.text(send.traceID)
-                case .app: writer.text(send.app)
-                case .environment: writer.text(send.environment.rawValue)
-                case .operation: writer.text(send.operation.rawValue)
-                case .pushType: writer.text(send.pushType?.rawValue)
-                case .priority: writer.integer(send.priority?.rawValue)
-                case .topic: writer.text(send.topic)
-                case .tokenFingerprint: writer.text(send.tokenFingerprint)
-                case .channelID: writer.text(send.channelID)
-                case .snapshotID: writer.text(send.snapshotID)
-                case .surfaceID: writer.text(send.surfaceID)
                 case .outcome: writer.text(event.outcome.rawValue)
                 case .status: writer.integer(event.status)
                 case .reason: writer.text(event.reason)
@@ -86,10 +76,7 @@ extension AuditRowLayout {
                     } else {
                         writer.text(writing: { AuditRecord.appendAttemptLogJSON(event.attemptLog, to: &$0) })
                     }
-                case .payloadBytes: writer.integer(send.payloadBytes)
-                case .caller: writer.text(send.caller)
                 case .relayInstance: writer.text(relayInstance)
-                case .idempotencyKeyHash: writer.text(send.idempotencyKeyHash)
                 }
             }
         }
