@@ -14,9 +14,15 @@ public struct APNsID: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Its 16 bytes are taken at once, under one lock: the same bytes two
     /// draws of 8 would take.
     public static func random() -> APNsID {
+        let (high, low) = draw()
+        return formatted(high: high, low: low)
+    }
+
+    /// 16 bytes of the kernel CSPRNG, as two words.
+    private static func draw() -> (high: UInt64, low: UInt64) {
         var drawn: (UInt64, UInt64) = (0, 0)
         withUnsafeMutableBytes(of: &drawn) { SecureRandom.fill($0) }
-        return formatted(high: UInt64(littleEndian: drawn.0), low: UInt64(littleEndian: drawn.1))
+        return (UInt64(littleEndian: drawn.0), UInt64(littleEndian: drawn.1))
     }
 
     /// A fresh version 4 id drawn from `generator` (deterministic in tests).
@@ -27,27 +33,42 @@ public struct APNsID: Sendable, Hashable, Codable, CustomStringConvertible {
         return formatted(high: high, low: low)
     }
 
+    /// Appends a fresh random id's 36 ASCII bytes (as ``random()`` draws and
+    /// writes it) to `bytes`, with no string in between: a finished send's
+    /// audit row id goes straight into its COPY line.
+    public static func appendRandom(to bytes: inout [UInt8]) {
+        let (high, low) = draw()
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: 36))
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            _ = write(high: high, low: low, into: UnsafeMutableBufferPointer(rebasing: buffer[start...]))
+        }
+    }
+
     /// The id whose bytes are `high`'s then `low`'s, each low byte first,
     /// with the version 4 and RFC 4122 variant bits set; written as hex
     /// straight into the string (no byte array in between: every send makes one).
     private static func formatted(high: UInt64, low: UInt64) -> APNsID {
-        let text = String(unsafeUninitializedCapacity: 36) { text in
-            var position = 0
-            for index in 0..<16 {
-                var byte = UInt8(truncatingIfNeeded: (index < 8 ? high : low) >> (8 * UInt64(index & 7)))
-                if index == 6 { byte = (byte & 0x0F) | 0x40 }  // version 4
-                if index == 8 { byte = (byte & 0x3F) | 0x80 }  // RFC 4122 variant
-                if index == 4 || index == 6 || index == 8 || index == 10 {
-                    text[position] = UInt8(ascii: "-")
-                    position += 1
-                }
-                text[position] = Hex.digit(byte >> 4)
-                text[position + 1] = Hex.digit(byte & 0x0F)
-                position += 2
+        APNsID(uncheckedValue: String(unsafeUninitializedCapacity: 36) { write(high: high, low: low, into: $0) })
+    }
+
+    /// Writes the id of `high` and `low` (see ``formatted(high:low:)``) into
+    /// the first 36 bytes of `text` and returns 36.
+    private static func write(high: UInt64, low: UInt64, into text: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        var position = 0
+        for index in 0..<16 {
+            var byte = UInt8(truncatingIfNeeded: (index < 8 ? high : low) >> (8 * UInt64(index & 7)))
+            if index == 6 { byte = (byte & 0x0F) | 0x40 }  // version 4
+            if index == 8 { byte = (byte & 0x3F) | 0x80 }  // RFC 4122 variant
+            if index == 4 || index == 6 || index == 8 || index == 10 {
+                text[position] = UInt8(ascii: "-")
+                position += 1
             }
-            return position
+            text[position] = Hex.digit(byte >> 4)
+            text[position + 1] = Hex.digit(byte & 0x0F)
+            position += 2
         }
-        return APNsID(uncheckedValue: text)
+        return position
     }
 
     /// Parses a caller-supplied id: any case, canonical hyphenation; stored lowercase.

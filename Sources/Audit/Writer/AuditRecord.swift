@@ -163,6 +163,13 @@ public struct AuditRecord: Sendable, Hashable {
         guard !attempts.isEmpty else { return "[]" }
         var text: [UInt8] = []
         text.reserveCapacity(64 * attempts.count)
+        appendAttemptLogJSON(attempts, to: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Appends ``attemptLogJSON(_:)``'s bytes to `text`: a completion's row
+    /// writes them straight into its COPY line.
+    static func appendAttemptLogJSON(_ attempts: [AttemptSummary], to text: inout [UInt8]) {
         text.append(UInt8(ascii: "["))
         for (index, attempt) in attempts.enumerated() {
             if index > 0 { text.append(UInt8(ascii: ",")) }
@@ -175,7 +182,6 @@ public struct AuditRecord: Sendable, Hashable {
             text.append(UInt8(ascii: "}"))
         }
         text.append(UInt8(ascii: "]"))
-        return String(decoding: text, as: UTF8.self)
     }
 
     /// The row as one line of `COPY … FROM STDIN` text format.

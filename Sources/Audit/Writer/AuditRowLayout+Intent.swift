@@ -9,8 +9,9 @@ enum AuditIntentValue: Sendable {
     case derivedID
     /// The send's start: `recorded_at`, `started_at` and `finished_at` alike.
     case startedAt
-    case apnsID, traceID, app, environment, operation, pushType, priority, topic, tokenFingerprint
-    case channelID, snapshotID, surfaceID, payloadBytes, caller, relayInstance, idempotencyKeyHash
+    /// A value of the send itself.
+    case send(AuditSendField)
+    case relayInstance
     /// The same in every intent's row (outcome `unknown`, no status, …):
     /// the field is taken once from a template record, by the column's own writer.
     case fixed
@@ -74,22 +75,8 @@ extension AuditRowLayout {
                     switch value {
                     case .derivedID: writer.escaped(id)
                     case .startedAt: writer.escaped(started)
-                    case .apnsID: writer.text(send.apnsID.value)
-                    case .traceID: writer.text(send.traceID)
-                    case .app: writer.text(send.app)
-                    case .environment: writer.text(send.environment.rawValue)
-                    case .operation: writer.text(send.operation.rawValue)
-                    case .pushType: writer.text(send.pushType?.rawValue)
-                    case .priority: writer.integer(send.priority?.rawValue)
-                    case .topic: writer.text(send.topic)
-                    case .tokenFingerprint: writer.text(send.tokenFingerprint)
-                    case .channelID: writer.text(send.channelID)
-                    case .snapshotID: writer.text(send.snapshotID)
-                    case .surfaceID: writer.text(send.surfaceID)
-                    case .payloadBytes: writer.integer(send.payloadBytes)
-                    case .caller: writer.text(send.caller)
+                    case .send(let field): field.write(send, to: &writer)
                     case .relayInstance: writer.text(relayInstance)
-                    case .idempotencyKeyHash: writer.text(send.idempotencyKeyHash)
                     case .fixed: preconditionFailure("a fixed column is planned as its field")
                     }
                 }

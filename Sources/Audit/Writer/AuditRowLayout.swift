@@ -12,6 +12,9 @@ struct AuditRowLayout: Sendable {
     /// How an intent's row fills each column, when every column says
     /// (``CopyColumn/intent``); nil: built through ``AuditRecord`` instead.
     let intentPlan: [AuditIntentStep]?
+    /// What each column holds in a finished send's row, when every column
+    /// says (``CopyColumn/completion``); nil: built through ``AuditRecord`` instead.
+    let completionPlan: [AuditCompletionValue]?
 
     init(columns: [AuditColumn]) {
         precondition(Set(columns.map(\.name)).count == columns.count, "audit column names must be unique")
@@ -28,6 +31,7 @@ struct AuditRowLayout: Sendable {
         columnLists = lists
         columnNames = names
         intentPlan = Self.intentPlan(columns)
+        completionPlan = Self.completionPlan(columns)
     }
 
     /// The column names of lines in `format` (nil for a format newer than this build knows).

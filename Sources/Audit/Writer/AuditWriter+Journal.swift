@@ -38,8 +38,11 @@ extension AuditWriter {
             return JournalItem(key: key, intent: true)
         case .completion(let event):
             let key = AuditJournalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt)
-            // The row goes to the writer's queue too: built once, copied once into the record.
-            let audit = layout.line(AuditRecord(event: event, relayInstance: configuration.relayInstance))
+            // The row goes to the writer's queue too: built once, straight
+            // from the event (no AuditRecord), copied once into the record.
+            var audit: [UInt8] = []
+            audit.reserveCapacity(512)
+            layout.appendCompletionLine(event, relayInstance: configuration.relayInstance, to: &audit)
             let dead = DeadTokenRecord(event: event)?.copyLine()
             AuditSpool.encode(kind: .completion, format: layout.format, into: &bytes) { line in
                 key.append(to: &line)

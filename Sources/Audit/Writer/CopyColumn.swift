@@ -19,14 +19,20 @@ struct CopyColumn<Record>: Sendable {
     /// journal writes that row straight from the send (see
     /// ``AuditRowLayout/appendIntentLine(_:startedAt:key:relayInstance:to:)``).
     let intent: AuditIntentValue?
+    /// Audit columns: what a finished send's row holds here, so the journal
+    /// writes that row straight from the ``SendEvent`` (see
+    /// ``AuditRowLayout/appendCompletionLine(_:id:relayInstance:to:)``).
+    let completion: AuditCompletionValue?
 
     init(
         _ name: String, since: AuditRowFormat = .v1, intent: AuditIntentValue? = nil,
+        completion: AuditCompletionValue? = nil,
         write: @escaping @Sendable (Record, inout CopyLineWriter) -> Void
     ) {
         self.name = name
         self.since = since
         self.intent = intent
+        self.completion = completion
         self.write = write
     }
 }

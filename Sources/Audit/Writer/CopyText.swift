@@ -77,6 +77,20 @@ struct CopyLineWriter {
         }
     }
 
+    /// A text field that `body` appends to the line's bytes (JSON, an id):
+    /// escaped as ``text(_:)`` escapes, in place, so the value needs no
+    /// string or buffer of its own. Most such fields need no escaping.
+    mutating func text(writing body: (inout [UInt8]) -> Void) {
+        separate()
+        let start = line.count
+        body(&line)
+        let needsEscaping = line[start...].contains { $0 == 0x5C || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 == 0x00 }
+        guard needsEscaping else { return }
+        let raw = Array(line[start...])
+        line.removeSubrange(start...)
+        raw.withUnsafeBufferPointer { append(escaping: $0) }
+    }
+
     /// A field already in COPY text (escaped, or `\N`), copied as it is.
     mutating func escaped(_ field: [UInt8]) {
         separate()
