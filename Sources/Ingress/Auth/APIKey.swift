@@ -56,15 +56,15 @@ public struct APIKeyring: Sendable {
     /// The key for an `Authorization` header value, or nil.
     public func authenticate(authorization: String?) -> APIKey? {
         guard var authorization else { return nil }
-        let fast: APIKey?? = authorization.withUTF8 { header in
-            // Non-ASCII headers take the general path below, whose Character
-            // rules (trimming, the scheme's case) this byte path must not differ from.
+        let ascii: APIKey?? = authorization.withUTF8 { header in
             guard header.allSatisfy({ $0 < 0x80 }) else { return .none }
-            guard let token = Self.bearerToken(header) else { return .some(nil) }
+            guard let token = Self.bearerToken(header, ascii: { $0 }) else { return .some(nil) }
             return .some(authenticate(presented: token))
         }
-        if let fast { return fast }
-        guard let presented = Self.bearerToken(authorization), !presented.isEmpty else { return nil }
+        if let ascii { return ascii }
+        // Anything non-ASCII is read by Characters (a blank followed by a
+        // combining mark is no blank), with the same rule as the bytes above.
+        guard let presented = Self.bearerToken(authorization, ascii: \.asciiValue) else { return nil }
         return Array(presented.utf8).withUnsafeBufferPointer { authenticate(presented: $0[...]) }
     }
 
@@ -84,32 +84,29 @@ public struct APIKeyring: Sendable {
         return match.map { keys[$0] }
     }
 
-    static func bearerToken(_ header: String) -> String? {
-        let trimmed = header.trimmingWhitespace()
-        guard trimmed.count > 7, trimmed.prefix(7).lowercased() == "bearer " else { return nil }
-        return String(trimmed.dropFirst(7)).trimmingWhitespace()
-    }
-
-    /// ``bearerToken(_:)`` over an ASCII header's bytes, without a string:
-    /// the token (not empty) after a `Bearer ` in any case, spaces and tabs trimmed.
-    static func bearerToken(_ header: UnsafeBufferPointer<UInt8>) -> Slice<UnsafeBufferPointer<UInt8>>? {
-        let trimmed = trimmingWhitespace(header[...])
+    /// The token (not empty) after a `Bearer ` in any case, spaces and tabs
+    /// trimmed around scheme and token: over an ASCII header's bytes, or
+    /// over any header's Characters. `ascii` is a unit's ASCII value, nil
+    /// for any other (which is neither a blank nor part of the scheme).
+    static func bearerToken<Header: BidirectionalCollection>(_ header: Header, ascii: (Header.Element) -> UInt8?) -> Header.SubSequence? {
+        let isBlank = { (unit: Header.Element) in ascii(unit) == UInt8(ascii: " ") || ascii(unit) == UInt8(ascii: "\t") }
+        let trimmed = trimmingBlanks(header[...], isBlank)
         let scheme = "bearer ".utf8
         guard trimmed.count > scheme.count,
-              zip(trimmed, scheme).allSatisfy({ byte, expected in
-                  (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 == expected : byte == expected
+              zip(trimmed, scheme).allSatisfy({ unit, expected in
+                  guard let byte = ascii(unit) else { return false }
+                  return (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 == expected : byte == expected
               })
         else { return nil }
-        let token = trimmingWhitespace(trimmed.dropFirst(scheme.count))
+        let token = trimmingBlanks(trimmed.dropFirst(scheme.count), isBlank)
         return token.isEmpty ? nil : token
     }
 
-    private static func trimmingWhitespace(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Slice<UnsafeBufferPointer<UInt8>> {
-        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        var bytes = bytes
-        while let first = bytes.first, isBlank(first) { bytes = bytes.dropFirst() }
-        while let last = bytes.last, isBlank(last) { bytes = bytes.dropLast() }
-        return bytes
+    private static func trimmingBlanks<Units: BidirectionalCollection>(_ units: Units, _ isBlank: (Units.Element) -> Bool) -> Units.SubSequence {
+        var units = units[...]
+        while let first = units.first, isBlank(first) { units = units.dropFirst() }
+        while let last = units.last, isBlank(last) { units = units.dropLast() }
+        return units
     }
 
     static func bytesOfSHA256(_ text: String) -> [UInt8] {
@@ -155,14 +152,5 @@ private final class VerifiedKeys: Sendable {
             guard entries.count < capacity, !entries.contains(where: { $0.index == index }) else { return }
             entries.append((secret, index))
         }
-    }
-}
-
-extension String {
-    func trimmingWhitespace() -> String {
-        var scalars = Substring(self)
-        while let first = scalars.first, first == " " || first == "\t" { scalars.removeFirst() }
-        while let last = scalars.last, last == " " || last == "\t" { scalars.removeLast() }
-        return String(scalars)
     }
 }

@@ -111,16 +111,24 @@ extension Ingress {
 
     /// `{apnsId, status, attempts, latencyMs, retried, trapHits, apnsUniqueId?}`.
     static func successBody(_ result: SendResult) -> JSONObject {
-        var members: [(String, JSONValue)] = [
-            ("apnsId", .string(result.apnsID.description)),
-            ("status", .integer(Int64(result.status))),
-            ("attempts", .integer(Int64(result.attempts))),
-            ("latencyMs", .double((result.latencyMilliseconds * 1000).rounded() / 1000)),
-            ("retried", .bool(result.retried)),
-            ("trapHits", .array(result.trapHits.map { .string($0.rawValue) })),
-        ]
-        if let unique = result.apnsUniqueID { members.append(("apnsUniqueId", .string(unique))) }
+        var members: [(String, JSONValue)] = []
+        members.reserveCapacity(7)
+        forEachSuccessMember(result, apnsID: result.apnsID.description) { members.append(($0, $1)) }
         return JSONObject(members)
+    }
+
+    /// The success answer's members, in order: the one list of its fields,
+    /// which ``successBody(_:)`` collects into an object and
+    /// ``appendSuccessMembers(_:apnsID:to:)`` writes straight into bytes.
+    @inline(__always)
+    static func forEachSuccessMember(_ result: SendResult, apnsID: String, _ member: (String, JSONValue) -> Void) {
+        member("apnsId", .string(apnsID))
+        member("status", .integer(Int64(result.status)))
+        member("attempts", .integer(Int64(result.attempts)))
+        member("latencyMs", .double((result.latencyMilliseconds * 1000).rounded() / 1000))
+        member("retried", .bool(result.retried))
+        member("trapHits", .array(result.trapHits.map { .string($0.rawValue) }))
+        if let unique = result.apnsUniqueID { member("apnsUniqueId", .string(unique)) }
     }
 
     /// 200 with ``successBody(_:)`` and the `apns-id` header, for every
@@ -139,25 +147,17 @@ extension Ingress {
 
     /// ``successBody(_:)``'s members as JSON, comma-separated, without the
     /// braces: written straight into `body` (a single send's answer, a
-    /// batch's result entry) without building the object.
+    /// batch's result entry) without building the object. The names are
+    /// plain ASCII, so they go in unescaped.
     static func appendSuccessMembers(_ result: SendResult, apnsID: String, to body: inout [UInt8]) {
-        body.append(contentsOf: #""apnsId":"#.utf8)
-        JSONValue.string(apnsID).encode(into: &body)
-        body.append(contentsOf: #","status":"#.utf8)
-        JSONValue.integer(Int64(result.status)).encode(into: &body)
-        body.append(contentsOf: #","attempts":"#.utf8)
-        JSONValue.integer(Int64(result.attempts)).encode(into: &body)
-        body.append(contentsOf: #","latencyMs":"#.utf8)
-        JSONValue.double((result.latencyMilliseconds * 1000).rounded() / 1000).encode(into: &body)
-        body.append(contentsOf: result.retried ? #","retried":true,"trapHits":["#.utf8 : #","retried":false,"trapHits":["#.utf8)
-        for (index, trap) in result.trapHits.enumerated() {
-            if index > 0 { body.append(UInt8(ascii: ",")) }
-            JSONValue.string(trap.rawValue).encode(into: &body)
-        }
-        body.append(UInt8(ascii: "]"))
-        if let unique = result.apnsUniqueID {
-            body.append(contentsOf: #","apnsUniqueId":"#.utf8)
-            JSONValue.string(unique).encode(into: &body)
+        var first = true
+        forEachSuccessMember(result, apnsID: apnsID) { name, value in
+            if !first { body.append(UInt8(ascii: ",")) }
+            first = false
+            body.append(UInt8(ascii: "\""))
+            body.append(contentsOf: name.utf8)
+            body.append(contentsOf: #"":"#.utf8)
+            value.encode(into: &body)
         }
     }
 

@@ -21,8 +21,11 @@ public final class RelayMetrics: RelayObserver, Sendable {
         sends = SeriesCache { Self.counter(MetricCatalog.sendsTotal, $0, in: registry) }
         sendDurations = SeriesCache { Self.histogram(MetricCatalog.sendDuration, $0, in: registry) }
         trapHits = SeriesCache { Self.counter(MetricCatalog.trapHitsTotal, $0, in: registry) }
-        ingressRequests = SeriesCache { Self.counter(MetricCatalog.ingressRequestsTotal, $0, in: registry) }
-        ingressDurations = SeriesCache { Self.histogram(MetricCatalog.ingressRequestDuration, $0, in: registry) }
+        ingressSeries = SeriesCache { key in
+            IngressSeries(
+                requests: Self.counter(MetricCatalog.ingressRequestsTotal, IngressRequestLabels(route: key.route, code: String(key.status)), in: registry),
+                durations: Self.histogram(MetricCatalog.ingressRequestDuration, RouteLabels(route: key.route), in: registry))
+        }
     }
 
     /// The series of `definition` with `labels`, created on first use.
@@ -89,8 +92,11 @@ public final class RelayMetrics: RelayObserver, Sendable {
     private let sends: SeriesCache<SendLabels, Counter>
     private let sendDurations: SeriesCache<OperationLabels, ValueHistogram>
     private let trapHits: SeriesCache<TrapHitLabels, Counter>
-    private let ingressRequests: SeriesCache<IngressRequestLabels, Counter>
-    private let ingressDurations: SeriesCache<RouteLabels, ValueHistogram>
+    /// Both series of an answered request by route and status, found by one
+    /// lookup keyed by the status as a number (no label structs, no status
+    /// text per request). The registry hands out one series per label set,
+    /// so the histogram a route shares across its statuses is one object.
+    private let ingressSeries: SeriesCache<IngressSeriesKey, IngressSeries>
 
     public func attemptFinished(_ event: AttemptEvent) {
         let operation = event.send.operation.rawValue
@@ -124,8 +130,9 @@ public final class RelayMetrics: RelayObserver, Sendable {
 
     /// For the ingress: one answered request.
     public func ingressRequest(route: String, status: Int, seconds: Double) {
-        ingressRequests.series(IngressRequestLabels(route: route, code: String(status))).increment()
-        ingressDurations.series(RouteLabels(route: route)).record(seconds)
+        let series = ingressSeries.series(IngressSeriesKey(route: route, status: status))
+        series.requests.increment()
+        series.durations.record(seconds)
     }
 
     /// A send answered from its Idempotency-Key's first answer (nothing sent).

@@ -1,14 +1,16 @@
 import Synchronization
 
 /// The series of one metric already made, by label set: a dictionary
-/// lookup instead of swift-prometheus' `make…` on every recording.
+/// lookup instead of swift-prometheus' `make…` on every recording. (The
+/// key may also be a cheaper stand-in for a label set, as
+/// ``IngressSeriesKey`` is for an answered request's two metrics.)
 ///
 /// Each cache is bound to its metric when it is made (``RelayMetrics``), so a
 /// recording names only its labels and cannot reach another metric's
 /// series. The registry hands out one series object per name and label set,
 /// so the kept object is the very one a scrape reads: counts stay exact.
 /// Series are never unregistered in the relay, so a kept one never goes stale.
-final class SeriesCache<Labels: FixedMetricLabels, Series: AnyObject & Sendable>: Sendable {
+final class SeriesCache<Labels: Hashable & Sendable, Series: AnyObject & Sendable>: Sendable {
     private let made = Mutex<[Labels: Series]>([:])
     private let make: @Sendable (Labels) -> Series
 
