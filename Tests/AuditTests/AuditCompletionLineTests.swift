@@ -117,10 +117,7 @@ struct AuditCompletionLineTests {
 
     @Test("a layout whose columns do not say what a completion holds builds the row through AuditRecord")
     func completionLineWithoutPlan() {
-        let layout = AuditRowLayout(columns: [
-            AuditColumn("id") { $1.text($0.id) }, AuditColumn("outcome") { $1.text($0.outcome) },
-            AuditColumn("attempts", since: .v2) { $1.integer($0.attempts) },
-        ])
+        let layout = AuditRowLayout.withoutPlans
         #expect(layout.completionPlan == nil)
         let event = Self.events(of: Self.sends()[0])[3]
         var line: [UInt8] = []

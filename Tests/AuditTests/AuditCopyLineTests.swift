@@ -165,10 +165,7 @@ struct AuditCopyLineTests {
 
     @Test("a layout whose columns do not say what an intent holds builds the intent's row through AuditRecord")
     func intentLineWithoutPlan() {
-        let layout = AuditRowLayout(columns: [
-            AuditColumn("id") { $1.text($0.id) }, AuditColumn("outcome") { $1.text($0.outcome) },
-            AuditColumn("attempts", since: .v2) { $1.integer($0.attempts) },
-        ])
+        let layout = AuditRowLayout.withoutPlans
         #expect(layout.intentPlan == nil)
         let send = Self.intentSends()[0]
         let key = AuditJournalKey(apnsID: send.apnsID.value, startedAt: Self.startedAt)
