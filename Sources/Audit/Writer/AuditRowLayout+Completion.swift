@@ -70,12 +70,7 @@ extension AuditRowLayout {
                 case .attempts: writer.integer(event.attempts)
                 case .retried: writer.boolean(event.retried)
                 case .latencyMilliseconds: writer.double(event.latencySeconds * 1000)
-                case .attemptLog:
-                    if event.attemptLog.isEmpty {
-                        writer.text("[]")
-                    } else {
-                        writer.text(writing: { AuditRecord.appendAttemptLogJSON(event.attemptLog, to: &$0) })
-                    }
+                case .attemptLog: writer.text(writing: { AuditRecord.appendAttemptLogJSON(event.attemptLog, to: &$0) })
                 case .relayInstance: writer.text(relayInstance)
                 }
             }

@@ -63,12 +63,13 @@ public final class HTTP2Pool: Sendable {
     private let observer: HTTP2EventObserver?
     private let state = Mutex(State())
     /// The thread that serves all the connections once they are up, when
-    /// `sharesOneThread` (see `ConnectionLoop`).
-    private let sharedLoop = ConnectionLoop()
+    /// `sharesOneThread` (see `ConnectionLoop`); nil for a thread each.
+    private let sharedLoop: ConnectionLoop?
 
     public init(configuration: Configuration, observer: HTTP2EventObserver? = nil) {
         self.configuration = configuration
         self.observer = observer
+        sharedLoop = configuration.sharesOneThread ? ConnectionLoop() : nil
     }
 
     /// Sends on the least-loaded usable connection, resending transparently
@@ -161,7 +162,7 @@ public final class HTTP2Pool: Sendable {
                     }
                     let connection = HTTP2Connection(
                         configuration: configuration.connection, observer: connectionObserver,
-                        loop: configuration.sharesOneThread ? sharedLoop : ConnectionLoop())
+                        loop: sharedLoop ?? ConnectionLoop())
                     if !state.connections.isEmpty || state.consecutiveFailures > 0 { observer?(configuration.connection.origin, .reconnect) }
                     state.connections.append(connection)
                     return .success(connection)

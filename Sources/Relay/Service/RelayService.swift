@@ -16,8 +16,6 @@ public final class RelayService: Sendable {
     public let configuration: RelayConfiguration
     public let killSwitch: KillSwitch
     let clients: [ClientKey: APNsClient]
-    /// The apps' names, for the per-request check (``serves(app:)``).
-    private let appNameSet: Set<String>
     /// Each app's request builder and environments, by name: found with one
     /// lookup per send (the app's configuration was searched for in a copy of
     /// `configuration.apps` on every send).
@@ -79,7 +77,6 @@ public final class RelayService: Sendable {
         }
         self.clients = clients
         self.builders = builders
-        appNameSet = Set(configuration.apps.map(\.name))
     }
 
     /// An app's request builder with the environments it is configured for.
@@ -101,7 +98,7 @@ public final class RelayService: Sendable {
     public var appNames: [String] { configuration.apps.map(\.name).sorted() }
 
     /// Whether the relay serves an app called `app` (``appNames`` without sorting them per request).
-    public func serves(app: String) -> Bool { appNameSet.contains(app) }
+    public func serves(app: String) -> Bool { builders[app] != nil }
 
     /// Returns once every send event published so far is durable with the
     /// durable observers (the audit journal). A front end that reported a
