@@ -20,9 +20,11 @@ struct BatchDeadlinesTests {
         let deadlines = BatchDeadlines(idleLinger: 0.05)
         let fired = Mutex<[String]>([])
         let now = ContinuousClock.now
-        let late = deadlines.register(now + .milliseconds(60)) { fired.withLock { $0.append("late") } }
-        let gone = deadlines.register(now + .milliseconds(20)) { fired.withLock { $0.append("gone") } }
-        _ = deadlines.register(now + .milliseconds(40)) { fired.withLock { $0.append("early") } }
+        // 200 ms apart, so the deregistration two calls later never races
+        // the first deadline, however slowly this runs.
+        let late = deadlines.register(now + .milliseconds(600)) { fired.withLock { $0.append("late") } }
+        let gone = deadlines.register(now + .milliseconds(200)) { fired.withLock { $0.append("gone") } }
+        _ = deadlines.register(now + .milliseconds(400)) { fired.withLock { $0.append("early") } }
         deadlines.deregister(gone)
         #expect(await Self.until { fired.withLock { $0.count } == 2 })
         // "gone" would have run before both: its deadline came first.
@@ -51,12 +53,15 @@ struct BatchDeadlinesTests {
     func endedBatchesNeverFire() async throws {
         let deadlines = BatchDeadlines()
         let fired = Mutex(0)
-        let start = ContinuousClock.now
+        // Far off: the loop may take any time without a deadline passing
+        // between a register and its deregister (the ended entries still
+        // fill the heap, which is what is tested).
+        let far = ContinuousClock.now + .seconds(3_600)
         for index in 0..<5_000 {
-            let id = deadlines.register(start + .milliseconds(10 + index % 7)) { fired.withLock { $0 += 1 } }
+            let id = deadlines.register(far + .milliseconds(index % 7)) { fired.withLock { $0 += 1 } }
             deadlines.deregister(id)
         }
-        let last = deadlines.register(start + .milliseconds(30)) { fired.withLock { $0 += 1 } }
+        let last = deadlines.register(ContinuousClock.now + .milliseconds(30)) { fired.withLock { $0 += 1 } }
         #expect(await Self.until { fired.withLock { $0 } == 1 })
         deadlines.deregister(last)
         #expect(fired.withLock { $0 } == 1)
