@@ -85,13 +85,7 @@ final class BatchLanes: Sendable {
     }
 
     /// Takes one lane if one is free and nobody waits for it.
-    func tryAcquire() -> Bool {
-        state.withLock { state in
-            guard state.free > 0, state.nobodyWaits else { return false }
-            state.free -= 1
-            return true
-        }
-    }
+    func tryAcquire() -> Bool { tryAcquire(upTo: 1) == 1 }
 
     /// Takes up to `count` lanes, as many as are free, if nobody waits for
     /// one; returns how many (a batch's worker filling its chunk in one step).

@@ -149,12 +149,12 @@ extension Ingress {
         }
 
         await withTaskGroup(of: Int.self) { group in
-            // Lanes the running workers may hold together.
+            // Lanes the running workers may hold together. Each holds a quota
+            // of at least one (chunk ≥ 1 and quotas < concurrency when one
+            // starts), so no worker runs exactly when this is 0.
             var quotas = 0
-            var workers = 0
             func startWorker(lanes: Int, quota: Int) {
                 quotas += quota
-                workers += 1
                 group.addTask { [self] in
                     await batchWorker(progress, quota: quota, lanes: lanes, call: call, deadline: deadline)
                     return quota
@@ -185,9 +185,8 @@ extension Ingress {
                     }
                     continue
                 }
-                if workers == 0 { break }
+                if quotas == 0 { break }
                 guard let quota = await group.next() else { break }
-                workers -= 1
                 quotas -= quota
             }
         }
