@@ -11,7 +11,7 @@ medians is the figure to read; absolute microseconds drift with the machine.
 
     scripts/lib/ab_bench.py --database-url URL [--batch N] [--sends N] [--rounds R] [--no-audit] BIN_A BIN_B ...
 """
-import argparse, statistics, sys
+import argparse, shutil, statistics, sys
 
 from send_bench import Bench, Mock, Relay, figure, log
 from profile_send import measured_split
@@ -47,6 +47,7 @@ def main():
                     f"{result['sends_per_s']:.0f} sends/s, {result['switches']:.2f} context switches per send")
     finally:
         mock.stop()
+        shutil.rmtree(bench.work, ignore_errors=True)
     reference = statistics.median(cpu[args.binaries[0]])
     for binary in args.binaries:
         median = statistics.median(cpu[binary])

@@ -52,12 +52,10 @@ def parse_figure(line):
 
 
 def process_cpu_seconds(pid):
-    """utime + stime of one process (all its threads), 0 when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return 0.0
+    """utime + stime of one live process (all its threads; fields 14 and 15 of
+    /proc/PID/stat). A process that is gone raises: a measurement without it is no figure."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
@@ -105,9 +103,7 @@ class Relay:
             if m := re.search(r"metrics on http://127.0.0.1:(\d+)", line): self.metrics_port = int(m.group(1))
 
     def cpu_seconds(self):
-        with open(f"/proc/{self.process.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime (fields 14 and 15)
+        return process_cpu_seconds(self.process.pid)
 
     def rss_mib(self):
         with open(f"/proc/{self.process.pid}/status") as f:
@@ -141,6 +137,7 @@ class Bench:
         self.key = os.path.join(self.work, "AuthKey_BENCHKEY01.p8")
         subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", self.key], check=True, capture_output=True)
         self.token_offset = 0
+        self.clusters = {}  # database URL -> audit_pg_cost.Cluster or None (postgres_cluster)
         self.q = args.quick or args.smoke
         self.smoke = args.smoke
 
@@ -188,7 +185,7 @@ class Bench:
         """The local Postgres cluster behind `database_url` (its processes'
         CPU, reaped children included: audit_pg_cost.Cluster), or None when
         this user cannot read it; looked up once per URL."""
-        cache = self.__dict__.setdefault("_clusters", {})
+        cache = self.clusters
         if database_url not in cache:
             try:
                 cache[database_url] = Cluster(database_url)
