@@ -20,8 +20,6 @@ extension LiveSurfaceSnapshot {
         }
     }
     private static let topLevelKeysOfAnyKind = baseKeys.union(["$schema"]).union(SurfaceKind.allCases.map(\.rawValue)).sorted()
-    private static let kindNames = SurfaceKind.allCases.map(\.rawValue)
-    private static let stateNames = SurfaceState.allCases.map(\.rawValue)
 
     /// Parses and validates a snapshot from JSON bytes.
     public init(parsing bytes: some Collection<UInt8>) throws(SnapshotValidationError) {
@@ -43,8 +41,7 @@ extension LiveSurfaceSnapshot {
         }
         let path = JSONPath.root
 
-        let kindText = reader.string(root, "kind", at: path, required: true, allowed: Self.kindNames)
-        let kind = kindText.flatMap(SurfaceKind.init(rawValue:))
+        let kind = reader.enumValue(SurfaceKind.self, root, "kind", at: path, required: true)
         // Every reference fixture carries a "$schema" annotation for editors;
         // the JSON Schema's additionalProperties would reject it, so the
         // relay accepts it at the top level only (and ignores it).
@@ -57,7 +54,7 @@ extension LiveSurfaceSnapshot {
         }
         let id = reader.string(root, "id", at: path, required: true, minLength: 1)
         let surfaceID = reader.string(root, "surfaceId", at: path, required: true, minLength: 1)
-        let state = reader.string(root, "state", at: path, required: true, allowed: Self.stateNames)
+        let state = reader.enumValue(SurfaceState.self, root, "state", at: path, required: true)
         var updatedSeconds: Double?
         let updatedAt = reader.string(root, "updatedAt", at: path, required: true)
         if let updatedAt {
@@ -73,7 +70,7 @@ extension LiveSurfaceSnapshot {
         }
 
         guard reader.issues.isEmpty, let id, let surfaceID, let updatedAt, let updatedSeconds,
-              let state = state.flatMap(SurfaceState.init(rawValue:)), let slice
+              let state, let slice
         else { throw SnapshotValidationError(issues: reader.issues) }
         self.init(id: id, surfaceID: surfaceID, updatedAt: updatedAt, updatedAtSeconds: updatedSeconds, state: state, slice: slice)
     }
