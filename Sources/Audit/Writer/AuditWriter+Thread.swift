@@ -14,7 +14,19 @@ extension AuditWriter {
             if queue.count - queueHead == 0, !stopping || !journalIsIdle() {
                 // Stopping, the writer still waits while the journal hands over its last group.
                 _ = condition.wait(until: Date().addingTimeInterval(configuration.flushInterval))
+            } else {
+                // A partial batch waits for more rows until `flushInterval`
+                // after the previous take (enqueuers wake the writer at a
+                // full batch, and shutdown at once). Taking whatever arrived
+                // during the last COPY instead made a steady flow of single
+                // sends into COPYs of a few rows, and Postgres' fixed cost
+                // per statement and transaction then exceeded its cost per row.
+                let due = lastTake.addingTimeInterval(configuration.flushInterval)
+                while !stopping, queue.count - queueHead < configuration.batchSize, Date() < due {
+                    _ = condition.wait(until: due)
+                }
             }
+            lastTake = Date()
             condition.unlock()
             // Read after any wait and before the queue: once the journal is
             // idle, every row it took is already queued.

@@ -22,8 +22,11 @@ public import Relay
 ///   is recovered as a row with outcome `unknown`. Journal segments are
 ///   deleted, oldest first, once every row in them is in Postgres or the spool.
 /// - The **writer thread** owns a blocking libpq connection and drains the
-///   rows in batches with COPY (flushing at `batchSize` rows or every
-///   `flushInterval`). When Postgres is unreachable, or the queue passes its
+///   rows in batches with COPY: a batch is taken when `batchSize` rows are
+///   queued, or `flushInterval` after the previous take, so no row waits
+///   longer than that (nor than the previous batch's write) and a steady
+///   flow is written in COPYs of about `flushInterval`'s worth of rows,
+///   not in one small COPY per round trip. When Postgres is unreachable, or the queue passes its
 ///   high-water mark, batches go to the disk spool instead; they are
 ///   replayed, oldest first and idempotently, as soon as Postgres answers
 ///   again. A batch Postgres refuses for its data is split until the bad
@@ -159,6 +162,9 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     var nextConnectAttempt = Date.distantPast
     var reconnectDelay: Double
     var lastMaintenance = Date.distantPast
+    /// When the writer thread last took rows from the queue: rows queued
+    /// since then wait for a full batch until `flushInterval` after it.
+    var lastTake = Date.distantPast
     /// Rows a failed spool write left behind, retried first.
     var unsettled: [Row] = []
     /// Journal segments a previous run left, for the writer thread to recover.

@@ -1,0 +1,62 @@
+@testable import Audit
+import Foundation
+import Testing
+
+/// When the writer thread takes rows: a full batch at once, a partial one
+/// only `flushInterval` after its previous take. Verdicts are the writer's
+/// counters and Postgres' lock table, never how long anything took.
+@Suite("Audit writer: batching under a steady flow")
+struct AuditWriterBatchingTests {
+    @Test("rows queued during a COPY wait for a full batch instead of going out as a small COPY of their own")
+    func partialBatchWaitsForTheFlushInterval() async throws {
+        let database = try TestDatabase()
+        defer { database.drop() }
+        _ = try Migrator().apply(conninfo: database.conninfo)
+        var configuration = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "batching")
+        configuration.batchSize = 5
+        // Far longer than the test: only a full batch (or shutdown) makes the writer take rows.
+        configuration.flushInterval = 30
+
+        // Holding the table makes the writer's first COPY wait, so rows can be queued while it runs.
+        let holder = try database.connect()
+        try holder.execute("BEGIN")
+        try holder.execute("LOCK TABLE apns_audit IN SHARE MODE")
+        let writer = try AuditWriter(configuration: configuration, logger: quietLogger())
+        let events = (0..<10).map { EventFactory.event($0) }
+        events[0..<5].forEach(writer.sendFinished)
+        let blocked = await AuditJournalSyncTests.until {
+            (try? database.scalar("""
+                SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+                AND application_name = 'apns-relay audit writer' AND wait_event_type = 'Lock'
+                """)) == "1"
+        }
+        #expect(blocked, "the writer took the first full batch and waits for the table")
+
+        events[5..<9].forEach(writer.sendFinished)
+        try holder.execute("COMMIT")
+        #expect(await AuditJournalSyncTests.until { writer.statistics.written == 5 })
+        // Four rows are queued: taken at once, they would be a COPY of their own.
+        #expect(writer.statistics.writeBatches == 1)
+        writer.sendFinished(events[9])
+        #expect(await AuditJournalSyncTests.until { writer.statistics.written == 10 })
+        #expect(writer.statistics.writeBatches == 2, "the four queued rows and the fifth went out as one full batch")
+
+        await writer.shutdown()
+        #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "10")
+    }
+
+    @Test("shutdown takes a partial batch at once, whatever the flush interval")
+    func shutdownFlushesAPartialBatch() async throws {
+        let database = try TestDatabase()
+        defer { database.drop() }
+        _ = try Migrator().apply(conninfo: database.conninfo)
+        var configuration = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "batching-stop")
+        configuration.batchSize = 500
+        configuration.flushInterval = 3_600
+        let writer = try AuditWriter(configuration: configuration, logger: quietLogger())
+        (0..<7).map { EventFactory.event($0) }.forEach(writer.sendFinished)
+        await writer.shutdown()
+        #expect(writer.statistics.written == 7)
+        #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "7")
+    }
+}
