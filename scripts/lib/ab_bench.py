@@ -32,6 +32,7 @@ def main():
     bench = Bench(argparse.Namespace(binary=args.binaries[0], database_url=args.database_url, quick=False, smoke=False, venv=None))
     mock = Mock(args.binaries[0], bench.work, bench.key)
     cpu = {binary: [] for binary in args.binaries}
+    machine = {binary: [] for binary in args.binaries}
     shape = f"{'batches of ' + str(args.batch) if args.batch else 'single sends'}, {args.connections} connections, audit {'off' if args.no_audit else 'on'}"
     try:
         for round in range(1, args.rounds + 1):
@@ -43,8 +44,11 @@ def main():
                 finally:
                     relay.stop()
                 cpu[binary].append(result["cpu_us"])
+                machine[binary].append(result["machine_us"])
                 log(f"round {round}, {binary}: {result['cpu_us']:.1f} us (user {result['user_us']:.1f}, sys {result['sys_us']:.1f}), "
-                    f"{result['sends_per_s']:.0f} sends/s, {result['switches']:.2f} context switches per send")
+                    f"{result['sends_per_s']:.0f} sends/s, {result['switches']:.2f} context switches per send; "
+                    f"machine {result['machine_us']:.1f} us (mock {result['mock_us']:.1f}, Postgres {result['postgres_us']:.1f}, "
+                    f"load {result['load_us']:.1f})")
     finally:
         mock.stop()
         shutil.rmtree(bench.work, ignore_errors=True)
@@ -53,8 +57,12 @@ def main():
         median = statistics.median(cpu[binary])
         figure(f"relay CPU per send ({shape}), median of {args.rounds}: {binary}", median, "us",
                f"rounds {' '.join(f'{value:.1f}' for value in cpu[binary])}")
+        figure(f"machine CPU per send (relay, mock, Postgres, load), median of {args.rounds}: {binary}", statistics.median(machine[binary]), "us",
+               f"rounds {' '.join(f'{value:.1f}' for value in machine[binary])}")
         if binary != args.binaries[0]:
             figure(f"relay CPU per send / {args.binaries[0]}: {binary}", median / reference, "", "same run, rounds alternated")
+            figure(f"machine CPU per send / {args.binaries[0]}: {binary}",
+                   statistics.median(machine[binary]) / statistics.median(machine[args.binaries[0]]), "", "same run, rounds alternated")
 
 
 if __name__ == "__main__":
