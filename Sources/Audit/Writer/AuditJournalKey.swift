@@ -27,22 +27,6 @@ struct AuditJournalKey: Hashable {
     func append(to text: inout [UInt8]) {
         text.append(contentsOf: apnsID.utf8)
         text.append(UInt8(ascii: "/"))
-        Self.appendDecimal(startedAt, to: &text)
-    }
-
-    /// `value`'s decimal digits, as `"\(value)"` prints them: from the
-    /// last, each by a constant division (a multiplication), into a buffer
-    /// on the stack.
-    static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8]) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var rest = value
-            var start = digits.count
-            repeat {
-                start -= 1
-                digits[start] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
-            } while rest > 0
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
-        }
+        DecimalDigits.append(startedAt, to: &text)
     }
 }
