@@ -2,9 +2,10 @@
 import Relay
 import Testing
 
-/// A keyed batch item answered from a stored answer (`replayEntry`): its
-/// bytes pinned as the route rendered them when its JSON object was built
-/// and encoded by both callers, whatever the stored body holds.
+/// A keyed batch item answered from a stored answer (`replayEntry`, encoded
+/// as `batchEntry` is): its bytes pinned as the route rendered them when its
+/// JSON object was built and encoded by both callers, whatever the stored
+/// body holds.
 @Suite("Batch replay entry")
 struct ReplayEntryTests {
     static func answer(_ httpStatus: Int, _ body: String) -> IdempotentAnswer {
@@ -30,7 +31,7 @@ struct ReplayEntryTests {
     @Test("the entry's bytes, byte for byte")
     func pinnedBytes() {
         for (answer, expected) in Self.cases {
-            let entry = Ingress.replayEntry(item: 7, answer).encoded()
+            let entry = Ingress.replayEntry(item: 7, answer)
             #expect(String(decoding: entry, as: UTF8.self) == expected)
         }
     }
