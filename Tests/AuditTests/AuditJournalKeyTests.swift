@@ -31,9 +31,6 @@ struct AuditJournalKeyTests {
 
     @Test("a journal written by today's sending path recovers in the next relay with the pinned key text and unknown row ids", arguments: AuditWriter.JournalSync.allCases)
     func recoveredIDsPinned(journalSync: AuditWriter.JournalSync) async throws {
-        let database = try TestDatabase()
-        defer { database.drop() }
-        _ = try Migrator().apply(conninfo: database.conninfo)
         // The killed relay: its intents journaled as a send and a batch journal them.
         let killed = temporaryDirectory()
         let writer = try AuditJournalSyncTests.writer(journalSync, directory: killed)
@@ -52,6 +49,10 @@ struct AuditJournalKeyTests {
         #expect(records.map(\.kind) == Array(repeating: .intent, count: Self.pinned.count))
         #expect(records.map { String(decoding: $0.line.prefix { $0 != 0x09 }, as: UTF8.self) } == Self.pinned.map(\.key))
 
+        // The next relay, with a database: it recovers the journal first.
+        let database = try TestDatabase()
+        defer { database.drop() }
+        _ = try Migrator().apply(conninfo: database.conninfo)
         let recovering = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: next, relayInstance: "next"), logger: quietLogger())
         await recovering.shutdown()
         #expect(recovering.statistics.recoveredUnknown == Self.pinned.count, "\(recovering.statistics)")

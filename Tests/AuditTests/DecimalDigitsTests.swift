@@ -8,21 +8,20 @@ struct DecimalDigitsTests {
     static let unsigned: [UInt64] = [0, 1, 9, 10, 11, 99, 100, 101, 999_999_999, 1_000_000_000, 1_763_800_000_000_000_000, UInt64(Int64.max), UInt64.max - 1, UInt64.max]
     static let signed: [Int] = [0, 1, -1, 9, -9, 10, -10, 99, -100, Int.max, Int.max - 1, Int.min + 1, Int.min]
 
-    @Test("an unsigned value: its digits as Swift prints them, appended after what the buffer held")
-    func unsignedDigits() {
-        for value in Self.unsigned {
-            var bytes = Array("x".utf8)
-            DecimalDigits.append(value, to: &bytes)
-            #expect(String(decoding: bytes, as: UTF8.self) == "x\(value)")
-        }
+    /// What `write` leaves after an `x` already in the buffer.
+    static func appended(_ write: (inout [UInt8]) -> Void) -> String {
+        var bytes = Array("x".utf8)
+        write(&bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
-    @Test("a signed value: a minus sign when negative, Int.min and Int.max included")
-    func signedDigits() {
+    @Test("a value's digits as Swift prints them, appended after what the buffer held: a minus sign when negative, Int.min, Int.max and UInt64.max included")
+    func digits() {
+        for value in Self.unsigned {
+            #expect(Self.appended { DecimalDigits.append(value, to: &$0) } == "x\(value)")
+        }
         for value in Self.signed {
-            var bytes = Array("x".utf8)
-            DecimalDigits.append(value, to: &bytes)
-            #expect(String(decoding: bytes, as: UTF8.self) == "x\(value)")
+            #expect(Self.appended { DecimalDigits.append(value, to: &$0) } == "x\(value)")
         }
     }
 
