@@ -23,7 +23,7 @@ struct AuditBatchIntentTests {
         let records = try journal.segments().flatMap { try journal.read($0).records }
         #expect(records.map(\.kind) == Array(repeating: .intent, count: count))
         let keys = records.map { String(decoding: $0.line.prefix { $0 != 0x09 }, as: UTF8.self) }
-        #expect(keys == events.map { AuditRecord.journalKey(apnsID: $0.send.apnsID.value, startedAt: $0.startedAt) })
+        #expect(keys == events.map { AuditJournalKey(apnsID: $0.send.apnsID.value, startedAt: $0.startedAt).text })
         for event in events { await writer.sendFinishedDurably(event) }
         await writer.shutdown()
         #expect(writer.statistics.spooled == count, "\(writer.statistics)")

@@ -171,15 +171,18 @@ struct AuditCopyLineTests {
         let key = AuditJournalKey(apnsID: send.apnsID.value, startedAt: Self.startedAt)
         var line: [UInt8] = []
         layout.appendIntentLine(send, startedAt: Self.startedAt, key: key.bytes, relayInstance: "r", to: &line)
-        let id = AuditRecord.derivedID(AuditRecord.journalKey(apnsID: send.apnsID.value, startedAt: Self.startedAt))
+        let id = AuditRecord.derivedID(key.text)
         #expect(String(decoding: line, as: UTF8.self) == "\(id)\tunknown\t0\n")
     }
 
-    @Test("the ledger's journal key has the journal's text key, byte for byte")
+    @Test("the journal key's text is `apns-id/started-at`, the start as Swift prints it, byte for byte")
     func journalKeyBytes() {
         for startedAt: UInt64 in [0, 1, 9, 10, 99, 100, 1_000_000_007, Self.startedAt, UInt64.max] {
             let key = AuditJournalKey(apnsID: Self.apnsID.value, startedAt: startedAt)
-            #expect(String(decoding: key.bytes, as: UTF8.self) == AuditRecord.journalKey(apnsID: Self.apnsID.value, startedAt: startedAt))
+            #expect(key.text == "\(Self.apnsID.value)/\(startedAt)")
+            var appended = Array("previous".utf8)
+            key.append(to: &appended)
+            #expect(appended == Array("previous".utf8) + key.bytes)
         }
         var id: [UInt8] = []
         AuditRecord.appendDerivedID(of: Array("6e1f0a4c-0000-4000-8000-000000000001/1763800000000000000".utf8), to: &id)

@@ -76,10 +76,10 @@ struct AuditJournalTests {
     /// Journal records as a killed relay leaves them.
     static func journalRecords(intents: [SendEvent], completions: [SendEvent]) -> [AuditSpool.Record] {
         intents.map { event in
-            let key = AuditRecord.journalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt)
+            let key = AuditJournalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt).text
             return AuditSpool.Record(kind: .intent, line: AuditWriter.keyed(key, AuditRecord(intent: event.send, startedAt: event.startedAt, relayInstance: "killed").copyLine()))
         } + completions.map { event in
-            let key = AuditRecord.journalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt)
+            let key = AuditJournalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt).text
             return AuditSpool.Record(kind: .completion, line: AuditWriter.keyed(key, AuditRecord(event: event, relayInstance: "killed").copyLine()))
         }
     }

@@ -2,6 +2,7 @@
 import Foundation
 import Relay
 import Testing
+import TestSupport
 
 /// `audit.journal_sync`: when a journal record counts as durable, held by the
 /// writer's own counters (never by how long anything took).
@@ -17,16 +18,6 @@ struct AuditJournalSyncTests {
         return try AuditWriter(configuration: configuration, logger: quietLogger())
     }
 
-    /// Polls `condition` on the writer's counters (20 ms apart, at most
-    /// `polls` times): the verdict is the counters', the bound only ends a hung test.
-    static func until(polls: Int = 3_000, _ condition: () -> Bool) async -> Bool {
-        for _ in 0..<polls {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return condition()
-    }
-
     @Test("interval: the journal's fdatasyncs grow while records are appended, and stop while it is idle")
     func intervalSyncsOnlyWhatWasWritten() async throws {
         let writer = try Self.writer(.interval)
@@ -40,13 +31,13 @@ struct AuditJournalSyncTests {
                 await writer.sendFinishedDurably(event)
             }
             #expect(writer.statistics.journalCommits == index * 2, "one append per record, on the caller")
-            let synced = await Self.until { let s = writer.statistics; return s.journalSyncs > before && s.journalUnsynced == 0 }
+            let synced = await eventually(60) { let s = writer.statistics; return s.journalSyncs > before && s.journalUnsynced == 0 }
             #expect(synced, "round \(round): the appends were synced: \(writer.statistics)")
         }
         // Idle: the journal thread keeps looking, and syncs nothing.
         let idle = writer.statistics
         #expect(idle.journalUnsynced == 0)
-        let looked = await Self.until { writer.statistics.journalSyncChecks >= idle.journalSyncChecks + 5 }
+        let looked = await eventually(60) { writer.statistics.journalSyncChecks >= idle.journalSyncChecks + 5 }
         #expect(looked, "the journal thread wakes while idle: \(writer.statistics)")
         #expect(writer.statistics.journalSyncs == idle.journalSyncs, "no fdatasync without an append: \(writer.statistics)")
         #expect(writer.statistics.journalSyncs <= writer.statistics.journalSyncChecks)
@@ -54,7 +45,7 @@ struct AuditJournalSyncTests {
         // Another append: synced again.
         let event = EventFactory.event(index)
         await writer.sendStarting(event.send, startedAt: event.startedAt)
-        #expect(await Self.until { writer.statistics.journalSyncs > idle.journalSyncs })
+        #expect(await eventually(60) { writer.statistics.journalSyncs > idle.journalSyncs })
         await writer.sendFinishedDurably(event)
         await writer.shutdown()
         #expect(writer.statistics.spooled == index + 1, "\(writer.statistics)")

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// How a database's audit accounts for the sends a load generator saw
 /// answered 200 (their apns-ids): the figures the process tests assert on and

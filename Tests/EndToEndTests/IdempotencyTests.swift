@@ -4,6 +4,7 @@ import MockAPNs
 import RelayJSON
 import Synchronization
 import Testing
+import TestSupport
 
 /// `Idempotency-Key` against real components: the relay on loopback, the
 /// Postgres of scripts/test holding the keys, curl as the client and the

@@ -140,27 +140,6 @@ struct TestRelayError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Waits until `condition` holds, polling every 20 ms.
-///
-/// The `timeout` budget counts only time this task got to run: each gap
-/// between checks is charged at most 20 ms. On two cores other suites can
-/// hold the cooperative pool for half a minute; a wall-clock deadline would
-/// expire while the awaited event is merely waiting for a thread.
-func eventually(_ timeout: Double = 20, _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let clock = ContinuousClock()
-    var charged = Duration.zero
-    let budget = Duration.milliseconds(Int(timeout * 1000))
-    var last = clock.now
-    while charged < budget {
-        if try await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-        let now = clock.now
-        charged += min(last.duration(to: now), .milliseconds(20))
-        last = now
-    }
-    return try await condition()
-}
-
 /// Runs `body` against a fresh relay and stops it afterwards, whatever happens.
 func withRelay(
     rules: [MockRule] = [], databaseURL: String? = nil, mockDelay: MockDelay = .none, configure: (inout ServerConfiguration) -> Void = { _ in },

@@ -2,6 +2,7 @@ import Foundation
 @testable import HTTP2
 import Synchronization
 import Testing
+import TestSupport
 import RelayBasics
 
 /// Our client against our server, for the behaviours a mock APNs needs.
@@ -17,11 +18,16 @@ struct LocalServer {
         server = try HTTP2Server(configuration: configuration, handler: handler)
     }
 
-    func connection(_ configure: (inout HTTP2Connection.Configuration) -> Void = { _ in }, events: HTTP2EventObserver? = nil) -> HTTP2Connection {
+    /// A client connection to this server, trusting its certificate;
+    /// `configure` adjusts the settings, `loop` and `tuning` its thread.
+    func connection(
+        _ configure: (inout HTTP2Connection.Configuration) -> Void = { _ in }, events: HTTP2EventObserver? = nil,
+        loop: ConnectionLoop = ConnectionLoop(), tuning: HTTP2Connection.Tuning = HTTP2Connection.Tuning()
+    ) -> HTTP2Connection {
         var configuration = HTTP2Connection.Configuration(host: "127.0.0.1", port: server.port)
         configuration.tls = TLSClientConfiguration(caFile: certificate.certificate)
         configure(&configuration)
-        return HTTP2Connection(configuration: configuration, observer: events)
+        return HTTP2Connection(configuration: configuration, observer: events, loop: loop, tuning: tuning)
     }
 
     func stop() {
@@ -45,29 +51,12 @@ let echoHandler: HTTP2ServerHandler = { request, responder in
     }
 }
 
-/// Waits until `condition` holds, checking every few milliseconds; records a
-/// test failure instead of hanging.
-///
-/// The guard counts only the time this task spent checking, each gap between
-/// two checks counting at most 20 ms. In the full parallel suite, synchronous
-/// tests (psql, promtool, openssl, h2load…) hold the two cooperative threads
-/// for tens of seconds; a task the test started and this waiting task then sit
-/// in the same queue, and a wall-clock deadline would expire while neither
-/// could run, failing the check made the moment both resume, just before the
-/// awaited thing happens. Time this task did not run is no evidence of a hang.
+/// Waits until `condition` holds, checking every 2 ms (``eventually``, whose
+/// budget counts only the time this task got to run); records a test
+/// failure instead of hanging.
 func waitUntil(_ what: String, timeout: Double = 30, _ condition: () -> Bool) async {
-    let budget = Duration.milliseconds(Int(timeout * 1000))
-    var waited = Duration.zero
-    var last = ContinuousClock.now
-    while !condition() {
-        guard waited < budget, !Task.isCancelled else {
-            Issue.record("gave up after checking for \(timeout) s until \(what)")
-            return
-        }
-        try? await Task.sleep(for: .milliseconds(2))
-        let now = ContinuousClock.now
-        waited += min(now - last, .milliseconds(20))
-        last = now
+    if !(await eventually(timeout, every: .milliseconds(2), condition)) {
+        Issue.record("gave up after checking for \(timeout) s until \(what)")
     }
 }
 

@@ -12,10 +12,6 @@ import Testing
 struct WakeUpTests {
     /// A connection to `local` that sleeps until woken or an hour passes.
     private static func sleepy(_ local: LocalServer, loop: ConnectionLoop = ConnectionLoop()) -> HTTP2Connection {
-        var configuration = HTTP2Connection.Configuration(host: "127.0.0.1", port: local.server.port)
-        configuration.tls = TLSClientConfiguration(caFile: local.certificate.certificate)
-        configuration.pingInterval = 3600
-        configuration.idleTimeout = 3600
         var tuning = HTTP2Connection.Tuning()
         tuning.longestSleep = 3600
         // The thread dawdles before it looks at the hand-over queue one last
@@ -23,7 +19,7 @@ struct WakeUpTests {
         // next request over in that window (where a racy check loses it)
         // on most turns, not by rare chance.
         tuning.beforeSleep = { usleep(200) }
-        return HTTP2Connection(configuration: configuration, observer: nil, loop: loop, tuning: tuning)
+        return local.connection({ $0.pingInterval = 3600; $0.idleTimeout = 3600 }, loop: loop, tuning: tuning)
     }
 
     private static func request(_ path: String) -> HTTP2Request {

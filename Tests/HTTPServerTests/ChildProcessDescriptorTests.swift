@@ -56,11 +56,7 @@ struct ChildProcessDescriptorTests {
         let child = try ChildProcess(["sh", "-c", "ls /proc/$$/fd; echo end; exec sleep 600"], input: true, standardOutput: .pipe)
         let lines = Mutex<[String]>([])
         ChildProcess.collectLines(of: child.standardOutput!) { line in lines.withLock { $0.append(line) } }
-        var listed = false
-        for _ in 0..<3000 where !listed {
-            listed = lines.withLock { $0.contains("end") }
-            if !listed { try await Task.sleep(for: .milliseconds(10)) }
-        }
+        let listed = await eventually(30, every: .milliseconds(10)) { lines.withLock { $0.contains("end") } }
         #expect(listed, "the shell listed its descriptors")
         #expect(child.isRunning)
         child.kill()

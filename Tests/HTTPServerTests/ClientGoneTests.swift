@@ -32,23 +32,14 @@ struct ClientGoneTests {
         let curl = try ChildProcess(
             ["curl", "-s", "-o", "/dev/null", "--max-time", "120", "-X", "POST", "--data-binary", "{}", "http://127.0.0.1:\(server.port)/wait"])
 
-        #expect(await waitFor { observed.connectedAtStart.withLock { $0 } != nil })
+        #expect(await eventually(30, every: .milliseconds(10)) { observed.connectedAtStart.withLock { $0 } != nil })
         // Still there: a waiting client is not mistaken for a gone one.
         #expect(observed.connectedAtStart.withLock { $0 } == true)
         #expect(!observed.noticedGone.withLock { $0 })
 
         curl.kill()
-        #expect(await waitFor { observed.noticedGone.withLock { $0 } }, "the handler saw the hang-up")
-        #expect(await waitFor { server.inFlight == 0 })
+        #expect(await eventually(30, every: .milliseconds(10)) { observed.noticedGone.withLock { $0 } }, "the handler saw the hang-up")
+        #expect(await eventually(30, every: .milliseconds(10)) { server.inFlight == 0 })
         await server.stop(drainTimeout: 1)
-    }
-
-    /// Polls `condition` every 10 ms, up to 30 s of this task's own running time.
-    private func waitFor(_ condition: () -> Bool) async -> Bool {
-        for _ in 0..<3000 {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return condition()
     }
 }

@@ -1,20 +1,11 @@
 @testable import Ingress
 import Synchronization
+import TestSupport
 import Testing
 
 /// The one thread that watches every running batch's deadline.
 @Suite("Batch deadlines")
 struct BatchDeadlinesTests {
-    /// Polls `condition` 10 ms apart, at most 1,000 times: the bound only ends a hung test.
-    static func until(_ condition: () -> Bool) async -> Bool {
-        var polls = 0
-        while !condition(), polls < 1_000 {
-            polls += 1
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return condition()
-    }
-
     @Test("a deadline's action runs once it passes, in deadline order; a deregistered one never runs")
     func firesInOrderUnlessDeregistered() async throws {
         let deadlines = BatchDeadlines(idleLinger: 0.05)
@@ -26,7 +17,7 @@ struct BatchDeadlinesTests {
         let gone = deadlines.register(now + .milliseconds(200)) { fired.withLock { $0.append("gone") } }
         _ = deadlines.register(now + .milliseconds(400)) { fired.withLock { $0.append("early") } }
         deadlines.deregister(gone)
-        #expect(await Self.until { fired.withLock { $0.count } == 2 })
+        #expect(await eventually { fired.withLock { $0.count } == 2 })
         // "gone" would have run before both: its deadline came first.
         #expect(fired.withLock { $0 } == ["early", "late"])
         deadlines.deregister(late)
@@ -41,12 +32,12 @@ struct BatchDeadlinesTests {
         // Let the thread start sleeping towards the far deadline.
         try await Task.sleep(for: .milliseconds(20))
         _ = deadlines.register(ContinuousClock.now + .milliseconds(10)) { fired.withLock { $0 += 1 } }
-        #expect(await Self.until { fired.withLock { $0 } == 1 }, "the near deadline waited behind the far one")
+        #expect(await eventually { fired.withLock { $0 } == 1 }, "the near deadline waited behind the far one")
         deadlines.deregister(far)
         // Idle now: the thread exits; a later batch starts it again.
         try await Task.sleep(for: .milliseconds(50))
         _ = deadlines.register(ContinuousClock.now) { fired.withLock { $0 += 1 } }
-        #expect(await Self.until { fired.withLock { $0 } == 2 })
+        #expect(await eventually { fired.withLock { $0 } == 2 })
     }
 
     @Test("many batches that end before their deadline leave nothing behind that fires")
@@ -62,7 +53,7 @@ struct BatchDeadlinesTests {
             deadlines.deregister(id)
         }
         let last = deadlines.register(ContinuousClock.now + .milliseconds(30)) { fired.withLock { $0 += 1 } }
-        #expect(await Self.until { fired.withLock { $0 } == 1 })
+        #expect(await eventually { fired.withLock { $0 } == 1 })
         deadlines.deregister(last)
         #expect(fired.withLock { $0 } == 1)
     }

@@ -130,8 +130,9 @@ def ordered_id(line):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--binary", required=True, help="apns-relay (debug or release): writes the rows and migrates")
-    parser.add_argument("--database-url", required=True, help="a database on a throwaway cluster (superuser): variants get databases beside it")
+    # Required for a measurement; --list needs neither (checked below).
+    parser.add_argument("--binary", help="apns-relay (debug or release): writes the rows and migrates")
+    parser.add_argument("--database-url", help="a database on a throwaway cluster (superuser): variants get databases beside it")
     parser.add_argument("--rows", type=int, default=200_000, help="measured rows per load")
     parser.add_argument("--prefill", type=int, default=200_000, help="rows loaded before each measured load, unmeasured")
     parser.add_argument("--batch", type=int, default=500, help="rows per COPY (the writer's default batch size)")
@@ -149,6 +150,9 @@ def main():
         for name, (sql, format_, ordered) in VARIANTS.items():
             print(f"{name}: {format_} COPY{', time-ordered ids' if ordered else ''}{'; ' + ' '.join(sql.split()) if sql else ''}")
         return
+    missing = [option for option, value in (("--binary", args.binary), ("--database-url", args.database_url)) if not value]
+    if missing:
+        parser.error(f"{' and '.join(missing)} required (only --list runs without them)")
     chosen = [v for v in args.variants.split(",") if v]
     unknown = [v for v in chosen if v not in variants]
     if unknown:

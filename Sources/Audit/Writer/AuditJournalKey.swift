@@ -1,6 +1,8 @@
 /// What ties a send's intent to its completion in the journal: one logical
-/// send is one apns-id started at one instant. On disk it is
-/// ``AuditRecord/journalKey(apnsID:startedAt:)``'s text, `apns-id/started-at`.
+/// send is one apns-id started at one instant. On disk it is ``bytes``,
+/// `apns-id/started-at`, the one definition of that text: an intent's
+/// `unknown` row id derives from it (``AuditRecord/derivedID(_:)``), so a
+/// journal left by one build recovers with the same ids in the next.
 ///
 /// The writer's ledger of open intents keys on the two values themselves:
 /// two per send, on the sending thread, where building the text (a string
@@ -9,7 +11,7 @@ struct AuditJournalKey: Hashable {
     var apnsID: String
     var startedAt: UInt64
 
-    /// The key's text, as ``AuditRecord/journalKey(apnsID:startedAt:)`` writes it.
+    /// The key's text, `apns-id/started-at` (the start in decimal nanoseconds).
     var bytes: [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(apnsID.utf8.count + 21)
@@ -17,26 +19,14 @@ struct AuditJournalKey: Hashable {
         return bytes
     }
 
+    /// ``bytes`` as a `String`, for what is not on the journal's path
+    /// (``AuditRecord/init(intent:startedAt:relayInstance:)``, tests).
+    var text: String { String(decoding: bytes, as: UTF8.self) }
+
     /// Appends ``bytes`` to `text`.
     func append(to text: inout [UInt8]) {
         text.append(contentsOf: apnsID.utf8)
         text.append(UInt8(ascii: "/"))
-        Self.appendDecimal(startedAt, to: &text)
-    }
-
-    /// `value`'s decimal digits, as `"\(value)"` prints them: from the
-    /// last, each by a constant division (a multiplication), into a buffer
-    /// on the stack.
-    static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8]) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var rest = value
-            var start = digits.count
-            repeat {
-                start -= 1
-                digits[start] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
-            } while rest > 0
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
-        }
+        DecimalDigits.append(startedAt, to: &text)
     }
 }

@@ -84,8 +84,7 @@ public struct AuditRecord: Sendable, Hashable {
     /// have delivered it. The id is derived from the journal key, so the same
     /// intent recovered twice is the same primary key and lands once.
     public init(intent send: SendDescriptor, startedAt: UInt64, relayInstance: String) {
-        let key = Self.journalKey(apnsID: send.apnsID.value, startedAt: startedAt)
-        id = Self.derivedID(key)
+        id = Self.derivedID(AuditJournalKey(apnsID: send.apnsID.value, startedAt: startedAt).text)
         recordedAtNanoseconds = startedAt
         startedAtNanoseconds = startedAt
         finishedAtNanoseconds = startedAt
@@ -119,10 +118,6 @@ public struct AuditRecord: Sendable, Hashable {
 
     /// The outcome of a send whose result the relay never recorded.
     public static let unknownOutcome = "unknown"
-
-    /// What ties a send's intent to its completion in the journal: one
-    /// logical send is one apns-id started at one instant.
-    static func journalKey(apnsID: String, startedAt: UInt64) -> String { "\(apnsID)/\(startedAt)" }
 
     /// A UUID-shaped id computed from `key` (two FNV-1a 64-bit hashes).
     static func derivedID(_ key: String) -> String {

@@ -106,15 +106,7 @@ struct CopyLineWriter {
         guard let value else {
             return null()
         }
-        if value < 0 { line.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        var divisor: UInt = 1
-        while divisor <= magnitude / 10 { divisor *= 10 }
-        while divisor > 0 {
-            line.append(UInt8(ascii: "0") + UInt8(magnitude / divisor))
-            magnitude %= divisor
-            divisor /= 10
-        }
+        DecimalDigits.append(value, to: &line)
     }
 
     /// A `timestamptz` (RFC 3339, UTC, milliseconds), written straight into the line.

@@ -138,7 +138,7 @@ extension Ingress {
         do throws(IngressError) {
             switch try await runKeyed(keyed, call, send) {
             case .replay(let answer):
-                return (Self.replayEntry(item: item, answer).encoded(), answer.httpStatus == 200, answer)
+                return (Self.replayEntry(item: item, answer), answer.httpStatus == 200, answer)
             case .sent(let result):
                 let answer = await recordKeyed(keyed, result, Self.sendResponse(result))
                 let ok = if case .success = result { true } else { false }
@@ -203,9 +203,10 @@ extension Ingress {
         }
     }
 
-    /// A batch item answered from a stored `/v1/send` answer: its members,
-    /// `ok`, and `idempotentReplay: true`.
-    static func replayEntry(item: Int, _ answer: IdempotentAnswer) -> JSONValue {
+    /// A batch item answered from a stored `/v1/send` answer, encoded as
+    /// ``batchEntry(item:tokenIndex:result:)`` returns its entries: its
+    /// members, `ok`, and `idempotentReplay: true`.
+    static func replayEntry(item: Int, _ answer: IdempotentAnswer) -> [UInt8] {
         var members: [(String, JSONValue)] = [("item", .integer(Int64(item)))]
         let body = try? JSONParser.parse(answer.body)
         if answer.httpStatus == 200, let object = body?.objectValue {
@@ -216,7 +217,7 @@ extension Ingress {
             members.append(("error", body?["error"] ?? body ?? .null))
         }
         members.append(("idempotentReplay", .bool(true)))
-        return .object(JSONObject(members))
+        return JSONValue.object(JSONObject(members)).encoded()
     }
 
     /// The bytes a request hash is taken over: `kind`, then each part, then
@@ -299,7 +300,7 @@ extension Ingress {
     func answerRepeats(_ plan: BatchPlan, _ run: inout BatchRun) {
         for entry in plan.repeats {
             if let answer = run.answers[entry.first] {
-                run.entries[entry.position] = Self.replayEntry(item: entry.item, answer).encoded()
+                run.entries[entry.position] = Self.replayEntry(item: entry.item, answer)
                 if answer.httpStatus == 200 { run.succeeded += 1 }
                 onReplay?(plan.keys[entry.first]?.app ?? "")
             } else {

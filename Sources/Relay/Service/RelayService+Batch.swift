@@ -2,7 +2,7 @@ public import APNs
 import Synchronization
 
 /// A send prepared, its span started and its intent recorded, that has not
-/// made its first attempt yet. ``RelayService/run(_:)`` runs it; every
+/// made its first attempt yet. ``RelayService/run(_:completingWith:)`` runs it; every
 /// started send must be run exactly once, since its recorded intent waits
 /// for its completion (and the drain for it: it counts in
 /// ``RelayService/sendsInFlight`` until it has run).
@@ -39,7 +39,7 @@ extension RelayService {
     /// ``send(app:environment:_:context:)`` prepares it, then the intents of
     /// all of them are recorded together (the audit journal appends them
     /// with one write) before any of them leaves. Run each returned
-    /// ``StartedSend`` with ``run(_:)``.
+    /// ``StartedSend`` with ``run(_:completingWith:)``.
     ///
     /// A send refused before any I/O is reported as `send` reports it and
     /// comes back as its failure; answer it only after ``waitUntilRecorded()``.
@@ -86,13 +86,18 @@ extension RelayService {
     }
 
     /// Runs a send ``startSends(_:context:)`` started: its attempts, retries
-    /// and result, exactly as ``send(app:environment:_:context:)`` after its intent.
-    public func run(_ started: StartedSend) async throws(SendFailure) -> SendResult {
+    /// and result, exactly as ``send(app:environment:_:context:)`` after its
+    /// intent, its completion recorded on its own. Internal: the relay's
+    /// callers run started sends in chunks (``run(_:completingWith:)``);
+    /// tests run one alone (`@testable`).
+    func run(_ started: StartedSend) async throws(SendFailure) -> SendResult {
         defer { inFlight.subtract(1, ordering: .acquiringAndReleasing) }
         return try await execute(started)
     }
 
-    /// ``run(_:)``, with the durable record of the send's completion left
+    /// Runs a send ``startSends(_:context:)`` started: its attempts, retries
+    /// and result, exactly as ``send(app:environment:_:context:)`` after its
+    /// intent, with the durable record of its completion left
     /// to `completions`, which the caller records with
     /// ``recordCompletions(_:)`` once every send run with it has returned,
     /// and before it answers any of them: a batch's chunk so journals its
