@@ -1,6 +1,7 @@
 @testable import Audit
 import Foundation
 import Testing
+import TestSupport
 
 /// When the writer thread takes rows: a full batch at once, a partial one
 /// only `flushInterval` after its previous take. Verdicts are the writer's
@@ -24,7 +25,7 @@ struct AuditWriterBatchingTests {
         let writer = try AuditWriter(configuration: configuration, logger: quietLogger())
         let events = (0..<10).map { EventFactory.event($0) }
         events[0..<5].forEach(writer.sendFinished)
-        let blocked = await AuditJournalSyncTests.until {
+        let blocked = await eventually(60) {
             (try? database.scalar("""
                 SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
                 AND application_name = 'apns-relay audit writer' AND wait_event_type = 'Lock'
@@ -34,11 +35,11 @@ struct AuditWriterBatchingTests {
 
         events[5..<9].forEach(writer.sendFinished)
         try holder.execute("COMMIT")
-        #expect(await AuditJournalSyncTests.until { writer.statistics.written == 5 })
+        #expect(await eventually(60) { writer.statistics.written == 5 })
         // Four rows are queued: taken at once, they would be a COPY of their own.
         #expect(writer.statistics.writeBatches == 1)
         writer.sendFinished(events[9])
-        #expect(await AuditJournalSyncTests.until { writer.statistics.written == 10 })
+        #expect(await eventually(60) { writer.statistics.written == 10 })
         #expect(writer.statistics.writeBatches == 2, "the four queued rows and the fifth went out as one full batch")
 
         await writer.shutdown()
