@@ -147,10 +147,11 @@ class Bench:
         self.token_offset += count + 1000
         return first
 
-    def load(self, relay, sends, connections=8, batch=0, payload=0):
-        """The built-in load generator; returns its figures as a dict."""
+    def load(self, relay, sends, connections=8, batch=0, payload=0, generator=None):
+        """The built-in load generator (of `generator`, a release apns-relay, or
+        this bench's binary); returns its figures as a dict."""
         out = subprocess.run(
-            [self.binary, "bench", "load", "--port", str(relay.port), "--api-key", API_KEY, "--app", APP, "--connections", str(connections),
+            [generator or self.binary, "bench", "load", "--port", str(relay.port), "--api-key", API_KEY, "--app", APP, "--connections", str(connections),
              "--sends", str(sends), "--batch-size", str(batch), "--payload-bytes", str(payload), "--token-offset", str(self.tokens(sends))],
             check=True, capture_output=True, text=True).stdout
         line = next(l for l in out.splitlines() if l.startswith("load: "))
