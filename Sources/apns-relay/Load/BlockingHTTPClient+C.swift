@@ -64,11 +64,41 @@ final class BlockingHTTPClient {
     /// Sends one request and reads its answer; reconnects once if the server
     /// closed the kept-alive connection in between.
     func request(_ method: String, _ path: String, headers: [HTTPHeader] = [], body: [UInt8] = []) throws -> Response {
+        try retryingOnce { try exchange(method, path, headers, body) }
+    }
+
+    /// Sends `request`, a whole HTTP/1.1 request the caller built (head and
+    /// body), reads its answer fully and hands `answer` the status and the
+    /// body (a view of the read buffer, valid during the call). Reconnects
+    /// once like `request`. No strings, no header list: the load generator's
+    /// path, where the per-send CPU of the client counts.
+    func exchange<T>(_ request: [UInt8], answer: (_ status: Int, _ body: ArraySlice<UInt8>) -> T) throws -> T {
+        try retryingOnce {
+            try connectIfNeeded()
+            try write(request)
+            var searched = 0
+            var parsed: HTTPAnswerHead?
+            while true {
+                parsed = try buffer.withUnsafeBufferPointer { try HTTPAnswerHead.parse($0, searchedUpTo: &searched) }
+                if parsed != nil { break }
+                try fill()
+            }
+            let head = parsed!
+            let end = head.length + head.contentLength
+            while buffer.count < end { try fill() }
+            let result = answer(head.status, buffer[head.length..<end])
+            buffer.removeFirst(end)
+            if head.closes { reset() }
+            return result
+        }
+    }
+
+    private func retryingOnce<T>(_ attempt: () throws -> T) throws -> T {
         do {
-            return try exchange(method, path, headers, body)
+            return try attempt()
         } catch {
             reset()
-            return try exchange(method, path, headers, body)
+            return try attempt()
         }
     }
 

@@ -65,34 +65,12 @@ struct LoadGenerator {
         return #"{"aps":{"alert":{"title":"bench","body":"a push of typical size"}},"pad":"\#(String(repeating: "x", count: max(0, bytes - bare.utf8.count)))"}"#
     }
 
-    /// Token number `index` as 64 hex digits: a different device for every send.
-    static func appendHexToken(_ index: Int, to bytes: inout [UInt8]) {
-        let digits = Array("0123456789abcdef".utf8)
-        let value = UInt64(truncatingIfNeeded: index + 1)
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: 48))
-        for shift in stride(from: 60, through: 0, by: -4) { bytes.append(digits[Int((value >> UInt64(shift)) & 15)]) }
-    }
-
     /// One send's text split around its token, so a request is built by copying bytes.
     func itemTemplate() -> (prefix: [UInt8], suffix: [UInt8]) {
         let marker = String(repeating: "T", count: 64)
         let text = item(marker)
         let range = text.range(of: marker)!
         return (Array(text[..<range.lowerBound].utf8), Array(text[range.upperBound...].utf8))
-    }
-
-    func requestBody(first: Int, template: (prefix: [UInt8], suffix: [UInt8])) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity((template.prefix.count + template.suffix.count + 65) * max(1, batchSize) + 16)
-        if batchSize > 0 { bytes.append(contentsOf: Array(#"{"items":["#.utf8)) }
-        for index in first..<(first + max(1, batchSize)) {
-            if index > first { bytes.append(UInt8(ascii: ",")) }
-            bytes.append(contentsOf: template.prefix)
-            Self.appendHexToken(index, to: &bytes)
-            bytes.append(contentsOf: template.suffix)
-        }
-        if batchSize > 0 { bytes.append(contentsOf: Array("]}".utf8)) }
-        return bytes
     }
 
     /// What one connection's thread counted.
@@ -107,33 +85,32 @@ struct LoadGenerator {
         let perRequest = max(1, batchSize)
         let requests = (options.sends + perRequest - 1) / perRequest
         let next = Atomic<Int>(0)
-        let path = batchSize > 0 ? "/v1/send/batch" : "/v1/send"
-        let headers = [HTTPHeader("authorization", "Bearer \(options.apiKey)"), HTTPHeader("content-type", "application/json")]
-        let template = itemTemplate()
+        let request = LoadRequest(
+            path: batchSize > 0 ? "/v1/send/batch" : "/v1/send", host: host, port: options.port, apiKey: options.apiKey,
+            template: itemTemplate(), items: perRequest, batch: batchSize > 0)
         let started = ContinuousClock.now
         let results = await IngressBenchmark.onThreads(options.connections) { _ in
             let client = BlockingHTTPClient(host: host, port: options.port)
+            var request = request
             var latencies: [Double] = []
+            latencies.reserveCapacity(requests / options.connections + 1)
             var sendLatencies: [Double] = []
             var succeeded = 0
             var failed = 0
             while true {
-                let request = next.wrappingAdd(1, ordering: .relaxed).oldValue
-                guard request < requests else { break }
-                let body = requestBody(first: options.tokenOffset + request * perRequest, template: template)
+                let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                guard index < requests else { break }
+                request.address(first: options.tokenOffset + index * perRequest)
                 let sent = ContinuousClock.now
-                let response = try? client.request("POST", path, headers: headers, body: body)
+                // The answer's sends that succeeded, nil for a failed request.
+                let answered = try? client.exchange(request.bytes) { status, body -> Int? in
+                    guard status == 200 else { return nil }
+                    guard batchSize > 0 else { return 1 }
+                    sendLatencies.append(contentsOf: Self.numbers(after: #""latencyMs":"#, in: body))
+                    return Int(Self.numbers(after: #""succeeded":"#, in: body).last ?? 0)
+                }
                 latencies.append(sent.duration(to: .now).milliseconds)
-                guard let response, response.status == 200 else {
-                    failed += 1
-                    continue
-                }
-                if batchSize > 0 {
-                    succeeded += Int(Self.numbers(after: #""succeeded":"#, in: response.body).last ?? 0)
-                    sendLatencies.append(contentsOf: Self.numbers(after: #""latencyMs":"#, in: response.body))
-                } else {
-                    succeeded += 1
-                }
+                if let answered = answered.flatMap({ $0 }) { succeeded += answered } else { failed += 1 }
             }
             return WorkerResult(latencies: latencies, sendLatencies: sendLatencies, succeeded: succeeded, failed: failed)
         }
@@ -146,17 +123,17 @@ struct LoadGenerator {
 
     /// Every number that follows `key` in a JSON answer, in order (a batch
     /// answer's `latencyMs` per result, its summary's `succeeded` last).
-    static func numbers(after key: String, in body: [UInt8]) -> [Double] {
+    static func numbers(after key: String, in body: ArraySlice<UInt8>) -> [Double] {
         let key = Array(key.utf8)
         var values: [Double] = []
-        var index = 0
-        while index + key.count <= body.count {
+        var index = body.startIndex
+        while index + key.count <= body.endIndex {
             guard body[index] == key[0], body[index..<(index + key.count)].elementsEqual(key) else {
                 index += 1
                 continue
             }
             var end = index + key.count
-            while end < body.count, (body[end] >= 48 && body[end] <= 57) || body[end] == UInt8(ascii: ".") { end += 1 }
+            while end < body.endIndex, (body[end] >= 48 && body[end] <= 57) || body[end] == UInt8(ascii: ".") { end += 1 }
             if let value = Double(String(decoding: body[(index + key.count)..<end], as: UTF8.self)) { values.append(value) }
             index = end
         }
