@@ -38,6 +38,12 @@ final class BlockingHTTPClient {
 
     private func connectIfNeeded() throws {
         guard descriptor < 0 else { return }
+        descriptor = try Self.connect(host: host, port: port)
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// A blocking TCP connection to `host` (IPv4) and `port`, Nagle off.
+    static func connect(host: String, port: UInt16) throws -> Int32 {
         let socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketDescriptor >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
         var address = sockaddr_in()
@@ -48,7 +54,7 @@ final class BlockingHTTPClient {
             throw Failure(description: "\(host) is not an IPv4 address")
         }
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard result == 0 else {
             let message = String(cString: strerror(errno))
@@ -57,40 +63,13 @@ final class BlockingHTTPClient {
         }
         var one: Int32 = 1
         setsockopt(socketDescriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        descriptor = socketDescriptor
-        buffer.removeAll(keepingCapacity: true)
+        return socketDescriptor
     }
 
     /// Sends one request and reads its answer; reconnects once if the server
     /// closed the kept-alive connection in between.
     func request(_ method: String, _ path: String, headers: [HTTPHeader] = [], body: [UInt8] = []) throws -> Response {
         try retryingOnce { try exchange(method, path, headers, body) }
-    }
-
-    /// Sends `request`, a whole HTTP/1.1 request the caller built (head and
-    /// body), reads its answer fully and hands `answer` the status and the
-    /// body (a view of the read buffer, valid during the call). Reconnects
-    /// once like `request`. No strings, no header list: the load generator's
-    /// path, where the per-send CPU of the client counts.
-    func exchange<T>(_ request: [UInt8], answer: (_ status: Int, _ body: ArraySlice<UInt8>) -> T) throws -> T {
-        try retryingOnce {
-            try connectIfNeeded()
-            try write(request)
-            var searched = 0
-            var parsed: HTTPAnswerHead?
-            while true {
-                parsed = try buffer.withUnsafeBufferPointer { try HTTPAnswerHead.parse($0, searchedUpTo: &searched) }
-                if parsed != nil { break }
-                try fill()
-            }
-            let head = parsed!
-            let end = head.length + head.contentLength
-            while buffer.count < end { try fill() }
-            let result = answer(head.status, buffer[head.length..<end])
-            buffer.removeFirst(end)
-            if head.closes { reset() }
-            return result
-        }
     }
 
     private func retryingOnce<T>(_ attempt: () throws -> T) throws -> T {

@@ -1,11 +1,11 @@
 import Foundation
 import RelayBasics
-import Synchronization
 
 /// The built-in load generator: drives a relay running in another process
 /// (`apns-relay serve`) through `POST /v1/send` or `POST /v1/send/batch` from
-/// keep-alive HTTP/1.1 connections, one thread each, and counts the sends the
-/// relay answered as succeeded.
+/// keep-alive HTTP/1.1 connections, one request in flight on each, all on one
+/// thread's poll loop (``LoadLoop``), and counts the sends the relay answered
+/// as succeeded.
 ///
 /// It runs out of the relay's process so that the relay's own CPU time can be
 /// read from `/proc/PID/stat` around a run (scripts/lib/send_bench.py does),
@@ -73,52 +73,30 @@ struct LoadGenerator {
         return (Array(text[..<range.lowerBound].utf8), Array(text[range.upperBound...].utf8))
     }
 
-    /// What one connection's thread counted.
-    struct WorkerResult: Sendable {
-        var latencies: [Double]
-        var sendLatencies: [Double]
-        var succeeded: Int
-        var failed: Int
-    }
-
     func run() async -> Result {
         let perRequest = max(1, batchSize)
         let requests = (options.sends + perRequest - 1) / perRequest
-        let next = Atomic<Int>(0)
         let request = LoadRequest(
             path: batchSize > 0 ? "/v1/send/batch" : "/v1/send", host: host, port: options.port, apiKey: options.apiKey,
             template: itemTemplate(), items: perRequest, batch: batchSize > 0)
+        let (host, port, connections, tokenOffset, batchSize) = (host, options.port, options.connections, options.tokenOffset, batchSize)
         let started = ContinuousClock.now
-        let results = await IngressBenchmark.onThreads(options.connections) { _ in
-            let client = BlockingHTTPClient(host: host, port: options.port)
-            var request = request
-            var latencies: [Double] = []
-            latencies.reserveCapacity(requests / options.connections + 1)
-            var sendLatencies: [Double] = []
-            var succeeded = 0
-            var failed = 0
-            while true {
-                let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
-                guard index < requests else { break }
-                request.address(first: options.tokenOffset + index * perRequest)
-                let sent = ContinuousClock.now
-                // The answer's sends that succeeded, nil for a failed request.
-                let answered = try? client.exchange(request.bytes) { status, body -> Int? in
-                    guard status == 200 else { return nil }
-                    guard batchSize > 0 else { return 1 }
-                    sendLatencies.append(contentsOf: Self.numbers(after: #""latencyMs":"#, in: body))
-                    return Int(Self.numbers(after: #""succeeded":"#, in: body).last ?? 0)
-                }
-                latencies.append(sent.duration(to: .now).milliseconds)
-                if let answered = answered.flatMap({ $0 }) { succeeded += answered } else { failed += 1 }
+        let counts = await IngressBenchmark.onThreads(1) { _ in
+            let loop = LoadLoop(
+                host: host, port: port, connections: connections, requests: requests, request: request,
+                firstToken: { tokenOffset + $0 * perRequest }
+            ) { status, body, counts in
+                guard status == 200 else { return nil }
+                guard batchSize > 0 else { return 1 }
+                counts.sendLatencies.append(contentsOf: Self.numbers(after: #""latencyMs":"#, in: body))
+                return Int(Self.numbers(after: #""succeeded":"#, in: body).last ?? 0)
             }
-            return WorkerResult(latencies: latencies, sendLatencies: sendLatencies, succeeded: succeeded, failed: failed)
-        }
+            return loop.run()
+        }[0]
         let seconds = started.duration(to: .now).milliseconds / 1000
         return Result(
-            requests: requests, sends: requests * perRequest, succeeded: results.reduce(0) { $0 + $1.succeeded },
-            failedRequests: results.reduce(0) { $0 + $1.failed }, seconds: seconds, latencies: results.flatMap(\.latencies).sorted(),
-            sendLatencies: results.flatMap(\.sendLatencies).sorted())
+            requests: requests, sends: requests * perRequest, succeeded: counts.succeeded, failedRequests: counts.failed, seconds: seconds,
+            latencies: counts.latencies.sorted(), sendLatencies: counts.sendLatencies.sorted())
     }
 
     /// Every number that follows `key` in a JSON answer, in order (a batch
