@@ -89,7 +89,7 @@ struct LoadGeneratorProcessTests {
             port: peer.port, ["--connections", "3", "--sends", String(sends), "--batch-size", String(batch), "--token-offset", String(offset)])
         let stats = try peer.stats()
         await peer.stop()
-        let firsts = stride(from: offset + 1, to: offset + 1 + sends, by: batch)
+        let firsts = Array(stride(from: offset + 1, to: offset + 1 + sends, by: batch))
         let answered = firsts.filter { $0 % 3 != 0 }
         let succeeded = answered.reduce(0) { total, first in total + (first..<(first + batch)).filter { $0 % 7 != 0 }.count }
         #expect(fields["requests"] == Double(sends / batch))
