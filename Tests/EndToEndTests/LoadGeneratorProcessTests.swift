@@ -19,18 +19,8 @@ struct LoadGeneratorProcessTests {
         let port: UInt16
 
         init() async throws {
-            let script = TraceExportProcessTests.root.appendingPathComponent("scripts/lib/load_peer.py").path
-            child = try ChildProcess(["python3", script, LoadGeneratorProcessTests.apiKey], standardOutput: .pipe, standardError: .inherit)
-            let lines = Mutex<[String]>([])
-            ChildProcess.collectLines(of: child.standardOutput!) { line in lines.withLock { $0.append(line) } }
-            var found: UInt16?
-            let child = child
-            _ = await eventually(30) {
-                found = lines.withLock { $0 }.first { $0.hasPrefix("load-peer on ") }.flatMap { UInt16($0.dropFirst(13)) }
-                return found != nil || child.exitStatus != nil
-            }
-            guard let found else { throw TestRelayError("the load peer did not start (exit \(String(describing: child.exitStatus)))") }
-            port = found
+            (child, port) = try await startListeningScript(
+                "load_peer.py", [LoadGeneratorProcessTests.apiKey], portAfter: "load-peer on ", failure: "the load peer did not start")
         }
 
         /// What the peer saw: GET /stats through curl.
