@@ -129,8 +129,7 @@ final class LoadLoop {
     /// Starts writing the request; false when the connection failed.
     private func transmit(_ connection: Connection) -> Bool {
         if connection.descriptor < 0 {
-            guard let descriptor = try? BlockingHTTPClient.connect(host: host, port: port) else { return false }
-            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+            guard let descriptor = try? BlockingHTTPClient.connect(host: host, port: port, nonBlocking: true) else { return false }
             connection.descriptor = descriptor
             descriptors[connection.slot] = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
             connection.filled = 0
