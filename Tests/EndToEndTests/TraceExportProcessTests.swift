@@ -20,20 +20,9 @@ struct TraceExportProcessTests {
 
         init(file: String) async throws {
             self.file = file
-            let script = TraceExportProcessTests.root.appendingPathComponent("scripts/lib/otlp_receiver.py").path
-            child = try ChildProcess(["python3", script, file], standardOutput: .pipe, standardError: .inherit)
-            let lines = Mutex<[String]>([])
-            ChildProcess.collectLines(of: child.standardOutput!) { line in lines.withLock { $0.append(line) } }
-            var found: UInt16?
-            let child = child
-            _ = await eventually(30) {
-                found = lines.withLock { $0 }.first { $0.hasPrefix("otlp-receiver on ") }.flatMap { UInt16($0.dropFirst(17)) }
-                return found != nil || child.exitStatus != nil
-            }
-            guard let found else {
-                throw TestRelayError("the OTLP receiver did not start (exit \(String(describing: child.exitStatus))); is opentelemetry-proto installed (scripts/test installs it)?")
-            }
-            port = found
+            (child, port) = try await startListeningScript(
+                "otlp_receiver.py", [file], portAfter: "otlp-receiver on ",
+                failure: "the OTLP receiver did not start; is opentelemetry-proto installed (scripts/test installs it)?")
         }
 
         /// Every span received so far.

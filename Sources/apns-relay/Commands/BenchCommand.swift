@@ -105,13 +105,15 @@ struct LoadBenchCommand: AsyncParsableCommand {
             Each send goes to a different token. Without --batch-size, one send per POST /v1/send; with it, \
             batches of that many items through POST /v1/send/batch. Prints `load: requests=… sends=… succeeded=… \
             failed_requests=… seconds=… sends_per_s=… p50_ms=… p99_ms=…` (latency per request, a whole batch for \
-            the batch route). scripts/bench runs it beside wrk and reads the relay's CPU time around it.
+            the batch route). Each answer is read whole: a status other than 200 counts as a failed request (a \
+            connection that fails before the answer is reconnected and the request sent once more first); a batch's \
+            succeeded sends are its summary's. scripts/bench runs it beside wrk and reads the relay's CPU time around it.
             """)
 
     @Option(help: "The relay's ingress port on 127.0.0.1.") var port: UInt16
     @Option(help: "The API key (sent as Authorization: Bearer).") var apiKey: String
     @Option(help: "The app name the sends are for.") var app = DemoEnvironment.app
-    @Option(help: "Keep-alive connections (one thread each).") var connections = 8
+    @Option(help: "Keep-alive connections, one request in flight on each (all on one thread's poll loop).") var connections = 8
     @Option(help: "Sends in all (rounded up to whole batches).") var sends = 20_000
     @Option(help: "Items per batch through /v1/send/batch (0: single sends through /v1/send).") var batchSize = 0
     @Option(help: "0: an alert from a Live Activity snapshot; n: a raw alert whose APNs payload is n bytes.") var payloadBytes = 0

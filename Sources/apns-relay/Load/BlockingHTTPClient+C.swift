@@ -38,6 +38,16 @@ final class BlockingHTTPClient {
 
     private func connectIfNeeded() throws {
         guard descriptor < 0 else { return }
+        descriptor = try Self.connect(host: host, port: port)
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// A TCP connection to `host` (IPv4) and `port`, Nagle off. With
+    /// `nonBlocking` the socket is non-blocking and the connection may still
+    /// be in progress: its first write waits for it (EAGAIN until then), so a
+    /// SYN the server's full backlog dropped (retried for up to about 30 s)
+    /// stalls only this connection, not the thread that polls every other.
+    static func connect(host: String, port: UInt16, nonBlocking: Bool = false) throws -> Int32 {
         let socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketDescriptor >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
         var address = sockaddr_in()
@@ -47,28 +57,32 @@ final class BlockingHTTPClient {
             close(socketDescriptor)
             throw Failure(description: "\(host) is not an IPv4 address")
         }
+        var one: Int32 = 1
+        setsockopt(socketDescriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        if nonBlocking { _ = fcntl(socketDescriptor, F_SETFL, fcntl(socketDescriptor, F_GETFL) | O_NONBLOCK) }
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard result == 0 else {
+        guard result == 0 || (nonBlocking && errno == EINPROGRESS) else {
             let message = String(cString: strerror(errno))
             close(socketDescriptor)
             throw Failure(description: "connect to \(host):\(port): \(message)")
         }
-        var one: Int32 = 1
-        setsockopt(socketDescriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        descriptor = socketDescriptor
-        buffer.removeAll(keepingCapacity: true)
+        return socketDescriptor
     }
 
     /// Sends one request and reads its answer; reconnects once if the server
     /// closed the kept-alive connection in between.
     func request(_ method: String, _ path: String, headers: [HTTPHeader] = [], body: [UInt8] = []) throws -> Response {
+        try retryingOnce { try exchange(method, path, headers, body) }
+    }
+
+    private func retryingOnce<T>(_ attempt: () throws -> T) throws -> T {
         do {
-            return try exchange(method, path, headers, body)
+            return try attempt()
         } catch {
             reset()
-            return try exchange(method, path, headers, body)
+            return try attempt()
         }
     }
 

@@ -1,11 +1,11 @@
 import Foundation
 import RelayBasics
-import Synchronization
 
 /// The built-in load generator: drives a relay running in another process
 /// (`apns-relay serve`) through `POST /v1/send` or `POST /v1/send/batch` from
-/// keep-alive HTTP/1.1 connections, one thread each, and counts the sends the
-/// relay answered as succeeded.
+/// keep-alive HTTP/1.1 connections, one request in flight on each, all on one
+/// thread's poll loop (``LoadLoop``), and counts the sends the relay answered
+/// as succeeded.
 ///
 /// It runs out of the relay's process so that the relay's own CPU time can be
 /// read from `/proc/PID/stat` around a run (scripts/lib/send_bench.py does),
@@ -65,14 +65,6 @@ struct LoadGenerator {
         return #"{"aps":{"alert":{"title":"bench","body":"a push of typical size"}},"pad":"\#(String(repeating: "x", count: max(0, bytes - bare.utf8.count)))"}"#
     }
 
-    /// Token number `index` as 64 hex digits: a different device for every send.
-    static func appendHexToken(_ index: Int, to bytes: inout [UInt8]) {
-        let digits = Array("0123456789abcdef".utf8)
-        let value = UInt64(truncatingIfNeeded: index + 1)
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: 48))
-        for shift in stride(from: 60, through: 0, by: -4) { bytes.append(digits[Int((value >> UInt64(shift)) & 15)]) }
-    }
-
     /// One send's text split around its token, so a request is built by copying bytes.
     func itemTemplate() -> (prefix: [UInt8], suffix: [UInt8]) {
         let marker = String(repeating: "T", count: 64)
@@ -81,82 +73,45 @@ struct LoadGenerator {
         return (Array(text[..<range.lowerBound].utf8), Array(text[range.upperBound...].utf8))
     }
 
-    func requestBody(first: Int, template: (prefix: [UInt8], suffix: [UInt8])) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity((template.prefix.count + template.suffix.count + 65) * max(1, batchSize) + 16)
-        if batchSize > 0 { bytes.append(contentsOf: Array(#"{"items":["#.utf8)) }
-        for index in first..<(first + max(1, batchSize)) {
-            if index > first { bytes.append(UInt8(ascii: ",")) }
-            bytes.append(contentsOf: template.prefix)
-            Self.appendHexToken(index, to: &bytes)
-            bytes.append(contentsOf: template.suffix)
-        }
-        if batchSize > 0 { bytes.append(contentsOf: Array("]}".utf8)) }
-        return bytes
-    }
-
-    /// What one connection's thread counted.
-    struct WorkerResult: Sendable {
-        var latencies: [Double]
-        var sendLatencies: [Double]
-        var succeeded: Int
-        var failed: Int
-    }
-
     func run() async -> Result {
         let perRequest = max(1, batchSize)
         let requests = (options.sends + perRequest - 1) / perRequest
-        let next = Atomic<Int>(0)
-        let path = batchSize > 0 ? "/v1/send/batch" : "/v1/send"
-        let headers = [HTTPHeader("authorization", "Bearer \(options.apiKey)"), HTTPHeader("content-type", "application/json")]
-        let template = itemTemplate()
+        let request = LoadRequest(
+            path: batchSize > 0 ? "/v1/send/batch" : "/v1/send", host: host, port: options.port, apiKey: options.apiKey,
+            template: itemTemplate(), items: perRequest, batch: batchSize > 0)
+        let (host, port, connections, tokenOffset, batchSize) = (host, options.port, options.connections, options.tokenOffset, batchSize)
         let started = ContinuousClock.now
-        let results = await IngressBenchmark.onThreads(options.connections) { _ in
-            let client = BlockingHTTPClient(host: host, port: options.port)
-            var latencies: [Double] = []
-            var sendLatencies: [Double] = []
-            var succeeded = 0
-            var failed = 0
-            while true {
-                let request = next.wrappingAdd(1, ordering: .relaxed).oldValue
-                guard request < requests else { break }
-                let body = requestBody(first: options.tokenOffset + request * perRequest, template: template)
-                let sent = ContinuousClock.now
-                let response = try? client.request("POST", path, headers: headers, body: body)
-                latencies.append(sent.duration(to: .now).milliseconds)
-                guard let response, response.status == 200 else {
-                    failed += 1
-                    continue
-                }
-                if batchSize > 0 {
-                    succeeded += Int(Self.numbers(after: #""succeeded":"#, in: response.body).last ?? 0)
-                    sendLatencies.append(contentsOf: Self.numbers(after: #""latencyMs":"#, in: response.body))
-                } else {
-                    succeeded += 1
-                }
+        let counts = await IngressBenchmark.onThreads(1) { _ in
+            let loop = LoadLoop(
+                host: host, port: port, connections: connections, requests: requests, request: request,
+                firstToken: { tokenOffset + $0 * perRequest }
+            ) { status, body, counts in
+                guard status == 200 else { return nil }
+                guard batchSize > 0 else { return 1 }
+                counts.sendLatencies.append(contentsOf: Self.numbers(after: #""latencyMs":"#, in: body))
+                return Int(Self.numbers(after: #""succeeded":"#, in: body).last ?? 0)
             }
-            return WorkerResult(latencies: latencies, sendLatencies: sendLatencies, succeeded: succeeded, failed: failed)
-        }
+            return loop.run()
+        }[0]
         let seconds = started.duration(to: .now).milliseconds / 1000
         return Result(
-            requests: requests, sends: requests * perRequest, succeeded: results.reduce(0) { $0 + $1.succeeded },
-            failedRequests: results.reduce(0) { $0 + $1.failed }, seconds: seconds, latencies: results.flatMap(\.latencies).sorted(),
-            sendLatencies: results.flatMap(\.sendLatencies).sorted())
+            requests: requests, sends: requests * perRequest, succeeded: counts.succeeded, failedRequests: counts.failed, seconds: seconds,
+            latencies: counts.latencies.sorted(), sendLatencies: counts.sendLatencies.sorted())
     }
 
     /// Every number that follows `key` in a JSON answer, in order (a batch
     /// answer's `latencyMs` per result, its summary's `succeeded` last).
-    static func numbers(after key: String, in body: [UInt8]) -> [Double] {
+    static func numbers(after key: String, in body: ArraySlice<UInt8>) -> [Double] {
         let key = Array(key.utf8)
         var values: [Double] = []
-        var index = 0
-        while index + key.count <= body.count {
+        var index = body.startIndex
+        while index + key.count <= body.endIndex {
             guard body[index] == key[0], body[index..<(index + key.count)].elementsEqual(key) else {
                 index += 1
                 continue
             }
             var end = index + key.count
-            while end < body.count, (body[end] >= 48 && body[end] <= 57) || body[end] == UInt8(ascii: ".") { end += 1 }
+            while end < body.endIndex, (body[end] >= 48 && body[end] <= 57) || body[end] == UInt8(ascii: ".") { end += 1 }
             if let value = Double(String(decoding: body[(index + key.count)..<end], as: UTF8.self)) { values.append(value) }
             index = end
         }
