@@ -55,9 +55,7 @@ public final class ProviderTokenVerifier: Sendable {
     /// The APNs reason to reject `authorization` with, or nil when it is valid.
     public func rejection(authorization: String?) -> String? {
         guard let authorization, !authorization.isEmpty else { return "MissingProviderToken" }
-        let prefix = "bearer "
-        guard authorization.lowercased().hasPrefix(prefix) else { return "InvalidProviderToken" }
-        let token = String(authorization.dropFirst(prefix.count))
+        guard let token = Self.bearerToken(authorization) else { return "InvalidProviderToken" }
 
         // Decoding under the lock makes "verified once per distinct token"
         // exact even when many connections present a new token at once; it
@@ -74,6 +72,23 @@ public final class ProviderTokenVerifier: Sendable {
         if age > Self.maximumAgeSeconds { return "ExpiredProviderToken" }
         if age < -Self.futureSkewSeconds { return "InvalidProviderToken" }
         return nil
+    }
+
+    /// What follows a `bearer ` prefix in any case, or nil without one.
+    /// An ASCII header (every JWT) is compared byte by byte, where lowercasing
+    /// and characters are bytes; anything else lowercases the whole value and
+    /// compares characters, as APNs' rule was always read here.
+    static func bearerToken(_ authorization: String) -> String? {
+        let prefix = "bearer "
+        let utf8 = authorization.utf8
+        guard utf8.allSatisfy({ $0 < 0x80 }) else {
+            guard authorization.lowercased().hasPrefix(prefix) else { return nil }
+            return String(authorization.dropFirst(prefix.count))
+        }
+        guard utf8.count >= prefix.utf8.count else { return nil }
+        let lowered = utf8.lazy.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 + 32 : $0 }
+        guard lowered.starts(with: prefix.utf8) else { return nil }
+        return String(authorization[utf8.index(utf8.startIndex, offsetBy: prefix.utf8.count)...])
     }
 
     private func decode(_ token: String) -> Decoded {
