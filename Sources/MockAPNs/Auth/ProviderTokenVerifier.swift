@@ -81,7 +81,7 @@ public final class ProviderTokenVerifier: Sendable {
     static func bearerToken(_ authorization: String) -> String? {
         let prefix = "bearer "
         let utf8 = authorization.utf8
-        guard utf8.allSatisfy({ $0 < 0x80 }) else {
+        guard MockRules.allBytes(of: authorization, satisfy: { $0 < 0x80 }) else {
             guard authorization.lowercased().hasPrefix(prefix) else { return nil }
             return String(authorization.dropFirst(prefix.count))
         }
