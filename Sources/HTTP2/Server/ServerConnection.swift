@@ -130,6 +130,9 @@ final class ServerConnection: @unchecked Sendable {
                     switch buffer.withUnsafeMutableBytes({ tls.read(into: $0) }) {
                     case .bytes(let count):
                         guard (try? session.receive(buffer, count: count)) != nil else { return }
+                        // Nothing left inside OpenSSL: the socket's next bytes
+                        // show in poll(), without a read that only says EAGAIN.
+                        if !tls.hasPendingBytes { break readLoop }
                     case .wouldBlock: break readLoop
                     case .closed, .failed: return
                     }
