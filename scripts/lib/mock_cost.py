@@ -103,15 +103,14 @@ def main():
         shutil.rmtree(bench.work, ignore_errors=True)
     for shape in shapes:
         connections, streams = SHAPES[shape]
-        label = f"{shape}: {connections} connections x {streams} streams"
-        reference = statistics.median(cpu[(shape, args.binaries[0])])
-        for binary in args.binaries:
-            median = statistics.median(cpu[(shape, binary)])
-            figure(f"mock CPU per request ({label}), median of {args.rounds}: {binary}", median, "us",
-                   f"rounds {' '.join(f'{value:.1f}' for value in cpu[(shape, binary)])}")
-            if binary != args.binaries[0]:
-                figure(f"mock CPU per request / {args.binaries[0]} ({shape}): {binary}", median / reference, "", "same run, alternated")
-
+        medians = {binary: statistics.median(cpu[(shape, binary)]) for binary in args.binaries}
+        reference = args.binaries[0]
+        for binary, median in medians.items():
+            rounds = " ".join(f"{value:.1f}" for value in cpu[(shape, binary)])
+            figure(f"mock CPU per request ({shape}: {connections} connections x {streams} streams), median of {args.rounds}: {binary}",
+                   median, "us", f"rounds {rounds}")
+        for binary in args.binaries[1:]:
+            figure(f"mock CPU per request / {reference} ({shape}): {binary}", medians[binary] / medians[reference], "", "same run, alternated")
 
 if __name__ == "__main__":
     main()
