@@ -1,6 +1,8 @@
 @testable import MockAPNs
 import RelayBasics
+import Synchronization
 import Testing
+import TestSupport
 
 /// The mock reads its hot rules as bytes (issue 15: it shares the bench's two
 /// cores with the relay). Each must answer exactly as the string code it
@@ -62,6 +64,48 @@ struct MockRuleEquivalenceTests {
             let reference = value.lowercased().hasPrefix("bearer ") ? String(value.dropFirst("bearer ".count)) : nil
             #expect(ProviderTokenVerifier.bearerToken(value) == reference, "\(value.debugDescription)")
         }
+    }
+
+    @Test("the last token seen answers as the token table: expired, wrong team and tampered tokens between valid ones, one verification per distinct token")
+    func lastToken() throws {
+        let mock = try MockFixture()
+        let valid = mock.validToken
+        var characters = Array(valid)
+        characters[characters.count - 20] = characters[characters.count - 20] == "A" ? "B" : "A"
+        let tampered = String(characters)
+        let sequence: [(String, Int, String?)] = [
+            ("bearer \(valid)", 200, nil), ("bearer \(valid)", 200, nil),
+            ("bearer \(mock.signer.tokens[1])", 403, "ExpiredProviderToken"), ("bearer \(mock.signer.tokens[1])", 403, "ExpiredProviderToken"),
+            ("Bearer \(valid)", 200, nil), ("bearer \(tampered)", 403, "InvalidProviderToken"), ("bearer \(tampered)", 403, "InvalidProviderToken"),
+            ("bearer \(valid)", 200, nil), ("bearer \(mock.signer.tokens[2])", 403, "InvalidProviderToken"), ("bearer\(valid)", 403, "InvalidProviderToken"),
+            ("bearer \(valid)", 200, nil),
+        ]
+        for (authorization, status, reason) in sequence {
+            let result = answer(mock.send(authorization: authorization))
+            #expect(result.status == status && result.reason == reason, "\(authorization.prefix(12))…: \(result)")
+        }
+        // valid, expired and tampered: each verified once however often it came back (the wrong team is refused before its signature).
+        #expect(mock.engine.signatureVerifications == 3)
+    }
+
+    @Test("a token that ages past the hour is rejected though it was the last one accepted")
+    func lastTokenAges() throws {
+        let clock = Mutex<Int64>(now)
+        let signer = try IndependentSigner(claims: [("KEYID00001", "TEAMID0001", now)])
+        var configuration = MockAPNsConfiguration()
+        configuration.keys = [.init(keyID: "KEYID00001", teamID: "TEAMID0001", publicKeyPEM: signer.publicKeyPEM)]
+        let engine = try MockAPNsEngine(configuration: configuration, now: { clock.withLock { $0 } })
+        let request = MockRequest(
+            method: "POST", path: "/3/device/\(token64)",
+            headers: [HTTPHeader("authorization", "bearer \(signer.tokens[0])"), HTTPHeader("apns-push-type", "alert"), HTTPHeader("apns-topic", bundle)],
+            body: Array(#"{"aps":{}}"#.utf8))
+        #expect(answer(engine.handle(request)).status == 200)
+        clock.withLock { $0 = now + 3600 }
+        #expect(answer(engine.handle(request)).status == 200)
+        clock.withLock { $0 = now + 3601 }
+        #expect(answer(engine.handle(request)) == (403, "ExpiredProviderToken"))
+        clock.withLock { $0 = now - 301 }
+        #expect(answer(engine.handle(request)) == (403, "InvalidProviderToken"))
     }
 
     @Test("through the engine: a combining mark after a slash is BadPath, a duplicate among many headers is DuplicateHeaders")

@@ -36,7 +36,16 @@ public final class ProviderTokenVerifier: Sendable {
 
     private let keys: [String: (teamID: String, key: ES256PublicKey)]
     private let now: @Sendable () -> Int64
-    private let cache = Mutex<[String: Decoded]>([:])
+    private struct Cache {
+        var byToken: [String: Decoded] = [:]
+        /// The last `authorization` value and its token's entry (always one
+        /// of `byToken`'s): a provider sends one token for up to an hour, so
+        /// most requests find it by one comparison, without a new string for
+        /// the token and a hash of all of it.
+        var last: (authorization: String, decoded: Decoded)?
+    }
+
+    private let cache = Mutex(Cache())
     private let verifications = Atomic<Int>(0)
 
     /// - Throws: when a registered public key is not a P-256 PEM.
@@ -55,17 +64,26 @@ public final class ProviderTokenVerifier: Sendable {
     /// The APNs reason to reject `authorization` with, or nil when it is valid.
     public func rejection(authorization: String?) -> String? {
         guard let authorization, !authorization.isEmpty else { return "MissingProviderToken" }
-        guard let token = Self.bearerToken(authorization) else { return "InvalidProviderToken" }
-
-        // Decoding under the lock makes "verified once per distinct token"
-        // exact even when many connections present a new token at once; it
-        // costs one signature check per new token, about 100 µs.
-        let decoded = cache.withLock { cache -> Decoded in
-            if let cached = cache[token] { return cached }
-            let fresh = decode(token)
-            if cache.count > 10_000 { cache.removeAll() }  // bound memory under token churn
-            cache[token] = fresh
-            return fresh
+        let decoded: Decoded
+        if let last = cache.withLock({ $0.last }), last.authorization == authorization {
+            decoded = last.decoded
+        } else {
+            guard let token = Self.bearerToken(authorization) else { return "InvalidProviderToken" }
+            // Decoding under the lock makes "verified once per distinct token"
+            // exact even when many connections present a new token at once; it
+            // costs one signature check per new token, about 100 µs.
+            decoded = cache.withLock { cache -> Decoded in
+                let entry: Decoded
+                if let cached = cache.byToken[token] {
+                    entry = cached
+                } else {
+                    entry = decode(token)
+                    if cache.byToken.count > 10_000 { cache.byToken.removeAll() }  // bound memory under token churn
+                    cache.byToken[token] = entry
+                }
+                cache.last = (authorization, entry)
+                return entry
+            }
         }
         if let rejection = decoded.rejection { return rejection }
         let age = now() - decoded.issuedAt
