@@ -12,12 +12,69 @@ enum MockRules {
     ]
 
     static func isHexToken(_ token: Substring) -> Bool {
-        (64...200).contains(token.utf8.count) && token.utf8.count % 2 == 0 && token.utf8.allSatisfy(Hex.isDigit)
+        (64...200).contains(token.utf8.count) && token.utf8.count % 2 == 0 && allBytes(of: token, satisfy: Hex.isDigit)
     }
 
+    /// Whether every UTF-8 byte of `text` passes `test`, scanned as a buffer
+    /// (native strings are contiguous; the UTF8View's iterator costs more
+    /// than the check).
+    static func allBytes(of text: some StringProtocol, satisfy test: (UInt8) -> Bool) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { $0.allSatisfy(test) } ?? text.utf8.allSatisfy(test)
+    }
+
+    /// Hex groups of 8, 4, 4, 4 and 12 digits joined by dashes, either case.
+    /// Read as bytes: a dash or a digit is one ASCII byte, so any other byte
+    /// (a non-ASCII character, a combining mark) fails it exactly as the
+    /// split into characters did, without the split's arrays.
     static func isUUID(_ text: String) -> Bool {
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        return parts.map(\.count) == [8, 4, 4, 4, 12] && parts.allSatisfy { $0.utf8.allSatisfy(Hex.isDigit) }
+        var text = text
+        return text.withUTF8 { bytes in
+            guard bytes.count == 36 else { return false }
+            for (index, byte) in bytes.enumerated() {
+                let isDash = index == 8 || index == 13 || index == 18 || index == 23
+                guard isDash ? byte == UInt8(ascii: "-") : Hex.isDigit(byte) else { return false }
+            }
+            return true
+        }
+    }
+
+    /// Whether two headers share a name (APNs answers DuplicateHeaders).
+    /// A request carries a handful: comparing each pair costs less than
+    /// hashing every name into a set, which a long list still gets.
+    static func hasDuplicateNames(_ headers: [HTTPHeader]) -> Bool {
+        guard headers.count <= 16 else {
+            var names = Set<String>()
+            return headers.contains { !names.insert($0.name).inserted }
+        }
+        for later in headers.indices.dropFirst() {
+            for earlier in 0..<later where headers[earlier].name == headers[later].name { return true }
+        }
+        return false
+    }
+
+    /// The path's segments after its first `/` (empty ones kept), as
+    /// `path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()`
+    /// gives them. An ASCII path is split on its bytes; any other takes the
+    /// split by characters, where a `/` followed by a combining mark is no
+    /// separator.
+    static func pathSegments(_ path: String) -> [Substring] {
+        let utf8 = path.utf8
+        guard allBytes(of: path, satisfy: { $0 < 0x80 }) else {
+            return Array(path.split(separator: "/", omittingEmptySubsequences: false).dropFirst())
+        }
+        var segments: [Substring] = []
+        segments.reserveCapacity(4)
+        var start: String.Index?
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            if utf8[index] == UInt8(ascii: "/") {
+                if let start { segments.append(path[start..<index]) }
+                start = utf8.index(after: index)
+            }
+            index = utf8.index(after: index)
+        }
+        if let start { segments.append(path[start..<utf8.endIndex]) }
+        return segments
     }
 
     static func isBase64(_ text: String) -> Bool {
@@ -30,12 +87,8 @@ enum MockRules {
 extension MockAPNsEngine {
     /// APNs' answer to a request, before any scripted rule.
     func validate(_ request: MockRequest) -> MockResponse {
-        var names = Set<String>()
-        for header in request.headers where !names.insert(header.name).inserted {
-            return error("DuplicateHeaders", request: request)
-        }
-        let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        let route = Array(segments)
+        if MockRules.hasDuplicateNames(request.headers) { return error("DuplicateHeaders", request: request) }
+        let route = MockRules.pathSegments(request.path)
 
         switch route.first {
         case "3" where route.count == 3 && route[1] == "device":
@@ -125,7 +178,7 @@ extension MockAPNsEngine {
     func success(_ request: MockRequest, idHeader: String = "apns-id", status: Int = 200, body: [UInt8] = [])
         -> MockResponse
     {
-        let id = request.header(idHeader)?.lowercased() ?? APNsID.random().value
+        let id = request.header(idHeader)?.lowercasedHeaderName ?? APNsID.random().value
         return MockResponse(
             status: status, headers: [HTTPHeader(idHeader, id), HTTPHeader("apns-unique-id", APNsID.random().value)],
             body: body)

@@ -134,7 +134,7 @@ public final class MockAPNsEngine: Sendable {
     func error(
         _ reason: String, status: Int? = nil, request: MockRequest, retryAfter: Int? = nil, timestamp: Int64? = nil
     ) -> MockResponse {
-        var headers = [HTTPHeader("apns-id", request.header("apns-id")?.lowercased() ?? APNsID.random().value)]
+        var headers = [HTTPHeader("apns-id", request.header("apns-id")?.lowercasedHeaderName ?? APNsID.random().value)]
         if let retryAfter { headers.append(HTTPHeader("retry-after", String(retryAfter))) }
         var body = JSONObject()
         body["reason"] = .string(reason)

@@ -224,6 +224,34 @@ struct ClientServerTests {
         #expect(events.all == [.opened, .closed])
     }
 
+    @Test("concurrent requests whose bodies span many DATA frames each reach the handler whole, with their own headers")
+    func interleavedBodies() async throws {
+        // Bodies of 40 KB: nghttp2 sends each in 16 KB frames and takes turns
+        // between streams, so the server sees frames of one stream between
+        // another's headers and its end (its current-stream slot parks and
+        // resumes requests).
+        let local = try LocalServer { request, responder in
+            let tag = request.headers.value(of: "x-tag") ?? "none"
+            responder.respond(HTTP2Response(status: 200, headers: [HTTPHeader("x-tag", tag)], body: request.body))
+        }
+        defer { local.stop() }
+        let connection = local.connection()
+        let answers = try await withThrowingTaskGroup(of: (Int, HTTP2Response).self) { group in
+            for index in 0..<24 {
+                let body = (0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }
+                let request = HTTP2Request(method: "POST", path: "/echo/\(index)", headers: [HTTPHeader("x-tag", "t\(index)")], body: body)
+                group.addTask { (index, try await connection.send(request)) }
+            }
+            return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        for index in 0..<24 {
+            let response = try #require(answers[index])
+            #expect(response.header("x-tag") == "t\(index)")
+            #expect(response.body == (0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) })
+        }
+        await connection.close()
+    }
+
     @Test("a request with no answer times out with a typed error, RST_STREAM(CANCEL) reaches the server, the connection lives on")
     func timeout() async throws {
         let resets = ResetLog()

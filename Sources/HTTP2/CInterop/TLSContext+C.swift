@@ -5,14 +5,11 @@ final class TLSContext: @unchecked Sendable {
     // The SSL_CTX is configured in init and only read afterwards (SSL_new),
     // which OpenSSL allows from any thread.
     let context: OpaquePointer
-    /// Whether streams of this context read ahead (clients): see `TLSStream.hasPendingBytes`.
-    let readsAhead: Bool
 
     /// A client context: TLS 1.2+, ALPN h2, peer verification on.
     init(client configuration: TLSClientConfiguration) throws(HTTP2Error) {
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw Self.failure("SSL_CTX_new") }
         self.context = context
-        readsAhead = true
         _ = apns_relay_ssl_ctx_set_min_proto_version(context, TLS1_2_VERSION)
         _ = apns_relay_ssl_ctx_set_nonblocking_modes(context)
         // One read(2) per turn of the connection loop instead of two per TLS
@@ -36,9 +33,11 @@ final class TLSContext: @unchecked Sendable {
     init(server configuration: TLSServerConfiguration) throws(HTTP2Error) {
         guard let context = SSL_CTX_new(TLS_server_method()) else { throw Self.failure("SSL_CTX_new") }
         self.context = context
-        readsAhead = false
         _ = apns_relay_ssl_ctx_set_min_proto_version(context, TLS1_2_VERSION)
         _ = apns_relay_ssl_ctx_set_nonblocking_modes(context)
+        // As the client: one read(2) per turn, not a header and a body per
+        // record (the mock APNs reads every request this way).
+        apns_relay_ssl_ctx_enable_read_ahead(context)
         guard SSL_CTX_use_certificate_chain_file(context, configuration.certificateChainFile) == 1,
               SSL_CTX_use_PrivateKey_file(context, configuration.privateKeyFile, SSL_FILETYPE_PEM) == 1,
               SSL_CTX_check_private_key(context) == 1

@@ -21,7 +21,6 @@ final class TLSStream {
 
     private let ssl: OpaquePointer
     let isClient: Bool
-    private let readsAhead: Bool
     /// The last read ended wanting more from the socket: whatever OpenSSL
     /// still buffers is part of a record, which only the socket can complete.
     private var lastReadBlocked = false
@@ -49,7 +48,6 @@ final class TLSStream {
         }
         self.ssl = ssl
         isClient = client
-        readsAhead = context.readsAhead
     }
 
     deinit { SSL_free(ssl) }
@@ -106,12 +104,12 @@ final class TLSStream {
     }
 
     /// Bytes buffered inside OpenSSL, readable without polling: decrypted
-    /// ones, or (reading ahead) whole records taken from the socket with
+    /// ones, or (every context reads ahead) whole records taken from the socket with
     /// others, such as the server's first frames read along with the end of
     /// the handshake. After a read that wanted more, what is buffered is a
     /// partial record: poll() then, or the loop would spin until it completes.
     var hasPendingBytes: Bool {
-        SSL_pending(ssl) > 0 || (readsAhead && !lastReadBlocked && SSL_has_pending(ssl) == 1)
+        SSL_pending(ssl) > 0 || (!lastReadBlocked && SSL_has_pending(ssl) == 1)
     }
 
     private func classify(_ result: Int32) -> IOResult {

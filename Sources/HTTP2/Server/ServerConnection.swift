@@ -4,8 +4,8 @@ import RelayBasics
 
 /// One accepted connection of an ``HTTP2Server``, on its own thread.
 final class ServerConnection: @unchecked Sendable {
-    // `commands` and `finished` are synchronized; everything else belongs to
-    // the connection thread.
+    // `commands`, `finished` and `owner` are synchronized; everything else
+    // belongs to the connection thread.
 
     enum Command {
         case respond(stream: Int32, response: HTTP2Response, due: UInt64)
@@ -28,10 +28,17 @@ final class ServerConnection: @unchecked Sendable {
     private let commands = Mutex<[Command]>([])
     private let finished = Atomic<Bool>(false)
     private let wake = WakeSignal()
+    /// The connection thread's ``ThreadID`` once it runs (0 before).
+    private let owner = Atomic<UInt>(0)
     private var socket: Int32
     private var tls: TLSStream?
     private var session: NGHTTP2Session?
     private var incoming: [Int32: IncomingStream] = [:]
+    /// The stream whose frames arrived last, kept out of `incoming`: a
+    /// request's header block comes in one piece and its body usually right
+    /// after, so its dozen headers and its data go here without a dictionary
+    /// lookup each. Parked in `incoming` when another stream's frames come.
+    private var current: (stream: Int32, request: IncomingStream)?
     private var scheduled: [(due: UInt64, stream: Int32, response: HTTP2Response)] = []
     private var output: [UInt8] = []
     private var closeAfterFlush = false
@@ -51,8 +58,15 @@ final class ServerConnection: @unchecked Sendable {
     }
 
     func command(_ command: Command) {
-        commands.withLock { $0.append(command) }
-        wake.signal()
+        let first = commands.withLock { queued in
+            queued.append(command)
+            return queued.count == 1
+        }
+        // The connection thread itself (a handler answering at once) takes
+        // its commands before it next polls: no wake-up, no system call.
+        // Others wake it once per batch: a later command finds the first's
+        // signal pending.
+        if first, owner.load(ordering: .relaxed) != ThreadID.current { wake.signal() }
     }
 
     private func run() {
@@ -60,18 +74,18 @@ final class ServerConnection: @unchecked Sendable {
             if socket >= 0 { Socket.close(socket) }
             finished.store(true, ordering: .relaxed)
         }
+        owner.store(ThreadID.current, ordering: .relaxed)
         guard handshake() else { return }
         guard let session = try? NGHTTP2Session(client: false, delegate: self, maxConcurrentStreams: listener.configuration.maxConcurrentStreams)
         else { return }
         self.session = session
         var buffer = [UInt8](repeating: 0, count: 16_384)
+        var pending: [Command] = []
         while true {
-            // Commands from responders and the listener.
-            let pending = commands.withLock { queued -> [Command] in
-                let taken = queued
-                queued.removeAll()
-                return taken
-            }
+            // Commands from responders and the listener, swapped out with
+            // the last turn's emptied array: no allocation per turn.
+            pending.removeAll(keepingCapacity: true)
+            commands.withLock { swap(&$0, &pending) }
             for command in pending {
                 switch command {
                 case .respond(let stream, let response, let due): scheduled.append((due, stream, response))
@@ -105,7 +119,7 @@ final class ServerConnection: @unchecked Sendable {
             if !session.wantsRead, !session.wantsWrite, scheduled.isEmpty, output.isEmpty { return }
 
             var next: Int32 = 1000
-            if let due = scheduled.map(\.due).min() {
+            if let due = scheduled.lazy.map(\.due).min() {
                 next = due > now ? Int32(min((due - now) / 1_000_000 + 1, 1000)) : 0
             }
             // Bytes OpenSSL already decrypted never show up in poll(): read them now.
@@ -116,6 +130,9 @@ final class ServerConnection: @unchecked Sendable {
                     switch buffer.withUnsafeMutableBytes({ tls.read(into: $0) }) {
                     case .bytes(let count):
                         guard (try? session.receive(buffer, count: count)) != nil else { return }
+                        // Nothing left inside OpenSSL: the socket's next bytes
+                        // show in poll(), without a read that only says EAGAIN.
+                        if !tls.hasPendingBytes { break readLoop }
                     case .wouldBlock: break readLoop
                     case .closed, .failed: return
                     }
@@ -173,30 +190,54 @@ final class ServerConnection: @unchecked Sendable {
     }
 }
 
+extension ServerConnection {
+    /// Makes `stream` the current one: the current one is parked in
+    /// `incoming` and `stream` taken out of it. False when `stream` has no
+    /// request (it never began, or it ended).
+    private func select(_ stream: Int32) -> Bool {
+        if current?.stream == stream { return true }
+        if let parked = current { incoming[parked.stream] = parked.request }
+        current = incoming.removeValue(forKey: stream).map { (stream, $0) }
+        return current != nil
+    }
+}
+
 extension ServerConnection: NGHTTP2SessionDelegate {
-    func sessionBeganHeaders(stream: Int32) { incoming[stream] = IncomingStream() }
+    func sessionBeganHeaders(stream: Int32) {
+        if let parked = current, parked.stream != stream { incoming[parked.stream] = parked.request }
+        incoming[stream] = nil
+        current = (stream, IncomingStream())
+    }
 
     func sessionReceivedHeader(stream: Int32, name: String, value: String) {
+        guard select(stream) else { return }
         switch name {
-        case ":method": incoming[stream]?.method = value
-        case ":path": incoming[stream]?.path = value
-        case ":authority": incoming[stream]?.authority = value
-        default: if !name.hasPrefix(":") { incoming[stream]?.headers.append(HTTPHeader(name, value)) }
+        case ":method": current!.request.method = value
+        case ":path": current!.request.path = value
+        case ":authority": current!.request.authority = value
+        default: if !name.hasPrefix(":") { current!.request.headers.append(HTTPHeader(name, value)) }
         }
     }
 
     func sessionReceivedData(stream: Int32, bytes: UnsafeRawBufferPointer) {
-        incoming[stream]?.body.append(contentsOf: bytes)
+        guard select(stream) else { return }
+        current!.request.body.append(contentsOf: bytes)
     }
 
+    /// The peer sends nothing more on an ended stream (nghttp2 rejects it),
+    /// so the request leaves the table here rather than when the stream closes.
     func sessionStreamEnded(stream: Int32) {
-        guard let request = incoming[stream] else { return }
+        guard select(stream), let request = current?.request else { return }
+        current = nil
         listener.handler(
             HTTP2ServerRequest(method: request.method, path: request.path, authority: request.authority, headers: request.headers, body: request.body, connectionID: id, streamID: stream),
             HTTP2Responder(connection: self, stream: stream))
     }
 
-    func sessionStreamClosed(stream: Int32, errorCode: UInt32) { incoming[stream] = nil }
+    func sessionStreamClosed(stream: Int32, errorCode: UInt32) {
+        if current?.stream == stream { current = nil }
+        if !incoming.isEmpty { incoming[stream] = nil }
+    }
     func sessionReceivedGoAway(lastStream: Int32, errorCode: UInt32) {}
     func sessionReceivedPingAck() {}
 

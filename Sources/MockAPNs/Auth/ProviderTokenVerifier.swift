@@ -36,7 +36,16 @@ public final class ProviderTokenVerifier: Sendable {
 
     private let keys: [String: (teamID: String, key: ES256PublicKey)]
     private let now: @Sendable () -> Int64
-    private let cache = Mutex<[String: Decoded]>([:])
+    private struct Cache {
+        var byToken: [String: Decoded] = [:]
+        /// The last `authorization` value and its token's entry (always one
+        /// of `byToken`'s): a provider sends one token for up to an hour, so
+        /// most requests find it by one comparison, without a new string for
+        /// the token and a hash of all of it.
+        var last: (authorization: String, decoded: Decoded)?
+    }
+
+    private let cache = Mutex(Cache())
     private let verifications = Atomic<Int>(0)
 
     /// - Throws: when a registered public key is not a P-256 PEM.
@@ -55,25 +64,49 @@ public final class ProviderTokenVerifier: Sendable {
     /// The APNs reason to reject `authorization` with, or nil when it is valid.
     public func rejection(authorization: String?) -> String? {
         guard let authorization, !authorization.isEmpty else { return "MissingProviderToken" }
-        let prefix = "bearer "
-        guard authorization.lowercased().hasPrefix(prefix) else { return "InvalidProviderToken" }
-        let token = String(authorization.dropFirst(prefix.count))
-
-        // Decoding under the lock makes "verified once per distinct token"
-        // exact even when many connections present a new token at once; it
-        // costs one signature check per new token, about 100 µs.
-        let decoded = cache.withLock { cache -> Decoded in
-            if let cached = cache[token] { return cached }
-            let fresh = decode(token)
-            if cache.count > 10_000 { cache.removeAll() }  // bound memory under token churn
-            cache[token] = fresh
-            return fresh
+        let decoded: Decoded
+        if let last = cache.withLock({ $0.last }), last.authorization == authorization {
+            decoded = last.decoded
+        } else {
+            guard let token = Self.bearerToken(authorization) else { return "InvalidProviderToken" }
+            // Decoding under the lock makes "verified once per distinct token"
+            // exact even when many connections present a new token at once; it
+            // costs one signature check per new token, about 100 µs.
+            decoded = cache.withLock { cache -> Decoded in
+                let entry: Decoded
+                if let cached = cache.byToken[token] {
+                    entry = cached
+                } else {
+                    entry = decode(token)
+                    if cache.byToken.count > 10_000 { cache.byToken.removeAll() }  // bound memory under token churn
+                    cache.byToken[token] = entry
+                }
+                cache.last = (authorization, entry)
+                return entry
+            }
         }
         if let rejection = decoded.rejection { return rejection }
         let age = now() - decoded.issuedAt
         if age > Self.maximumAgeSeconds { return "ExpiredProviderToken" }
         if age < -Self.futureSkewSeconds { return "InvalidProviderToken" }
         return nil
+    }
+
+    /// What follows a `bearer ` prefix in any case, or nil without one.
+    /// An ASCII header (every JWT) is compared byte by byte, where lowercasing
+    /// and characters are bytes; anything else lowercases the whole value and
+    /// compares characters, as APNs' rule was always read here.
+    static func bearerToken(_ authorization: String) -> String? {
+        let prefix = "bearer "
+        let utf8 = authorization.utf8
+        guard MockRules.allBytes(of: authorization, satisfy: { $0 < 0x80 }) else {
+            guard authorization.lowercased().hasPrefix(prefix) else { return nil }
+            return String(authorization.dropFirst(prefix.count))
+        }
+        guard utf8.count >= prefix.utf8.count else { return nil }
+        let lowered = utf8.lazy.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 + 32 : $0 }
+        guard lowered.starts(with: prefix.utf8) else { return nil }
+        return String(authorization[utf8.index(utf8.startIndex, offsetBy: prefix.utf8.count)...])
     }
 
     private func decode(_ token: String) -> Decoded {

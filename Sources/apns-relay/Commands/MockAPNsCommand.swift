@@ -36,6 +36,11 @@ struct MockAPNsCommand: AsyncParsableCommand {
         configuration.bundleIDs = Set(bundleIDs)
         configuration.maxConcurrentStreams = maxConcurrentStreams
         configuration.responseDelay = delayMs > 0 ? .fixed(milliseconds: delayMs) : .none
+        // This process reads only the log's totals (printed at exit), which
+        // count every request whatever the capacity: keeping the last 100,000
+        // requests whole cost each one an allocation kept and memory grown
+        // (and 100 MB or more) for entries nothing here reads.
+        configuration.logCapacity = 1000
         if let goawayAfter { configuration.goAwayAfterStreams = (goawayAfter, true) }
         if let prefix = unregisteredPrefix {
             configuration.rules.append(MockRule(.tokenPrefix(prefix), always: .unregistered(at: UnixTime.nowSeconds() * 1000)))
