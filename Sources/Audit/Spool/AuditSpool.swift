@@ -135,18 +135,20 @@ final class AuditSpool: @unchecked Sendable {
     @discardableResult
     func append(encoded bytes: [UInt8], sync: Bool = true) throws -> Int {
         if needsRotation(for: bytes.count) { try rotate(sync: sync, minimumBytes: bytes.count) }
-        guard var segment = current else { throw SegmentFileError("append", path: directory.path, code: 0) }
-        guard !bytes.isEmpty else { return segment.number }
-        if let mapping = segment.mapping {
+        guard current != nil else { throw SegmentFileError("append", path: directory.path, code: 0) }
+        guard !bytes.isEmpty else { return current!.number }
+        if let mapping = current!.mapping {
             // A copy into the page cache: it cannot fail part way, so no
             // broken record is left to cut back (a crash mid-copy leaves a
-            // torn last record, as one mid-`write` would).
-            mapping.store(bytes, at: segment.size)
-            segment.size += bytes.count
-            current = segment
-            if sync { try segment.file.syncData() } else { currentUnsynced = true }
-            return segment.number
+            // torn last record, as one mid-`write` would). The segment is
+            // updated in place: a copy of it (its URL) costs retains per append.
+            let offset = current!.size
+            mapping.store(bytes, at: offset)
+            current!.size = offset + bytes.count
+            if sync { try current!.file.syncData() } else { currentUnsynced = true }
+            return current!.number
         }
+        var segment = current!
         do {
             try segment.file.append(bytes)
             if sync { try segment.file.syncData() } else { currentUnsynced = true }
@@ -174,9 +176,10 @@ final class AuditSpool: @unchecked Sendable {
     /// segment of its own: an empty appended-to one takes it, a mapped one is
     /// replaced by one large enough).
     private func needsRotation(for count: Int) -> Bool {
-        guard let segment = current else { return true }
-        if let mapping = segment.mapping { return segment.size + count > mapping.capacity }
-        return segment.size > 0 && segment.size + count > segmentLimit
+        guard current != nil else { return true }
+        let size = current!.size
+        if let capacity = current!.mapping?.capacity { return size + count > capacity }
+        return size > 0 && size + count > segmentLimit
     }
 
     /// Closes the current segment so replay may read and delete it.
