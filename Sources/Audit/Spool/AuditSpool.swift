@@ -19,12 +19,6 @@ internal import Zlib
 /// interval`): then a retired segment stays open until ``takeSyncWork()``
 /// hands it to the journal thread, which syncs and closes it, so no
 /// descriptor is closed (and its number reused) under a sync in flight.
-///
-/// The journal's segments are preallocated and mapped (``SegmentMapping``):
-/// an append copies the records into the mapping, no `write(2)`, with the
-/// same durability (the page cache; `fdatasync` for a machine crash). Such a
-/// segment's file is its full size from the start, zeros after the last
-/// record; a reader takes a zero tail for the clean end, not a torn record.
 final class AuditSpool: @unchecked Sendable {
     // The spool is used only from the audit writer's thread (and before it
     // starts). The journal: by the journal thread (`always`), or by the
@@ -70,10 +64,7 @@ final class AuditSpool: @unchecked Sendable {
     /// the spool, `journal-….journal` for the send journal.
     let prefix: String
     let suffix: String
-    /// Segments are preallocated to `segmentLimit` and appended to through a
-    /// mapping (the journal), not with `write(2)` (the spool).
-    let mapped: Bool
-    private var current: (url: URL, file: SegmentFile, mapping: SegmentMapping?, size: Int, number: Int)?
+    private var current: (url: URL, file: SegmentFile, size: Int, number: Int)?
     private var lastNumber = 0
     /// Appends without a sync since the last ``takeSyncWork()``, and whether
     /// one of them went to the current segment.
@@ -84,12 +75,11 @@ final class AuditSpool: @unchecked Sendable {
     /// A segment was created since the directory was last synced.
     private var directoryUnsynced = false
 
-    init(directory: String, segmentLimit: Int = 16 << 20, prefix: String = "segment-", suffix: String = ".spool", mapped: Bool = false) throws {
+    init(directory: String, segmentLimit: Int = 16 << 20, prefix: String = "segment-", suffix: String = ".spool") throws {
         self.directory = URL(fileURLWithPath: directory, isDirectory: true)
         self.segmentLimit = segmentLimit
         self.prefix = prefix
         self.suffix = suffix
-        self.mapped = mapped
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
     }
 
@@ -134,21 +124,9 @@ final class AuditSpool: @unchecked Sendable {
     /// process) but not synced; ``takeSyncWork()`` names what to sync.
     @discardableResult
     func append(encoded bytes: [UInt8], sync: Bool = true) throws -> Int {
-        if needsRotation(for: bytes.count) { try rotate(sync: sync, minimumBytes: bytes.count) }
-        guard current != nil else { throw SegmentFileError("append", path: directory.path, code: 0) }
-        guard !bytes.isEmpty else { return current!.number }
-        if let mapping = current!.mapping {
-            // A copy into the page cache: it cannot fail part way, so no
-            // broken record is left to cut back (a crash mid-copy leaves a
-            // torn last record, as one mid-`write` would). The segment is
-            // updated in place: a copy of it (its URL) costs retains per append.
-            let offset = current!.size
-            mapping.store(bytes, at: offset)
-            current!.size = offset + bytes.count
-            if sync { try current!.file.syncData() } else { currentUnsynced = true }
-            return current!.number
-        }
-        var segment = current!
+        if current == nil || (current!.size > 0 && current!.size + bytes.count > segmentLimit) { try rotate(sync: sync) }
+        guard var segment = current else { throw SegmentFileError("append", path: directory.path, code: 0) }
+        guard !bytes.isEmpty else { return segment.number }
         do {
             try segment.file.append(bytes)
             if sync { try segment.file.syncData() } else { currentUnsynced = true }
@@ -171,24 +149,10 @@ final class AuditSpool: @unchecked Sendable {
         return segment.number
     }
 
-    /// Whether `count` more bytes need a new segment: none is open, or they
-    /// do not fit the open one (a record larger than the limit gets a
-    /// segment of its own: an empty appended-to one takes it, a mapped one is
-    /// replaced by one large enough).
-    private func needsRotation(for count: Int) -> Bool {
-        guard current != nil else { return true }
-        let size = current!.size
-        if let capacity = current!.mapping?.capacity { return size + count > capacity }
-        return size > 0 && size + count > segmentLimit
-    }
-
     /// Closes the current segment so replay may read and delete it.
     /// Not with appends unsynced in it (see ``takeSyncWork()``).
     func sealCurrent() {
-        if let segment = current {
-            segment.mapping?.unmap()
-            segment.file.close()
-        }
+        if let segment = current { segment.file.close() }
         current = nil
         currentUnsynced = false
     }
@@ -220,10 +184,7 @@ final class AuditSpool: @unchecked Sendable {
             records.append(record)
             offset += 8 + length
         }
-        // A preallocated (mapped) segment ends in zeros past its last
-        // record: its clean end. Torn is what is not zero after that.
-        let end = bytes[offset...].lastIndex(where: { $0 != 0 }).map { $0 + 1 } ?? offset
-        return SegmentContents(records: records, tornBytes: end - offset)
+        return SegmentContents(records: records, tornBytes: bytes.count - offset)
     }
 
     func remove(_ url: URL) throws {
@@ -231,12 +192,10 @@ final class AuditSpool: @unchecked Sendable {
         try FileManager.default.removeItem(at: url)
     }
 
-    private func rotate(sync: Bool, minimumBytes: Int = 0) throws {
+    private func rotate(sync: Bool) throws {
         if !sync, let segment = current {
             // Synced and closed by the journal thread, never here: it may be
-            // syncing this very descriptor right now. Its mapping goes now:
-            // the stored pages stay dirty in the page cache for that sync.
-            segment.mapping?.unmap()
+            // syncing this very descriptor right now.
             retired.append(segment.file)
             current = nil
             currentUnsynced = false
@@ -248,10 +207,7 @@ final class AuditSpool: @unchecked Sendable {
         lastNumber = next
         let name = prefix + String(format: "%016d", next) + suffix
         let url = directory.appendingPathComponent(name)
-        let file = try SegmentFile.create(url.path)
-        // A file system that cannot preallocate or map: appends with `write(2)`.
-        let mapping = mapped ? SegmentMapping.create(for: file, capacity: max(segmentLimit, minimumBytes)) : nil
-        current = (url, file, mapping, 0, next)
+        current = (url, try SegmentFile.create(url.path), 0, next)
         // The new name must survive a power cut too: now, or with the next
         // sync of the journal thread.
         if sync { SegmentFile.syncDirectory(directory.path) } else { directoryUnsynced = true }

@@ -13,10 +13,9 @@ struct SegmentFile: @unchecked Sendable {
     let descriptor: Int32
     let path: String
 
-    /// Creates `path` (it must not exist), mode 0600, opened for appending
-    /// (and reading: a shared mapping of it, ``SegmentMapping``, needs both).
+    /// Creates `path` (it must not exist), mode 0600, opened for appending.
     static func create(_ path: String) throws(SegmentFileError) -> SegmentFile {
-        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw SegmentFileError("open", path: path, code: errno) }
         return SegmentFile(descriptor: descriptor, path: path)
     }

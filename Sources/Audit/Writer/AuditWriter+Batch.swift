@@ -4,7 +4,7 @@ public import Relay
 extension AuditWriter {
     /// Journals the intents of several sends about to start together (a
     /// batch's) and returns once all of them are durable: with `.interval`
-    /// one append under one lock for all of them, on the calling thread,
+    /// one `write(2)` under one lock for all of them, on the calling thread,
     /// without suspending; with `.always` one hand-over to the journal
     /// thread, whose next group writes and `fdatasync`s them together.
     public func sendsStarting(_ sends: [SendIntent]) async {
@@ -13,7 +13,7 @@ extension AuditWriter {
 
     /// Journals the completions of several sends that ran together (a
     /// batch's chunk) and returns once all of them are durable, as
-    /// ``sendsStarting(_:)`` journals intents: one append under one lock
+    /// ``sendsStarting(_:)`` journals intents: one `write(2)` under one lock
     /// (`.interval`) or one group of the journal thread (`.always`). Each is
     /// still its own record, its row queued for the writer, its intent
     /// answered in the ledger, exactly as ``sendFinishedDurably(_:)`` does one.
@@ -50,11 +50,11 @@ extension AuditWriter {
     }
 
     /// `.interval`: appends records already encoded into `bytes` with one
-    /// copy into the journal segment's mapping and no sync, and enters their `items` in the ledger (a
+    /// `write(2)` and no sync, and enters their `items` in the ledger (a
     /// completion's rows go to the writer's queue), all under `condition`,
     /// so the ledger and the segment the records went to agree, whoever
-    /// appends and trims. See ``appendIntentToJournal(_:startedAt:)`` for why the append
-    /// may run on the cooperative pool.
+    /// appends and trims. See ``appendIntentToJournal(_:startedAt:)`` for why a small
+    /// buffered write may run on the cooperative pool.
     func appendEncodedToJournal(_ bytes: [UInt8], items: some Collection<JournalItem>) {
         var failure: (any Error)?
         var segment: Int?

@@ -90,22 +90,19 @@ extension AuditWriter {
     }
 
     /// `.interval`: appends the entry's record on the calling thread, with
-    /// one copy into the journal segment's shared mapping (``SegmentMapping``;
-    /// `write(2)` where the file system cannot map a preallocated segment)
-    /// and no sync, and enters it in the ledger (a completion's rows go to
-    /// the writer's queue), all under `condition`, so the ledger and the
-    /// segment the record went to agree, whoever appends and trims.
+    /// one `write(2)` and no sync, and enters it in the ledger (a completion's
+    /// rows go to the writer's queue), all under `condition`, so the ledger
+    /// and the segment the record went to agree, whoever appends and trims.
     ///
     /// The caller may be on Swift's cooperative pool, which must never block.
-    /// A small append into the page cache is acceptable there, as a log line
-    /// is: a memory copy into pages the kernel owns (now and then a page
-    /// fault; it waits for no device), and the lock is held only for that
-    /// copy and the ledger. An `fsync` is not: it waits for the disk
-    /// (milliseconds on a busy one), so it never runs here; the journal
-    /// thread issues it every `journalSyncInterval` (``runJournalSyncs()``).
-    /// Once the append returned the record survives a crash of the process
-    /// (the page cache outlives it); a crash of the machine may lose what
-    /// the next sync had not reached yet.
+    /// A small buffered append is acceptable there, as a log line is: the
+    /// kernel copies the bytes into the page cache and returns (~3 µs; it
+    /// waits for no device), and the lock is held only for that copy and the
+    /// ledger. An `fsync` is not: it waits for the disk (milliseconds on a
+    /// busy one), so it never runs here; the journal thread issues it every
+    /// `journalSyncInterval` (``runJournalSyncs()``). Once `write` returned
+    /// the record survives a crash of the process; a crash of the machine
+    /// may lose what the next sync had not reached yet.
     ///
     /// The send is encoded straight from the caller's descriptor, not
     /// wrapped in a ``JournalEntry`` first: that copy retained and released

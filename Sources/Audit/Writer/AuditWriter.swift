@@ -10,8 +10,7 @@ public import Relay
 /// - The **journal**: each send's intent (before its first attempt) and
 ///   completion (before the caller is answered) are appended to a journal
 ///   in the spool directory. With `journalSync` `.interval` (the default)
-///   the sending thread appends them itself (a copy into the segment's
-///   shared mapping, no system call: ``SegmentMapping``) and hands
+///   the sending thread appends them itself with one `write(2)` and hands
 ///   completed rows to the writer; the **journal thread** only
 ///   `fdatasync`s, every `journalSyncInterval` while appends arrive. With
 ///   `.always` the journal thread takes the records, writes many sends per
@@ -93,8 +92,7 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
 
     /// When a journal record counts as durable.
     public enum JournalSync: String, Sendable, CaseIterable {
-        /// Appended by the sending thread (into the page cache through the
-        /// segment's mapping), no wait: it
+        /// Appended with `write(2)` by the sending thread, no wait: it
         /// survives a crash of the process at once, and a crash of the
         /// machine once the journal thread's next `fdatasync` (every
         /// `journalSyncInterval`) has run.
@@ -177,7 +175,7 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         self.spool = try AuditSpool(directory: configuration.spoolDirectory)
         self.journal = try AuditSpool(
             directory: configuration.spoolDirectory, segmentLimit: configuration.journalSegmentBytes, prefix: "journal-",
-            suffix: ".journal", mapped: true)
+            suffix: ".journal")
         self.quarantine = try AuditQuarantine(directory: configuration.spoolDirectory + "/quarantine")
         self.reconnectDelay = configuration.reconnectMinimumDelay
         // What a previous run left in the journal is recovered by the writer
@@ -321,7 +319,7 @@ public struct AuditStatistics: Sendable, Hashable {
     /// Seconds the last batch write took.
     public var lastWriteSeconds = 0.0
     public var writeBatches = 0
-    /// Journal appends, one copy into the segment each: a group of sends (`always`, each
+    /// Journal appends, one `write` each: a group of sends (`always`, each
     /// followed by an `fdatasync`) or one record (`interval`).
     public var journalCommits = 0
     /// `fdatasync`s of the journal.
