@@ -53,7 +53,7 @@ extension AuditWriter {
     /// `write(2)` and no sync, and enters their `items` in the ledger (a
     /// completion's rows go to the writer's queue), all under `condition`,
     /// so the ledger and the segment the records went to agree, whoever
-    /// appends and trims. See ``appendToJournal(_:)`` for why a small
+    /// appends and trims. See ``appendIntentToJournal(_:startedAt:)`` for why a small
     /// buffered write may run on the cooperative pool.
     func appendEncodedToJournal(_ bytes: [UInt8], items: some Collection<JournalItem>) {
         var failure: (any Error)?

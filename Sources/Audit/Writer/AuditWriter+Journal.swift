@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Relay
 
 extension AuditWriter {
     /// Starts the journal thread unless it runs. Called with `journalCondition` held.
@@ -25,35 +26,43 @@ extension AuditWriter {
     /// Appends the entry's record(s) to `bytes`, each line built once,
     /// straight into the record (a barrier has none: nil).
     func encodeJournal(_ entry: JournalEntry, into bytes: inout [UInt8]) -> JournalItem? {
-        let layout = configuration.rowLayout
         switch entry {
-        case .intent(let send, let startedAt):
-            let key = AuditJournalKey(apnsID: send.apnsID.value, startedAt: startedAt)
-            let keyText = key.bytes
-            let relayInstance = configuration.relayInstance
-            AuditSpool.encode(kind: .intent, format: layout.format, into: &bytes) { line in
-                Self.appendKey(keyText, to: &line)
-                layout.appendIntentLine(send, startedAt: startedAt, key: keyText, relayInstance: relayInstance, to: &line)
-            }
-            return JournalItem(key: key, intent: true)
-        case .completion(let event):
-            let key = AuditJournalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt)
-            // The row goes to the writer's queue too: built once, straight
-            // from the event (no AuditRecord), copied once into the record.
-            var audit: [UInt8] = []
-            audit.reserveCapacity(512)
-            layout.appendCompletionLine(event, relayInstance: configuration.relayInstance, to: &audit)
-            let dead = DeadTokenRecord(event: event)?.copyLine()
-            AuditSpool.encode(kind: .completion, format: layout.format, into: &bytes) { line in
-                key.append(to: &line)
-                line.append(0x09)
-                line.append(contentsOf: audit)
-            }
-            if let dead { AuditSpool.encode(AuditSpool.Record(kind: .deadToken, format: layout.format, line: dead), into: &bytes) }
-            return JournalItem(key: key, intent: false, audit: audit, dead: dead)
-        case .barrier:
-            return nil
+        case .intent(let send, let startedAt): return encodeIntent(send, startedAt: startedAt, into: &bytes)
+        case .completion(let event): return encodeCompletion(event, into: &bytes)
+        case .barrier: return nil
         }
+    }
+
+    /// Appends an intent's record to `bytes`, its line built in place.
+    func encodeIntent(_ send: SendDescriptor, startedAt: UInt64, into bytes: inout [UInt8]) -> JournalItem {
+        let layout = configuration.rowLayout
+        let key = AuditJournalKey(apnsID: send.apnsID.value, startedAt: startedAt)
+        let keyText = key.bytes
+        let relayInstance = configuration.relayInstance
+        AuditSpool.encode(kind: .intent, format: layout.format, into: &bytes) { line in
+            Self.appendKey(keyText, to: &line)
+            layout.appendIntentLine(send, startedAt: startedAt, key: keyText, relayInstance: relayInstance, to: &line)
+        }
+        return JournalItem(key: key, intent: true)
+    }
+
+    /// Appends a completion's record (and its dead-token upsert's) to `bytes`.
+    func encodeCompletion(_ event: SendEvent, into bytes: inout [UInt8]) -> JournalItem {
+        let layout = configuration.rowLayout
+        let key = AuditJournalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt)
+        // The row goes to the writer's queue too: built once, straight
+        // from the event (no AuditRecord), copied once into the record.
+        var audit: [UInt8] = []
+        audit.reserveCapacity(512)
+        layout.appendCompletionLine(event, relayInstance: configuration.relayInstance, to: &audit)
+        let dead = DeadTokenRecord(event: event)?.copyLine()
+        AuditSpool.encode(kind: .completion, format: layout.format, into: &bytes) { line in
+            key.append(to: &line)
+            line.append(0x09)
+            line.append(contentsOf: audit)
+        }
+        if let dead { AuditSpool.encode(AuditSpool.Record(kind: .deadToken, format: layout.format, line: dead), into: &bytes) }
+        return JournalItem(key: key, intent: false, audit: audit, dead: dead)
     }
 
     /// Enters a journaled record in the ledger (an intent's segment; a
@@ -94,10 +103,22 @@ extension AuditWriter {
     /// `journalSyncInterval` (``runJournalSyncs()``). Once `write` returned
     /// the record survives a crash of the process; a crash of the machine
     /// may lose what the next sync had not reached yet.
-    func appendToJournal(_ entry: JournalEntry) {
+    ///
+    /// The send is encoded straight from the caller's descriptor, not
+    /// wrapped in a ``JournalEntry`` first: that copy retained and released
+    /// each of its strings once more per record.
+    func appendIntentToJournal(_ send: SendDescriptor, startedAt: UInt64) {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(1024)
-        guard let item = encodeJournal(entry, into: &bytes) else { return }
+        let item = encodeIntent(send, startedAt: startedAt, into: &bytes)
+        appendEncodedToJournal(bytes, items: CollectionOfOne(item))
+    }
+
+    /// ``appendIntentToJournal(_:startedAt:)`` for a finished send's record.
+    func appendCompletionToJournal(_ event: SendEvent) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(1024)
+        let item = encodeCompletion(event, into: &bytes)
         appendEncodedToJournal(bytes, items: CollectionOfOne(item))
     }
 

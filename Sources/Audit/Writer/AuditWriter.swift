@@ -210,14 +210,14 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// Journals the send's row (and its dead-token upsert) without waiting:
     /// for paths that cannot suspend. Never waits for a sync.
     public func sendFinished(_ event: SendEvent) {
-        if configuration.journalSync == .interval { return appendToJournal(.completion(event)) }
+        if configuration.journalSync == .interval { return appendCompletionToJournal(event) }
         enqueueJournal(.completion(event), continuation: nil)
     }
 
     /// Journals the send's row and returns once it is durable: appended
     /// (`.interval`, without suspending) or synced (`.always`).
     public func sendFinishedDurably(_ event: SendEvent) async {
-        if configuration.journalSync == .interval { return appendToJournal(.completion(event)) }
+        if configuration.journalSync == .interval { return appendCompletionToJournal(event) }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             enqueueJournal(.completion(event), continuation: continuation)
         }
@@ -226,7 +226,7 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// Journals the send's intent and returns once it is durable: appended
     /// (`.interval`, without suspending) or synced (`.always`).
     public func sendStarting(_ send: SendDescriptor, startedAt: UInt64) async {
-        if configuration.journalSync == .interval { return appendToJournal(.intent(send, startedAt: startedAt)) }
+        if configuration.journalSync == .interval { return appendIntentToJournal(send, startedAt: startedAt) }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             enqueueJournal(.intent(send, startedAt: startedAt), continuation: continuation)
         }
