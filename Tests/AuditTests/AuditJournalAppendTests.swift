@@ -20,7 +20,7 @@ struct AuditJournalAppendTests {
         let directory = temporaryDirectory()
         let writer = try AuditJournalSyncTests.writer(.interval, directory: directory)
         let event = EventFactory.event(7, dead: true)
-        let key = AuditRecord.journalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt)
+        let key = AuditJournalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt).text
         let keyOf = { (record: AuditSpool.Record) in String(decoding: record.line.prefix { $0 != 0x09 }, as: UTF8.self) }
 
         await writer.sendStarting(event.send, startedAt: event.startedAt)
