@@ -8,21 +8,25 @@ import TestSupport
 /// counters and Postgres' lock table, never how long anything took.
 @Suite("Audit writer: batching under a steady flow")
 struct AuditWriterBatchingTests {
+    /// A writer into `database` taking `batchSize` rows at most, a partial batch `flushInterval` after the last.
+    static func writer(into database: TestDatabase, batchSize: Int, flushInterval: Double) throws -> AuditWriter {
+        var configuration = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "batching")
+        configuration.batchSize = batchSize
+        configuration.flushInterval = flushInterval
+        return try AuditWriter(configuration: configuration, logger: quietLogger())
+    }
+
     @Test("rows queued during a COPY wait for a full batch instead of going out as a small COPY of their own")
     func partialBatchWaitsForTheFlushInterval() async throws {
-        let database = try TestDatabase()
+        let database = try TestDatabase.migrated()
         defer { database.drop() }
-        _ = try Migrator().apply(conninfo: database.conninfo)
-        var configuration = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "batching")
-        configuration.batchSize = 5
-        // Far longer than the test: only a full batch (or shutdown) makes the writer take rows.
-        configuration.flushInterval = 30
 
         // Holding the table makes the writer's first COPY wait, so rows can be queued while it runs.
         let holder = try database.connect()
         try holder.execute("BEGIN")
         try holder.execute("LOCK TABLE apns_audit IN SHARE MODE")
-        let writer = try AuditWriter(configuration: configuration, logger: quietLogger())
+        // The interval far longer than the test: only a full batch (or shutdown) makes the writer take rows.
+        let writer = try Self.writer(into: database, batchSize: 5, flushInterval: 30)
         let events = (0..<10).map { EventFactory.event($0) }
         events[0..<5].forEach(writer.sendFinished)
         let blocked = await eventually(60) {
@@ -48,13 +52,9 @@ struct AuditWriterBatchingTests {
 
     @Test("shutdown takes a partial batch at once, whatever the flush interval")
     func shutdownFlushesAPartialBatch() async throws {
-        let database = try TestDatabase()
+        let database = try TestDatabase.migrated()
         defer { database.drop() }
-        _ = try Migrator().apply(conninfo: database.conninfo)
-        var configuration = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "batching-stop")
-        configuration.batchSize = 500
-        configuration.flushInterval = 3_600
-        let writer = try AuditWriter(configuration: configuration, logger: quietLogger())
+        let writer = try Self.writer(into: database, batchSize: 500, flushInterval: 3_600)
         (0..<7).map { EventFactory.event($0) }.forEach(writer.sendFinished)
         await writer.shutdown()
         #expect(writer.statistics.written == 7)
