@@ -19,10 +19,15 @@ the sends the relay counted), the CPU it takes from the cores the relay shares.
 
     scripts/lib/ab_bench.py --load-generator [--relay BIN] --database-url URL GEN_A GEN_B ...
 """
-import argparse, resource, shutil, statistics, sys, time
+import argparse, resource, shutil, statistics, sys
 
 from send_bench import Bench, Mock, Relay, figure, log
 from profile_send import measured_split
+
+
+def load_shape(args):
+    """The load every run is measured under, as the figures name it."""
+    return f"{'batches of ' + str(args.batch) if args.batch else 'single sends'}, {args.connections} connections, audit {'off' if args.no_audit else 'on'}"
 
 
 def main():
@@ -46,7 +51,7 @@ def main():
     mock = Mock(args.binaries[0], bench.work, bench.key)
     cpu = {binary: [] for binary in args.binaries}
     machine = {binary: [] for binary in args.binaries}
-    shape = f"{'batches of ' + str(args.batch) if args.batch else 'single sends'}, {args.connections} connections, audit {'off' if args.no_audit else 'on'}"
+    shape = load_shape(args)
     try:
         for round in range(1, args.rounds + 1):
             for binary in args.binaries:
@@ -85,7 +90,7 @@ def compare_generators(args):
     mock = Mock(relay_binary, bench.work, bench.key)
     relay = Relay(relay_binary, bench.work, bench.key, mock, args.database_url, audit=not args.no_audit)
     runs = {binary: [] for binary in args.binaries}
-    shape = f"{'batches of ' + str(args.batch) if args.batch else 'single sends'}, {args.connections} connections, audit {'off' if args.no_audit else 'on'}"
+    shape = load_shape(args)
     def children():
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         return usage.ru_utime, usage.ru_stime
@@ -94,7 +99,6 @@ def compare_generators(args):
             bench.load(relay, min(args.sends, 2000), connections=args.connections, batch=args.batch, generator=binary)
         for round in range(1, args.rounds + 1):
             for binary in args.binaries:
-                time.sleep(0.3)  # the audit writer's last batch of the previous run
                 user0, system0 = children()
                 result = bench.measured(relay, lambda: bench.load(relay, args.sends, connections=args.connections, batch=args.batch, generator=binary))
                 user1, system1 = children()
