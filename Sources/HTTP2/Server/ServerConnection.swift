@@ -4,8 +4,8 @@ import RelayBasics
 
 /// One accepted connection of an ``HTTP2Server``, on its own thread.
 final class ServerConnection: @unchecked Sendable {
-    // `commands`, `finished` and `owner` are synchronized; everything else
-    // belongs to the connection thread.
+    // `inbox` and `finished` are synchronized; everything else belongs to
+    // the connection thread.
 
     enum Command {
         case respond(stream: Int32, response: HTTP2Response, due: UInt64)
@@ -25,11 +25,21 @@ final class ServerConnection: @unchecked Sendable {
 
     let id: Int
     unowned let listener: Listener
-    private let commands = Mutex<[Command]>([])
+    /// Commands handed to the connection thread, and whether it sleeps.
+    private struct Inbox {
+        var commands: [Command] = []
+        /// The thread is in poll() (or about to be) and saw no command: the
+        /// next command signals `wake`. The same rule as the client's
+        /// `ConnectionCore.Shared.sleeping`: while the thread is awake, a
+        /// command (a handler answering at once on this thread, or any
+        /// other) costs no eventfd write, since the thread looks at the
+        /// inbox again before it sleeps; the flag is set and read under the
+        /// one lock, so no wake-up is lost.
+        var sleeping = false
+    }
+    private let inbox = Mutex(Inbox())
     private let finished = Atomic<Bool>(false)
     private let wake = WakeSignal()
-    /// The connection thread's ``ThreadID`` once it runs (0 before).
-    private let owner = Atomic<UInt>(0)
     private var socket: Int32
     private var tls: TLSStream?
     private var session: NGHTTP2Session?
@@ -58,15 +68,12 @@ final class ServerConnection: @unchecked Sendable {
     }
 
     func command(_ command: Command) {
-        let first = commands.withLock { queued in
-            queued.append(command)
-            return queued.count == 1
+        let asleep = inbox.withLock { inbox in
+            inbox.commands.append(command)
+            defer { inbox.sleeping = false }
+            return inbox.sleeping
         }
-        // The connection thread itself (a handler answering at once) takes
-        // its commands before it next polls: no wake-up, no system call.
-        // Others wake it once per batch: a later command finds the first's
-        // signal pending.
-        if first, owner.load(ordering: .relaxed) != ThreadID.current { wake.signal() }
+        if asleep { wake.signal() }
     }
 
     private func run() {
@@ -74,7 +81,6 @@ final class ServerConnection: @unchecked Sendable {
             if socket >= 0 { Socket.close(socket) }
             finished.store(true, ordering: .relaxed)
         }
-        owner.store(ThreadID.current, ordering: .relaxed)
         guard handshake() else { return }
         guard let session = try? NGHTTP2Session(client: false, delegate: self, maxConcurrentStreams: listener.configuration.maxConcurrentStreams)
         else { return }
@@ -85,7 +91,7 @@ final class ServerConnection: @unchecked Sendable {
             // Commands from responders and the listener, swapped out with
             // the last turn's emptied array: no allocation per turn.
             pending.removeAll(keepingCapacity: true)
-            commands.withLock { swap(&$0, &pending) }
+            inbox.withLock { swap(&$0.commands, &pending) }
             for command in pending {
                 switch command {
                 case .respond(let stream, let response, let due): scheduled.append((due, stream, response))
@@ -122,9 +128,17 @@ final class ServerConnection: @unchecked Sendable {
             if let due = scheduled.lazy.map(\.due).min() {
                 next = due > now ? Int32(min((due - now) / 1_000_000 + 1, 1000)) : 0
             }
+            // A command that came during this turn is taken at once: poll() only looks.
+            let maySleep = inbox.withLock { inbox in
+                guard inbox.commands.isEmpty else { return false }
+                inbox.sleeping = true
+                return true
+            }
+            if !maySleep { next = 0 }
             // Bytes OpenSSL already decrypted never show up in poll(): read them now.
             let shouldRead = tls?.hasPendingBytes == true
                 || Poll.wait(socket: socket, read: true, write: !output.isEmpty, wake: wake, milliseconds: next).shouldRead
+            inbox.withLock { $0.sleeping = false }
             if shouldRead {
                 readLoop: while let tls {
                     switch buffer.withUnsafeMutableBytes({ tls.read(into: $0) }) {
