@@ -74,15 +74,11 @@ final class BlockingHTTPClient {
     /// Sends one request and reads its answer; reconnects once if the server
     /// closed the kept-alive connection in between.
     func request(_ method: String, _ path: String, headers: [HTTPHeader] = [], body: [UInt8] = []) throws -> Response {
-        try retryingOnce { try exchange(method, path, headers, body) }
-    }
-
-    private func retryingOnce<T>(_ attempt: () throws -> T) throws -> T {
         do {
-            return try attempt()
+            return try exchange(method, path, headers, body)
         } catch {
             reset()
-            return try attempt()
+            return try exchange(method, path, headers, body)
         }
     }
 

@@ -1,3 +1,5 @@
+import RelayBasics
+
 /// One connection's request of the load generator, head and body, built once:
 /// each send rewrites only its tokens' last 16 hex digits in place, so a send
 /// to fresh devices costs no formatting and no allocation. Every token is 64
@@ -37,8 +39,7 @@ struct LoadRequest {
             for (item, start) in tokenDigits.enumerated() {
                 var value = UInt64(truncatingIfNeeded: first + item + 1)
                 for offset in (0..<16).reversed() {
-                    let digit = UInt8(truncatingIfNeeded: value & 15)
-                    bytes[start + offset] = digit < 10 ? 48 + digit : 87 + digit
+                    bytes[start + offset] = Hex.digit(UInt8(truncatingIfNeeded: value & 15))
                     value >>= 4
                 }
             }
