@@ -19,7 +19,7 @@ the sends the relay counted), the CPU it takes from the cores the relay shares.
 
     scripts/lib/ab_bench.py --load-generator [--relay BIN] --database-url URL GEN_A GEN_B ...
 """
-import argparse, resource, shutil, statistics, sys
+import argparse, shutil, statistics, sys
 
 from send_bench import Bench, Mock, Relay, figure, log
 from profile_send import measured_split
@@ -91,19 +91,13 @@ def compare_generators(args):
     relay = Relay(relay_binary, bench.work, bench.key, mock, args.database_url, audit=not args.no_audit)
     runs = {binary: [] for binary in args.binaries}
     shape = load_shape(args)
-    def children():
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return usage.ru_utime, usage.ru_stime
     try:
         for binary in args.binaries:
             bench.load(relay, min(args.sends, 2000), connections=args.connections, batch=args.batch, generator=binary)
         for round in range(1, args.rounds + 1):
             for binary in args.binaries:
-                user0, system0 = children()
                 result = bench.measured(relay, lambda: bench.load(relay, args.sends, connections=args.connections, batch=args.batch, generator=binary))
-                user1, system1 = children()
-                sends = max(result["relay_sends"], 1)
-                run = dict(us=result["load_us"], user=(user1 - user0) / sends * 1e6, system=(system1 - system0) / sends * 1e6,
+                run = dict(us=result["load_us"], user=result["load_user_us"], system=result["load_sys_us"],
                            rate=result["sends_per_s"], relay=result["cpu_us"], failed=result["failed_requests"])
                 runs[binary].append(run)
                 log(f"round {round}, {binary}: load {run['us']:.1f} us/send (user {run['user']:.1f}, sys {run['system']:.1f}), "

@@ -168,17 +168,19 @@ class Bench:
         def others():
             children = resource.getrusage(resource.RUSAGE_CHILDREN)
             return (process_cpu_seconds(relay.mock.process.pid), cluster.cpu_seconds() if cluster else 0.0,
-                    children.ru_utime + children.ru_stime)
+                    children.ru_utime, children.ru_stime)
         sends_before, cpu_before, others_before = relay.succeeded_sends(), relay.cpu_seconds(), others()
         started = time.monotonic()
         result = run()
         elapsed = time.monotonic() - started
         cpu, sends = relay.cpu_seconds() - cpu_before, relay.succeeded_sends() - sends_before
         if cluster: time.sleep(0.3)  # the writer's last partial batch (flushed every 50 ms) reaches Postgres
-        mock_cpu, postgres_cpu, load_cpu = (after - before for after, before in zip(others(), others_before))
+        mock_cpu, postgres_cpu, load_user, load_system = (after - before for after, before in zip(others(), others_before))
+        load_cpu = load_user + load_system
         per_send = 1e6 / max(sends, 1)
         result.update(relay_sends=sends, relay_cpu=cpu, cpu_us=cpu * per_send, window=elapsed, rss=relay.rss_mib(),
                       mock_us=mock_cpu * per_send, postgres_us=postgres_cpu * per_send, load_us=load_cpu * per_send,
+                      load_user_us=load_user * per_send, load_sys_us=load_system * per_send,
                       machine_us=(cpu + mock_cpu + postgres_cpu + load_cpu) * per_send)
         return result
 
