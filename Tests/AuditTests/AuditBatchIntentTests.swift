@@ -19,10 +19,9 @@ struct AuditBatchIntentTests {
         await observer.sendsStarting(events.map { SendIntent(send: $0.send, startedAt: $0.startedAt) })
         #expect(writer.statistics.journalCommits == before + 1, "one write for the whole group: \(writer.statistics)")
         // In the journal (the page cache) before the call returned, one intent record per send, in order.
-        let journal = try AuditSpool(directory: directory, prefix: "journal-", suffix: ".journal")
-        let records = try journal.segments().flatMap { try journal.read($0).records }
+        let records = try AuditSpool.journalRecords(in: directory)
         #expect(records.map(\.kind) == Array(repeating: .intent, count: count))
-        let keys = records.map { String(decoding: $0.line.prefix { $0 != 0x09 }, as: UTF8.self) }
+        let keys = records.map(\.journalKeyText)
         #expect(keys == events.map { AuditJournalKey(apnsID: $0.send.apnsID.value, startedAt: $0.startedAt).text })
         for event in events { await writer.sendFinishedDurably(event) }
         await writer.shutdown()

@@ -9,11 +9,6 @@ import Testing
 /// before the caller is answered.
 @Suite("Audit journal: a single send's appends")
 struct AuditJournalAppendTests {
-    /// The journal's records as a reader on another descriptor sees them.
-    static func journalRecords(_ directory: String) throws -> [AuditSpool.Record] {
-        let reader = try AuditSpool(directory: directory, prefix: "journal-", suffix: ".journal")
-        return try reader.segments().flatMap { try reader.read($0).records }
-    }
 
     @Test("interval: the intent is in the journal file when sendStarting returns, the completion when sendFinishedDurably returns, each keyed to the send")
     func recordsInTheFileOnReturn() async throws {
@@ -21,20 +16,19 @@ struct AuditJournalAppendTests {
         let writer = try AuditJournalSyncTests.writer(.interval, directory: directory)
         let event = EventFactory.event(7, dead: true)
         let key = AuditJournalKey(apnsID: event.send.apnsID.value, startedAt: event.startedAt).text
-        let keyOf = { (record: AuditSpool.Record) in String(decoding: record.line.prefix { $0 != 0x09 }, as: UTF8.self) }
 
         await writer.sendStarting(event.send, startedAt: event.startedAt)
-        let afterIntent = try Self.journalRecords(directory)
+        let afterIntent = try AuditSpool.journalRecords(in: directory)
         #expect(afterIntent.map(\.kind) == [.intent])
-        #expect(afterIntent.map(keyOf) == [key])
+        #expect(afterIntent.map(\.journalKeyText) == [key])
         // The intent holds the `unknown` row recovery would write.
         let unknownRow = AuditRecord(intent: event.send, startedAt: event.startedAt, relayInstance: writer.configuration.relayInstance).copyLine()
         #expect(afterIntent.first.map { Array($0.line.drop { $0 != 0x09 }.dropFirst()) } == unknownRow)
 
         await writer.sendFinishedDurably(event)
-        let afterCompletion = try Self.journalRecords(directory)
+        let afterCompletion = try AuditSpool.journalRecords(in: directory)
         #expect(afterCompletion.map(\.kind) == [.intent, .completion, .deadToken])
-        #expect(afterCompletion.prefix(2).map(keyOf) == [key, key])
+        #expect(afterCompletion.prefix(2).map(\.journalKeyText) == [key, key])
         await writer.shutdown()
         #expect(writer.statistics.spooled == 1, "one row (the dead-token upsert is no audit row): \(writer.statistics)")
     }

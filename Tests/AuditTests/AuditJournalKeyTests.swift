@@ -44,15 +44,13 @@ struct AuditJournalKeyTests {
         }
         await writer.shutdown()
 
-        let left = try AuditSpool(directory: next, prefix: "journal-", suffix: ".journal")
-        let records = try left.segments().flatMap { try left.read($0).records }
+        let records = try AuditSpool.journalRecords(in: next)
         #expect(records.map(\.kind) == Array(repeating: .intent, count: Self.pinned.count))
-        #expect(records.map { String(decoding: $0.line.prefix { $0 != 0x09 }, as: UTF8.self) } == Self.pinned.map(\.key))
+        #expect(records.map(\.journalKeyText) == Self.pinned.map(\.key))
 
         // The next relay, with a database: it recovers the journal first.
-        let database = try TestDatabase()
+        let database = try TestDatabase.migrated()
         defer { database.drop() }
-        _ = try Migrator().apply(conninfo: database.conninfo)
         let recovering = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: next, relayInstance: "next"), logger: quietLogger())
         await recovering.shutdown()
         #expect(recovering.statistics.recoveredUnknown == Self.pinned.count, "\(recovering.statistics)")
