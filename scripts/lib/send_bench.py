@@ -20,6 +20,7 @@ from audit_pg_cost import Cluster, psql, with_database
 from bench_relay import write_relay_config
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+REFERENCE_ROUNDS = 3  # the CPU-per-send ratio against --reference-binary: alternating rounds
 SECTIONS = ["agree", "production", "connections", "batches", "payloads", "million", "audit", "writer", "peers"]
 API_KEY = "bench-key-0123456789"
 APP = "app-a"
@@ -252,23 +253,47 @@ class Bench:
         """The same single-send run through a reference build of the relay
         (--reference-binary, e.g. the commit before issue 15's work), same
         mock, same Postgres, same load generator: the CPU-per-send target
-        (at most a third of the reference's) as a ratio measured in this run."""
+        (at most a third of the reference's) as a ratio measured in this run.
+
+        One run of each build moves the ratio by a few hundredths with
+        whatever else the machine does at that moment, so the builds take
+        turns over `REFERENCE_ROUNDS` rounds (the first round's run of this
+        build is the agree section's), each in a fresh relay, and the ratio
+        is that of the medians; every round is printed."""
         if not self.args.reference_binary:
             print("note: relay CPU per send against a reference build not measured: give scripts/bench --reference REV "
                   "(or send_bench.py --reference-binary PATH)", flush=True)
             return
-        mock = Mock(self.binary, self.work, self.key)
-        relay = Relay(self.args.reference_binary, tempfile.mkdtemp(prefix="relay-ref-", dir=self.work), self.key, mock, self.args.database_url)
-        try:
-            self.load(relay, 200 if self.smoke else 2000)
-            theirs = self.measured(relay, lambda: self.load(relay, 500 if self.smoke else 4000 if self.q else 30000))
-        finally:
-            relay.stop(); mock.stop()
-        figure("single sends/s, reference build (audit on, 8 conn)", theirs["sends_per_s"], "sends/s",
-               f"p50 {theirs['p50_ms']:.2f} ms, p99 {theirs['p99_ms']:.2f} ms")
-        figure("relay CPU per send, reference build", theirs["cpu_us"], "us", f"{theirs['relay_cpu']:.2f} s CPU / {theirs['relay_sends']:.0f} sends")
-        figure("relay CPU per send / reference build", ours["cpu_us"] / theirs["cpu_us"], "", "target <= 0.33; reference: the same run")
-        figure("single sends/s / reference build", ours["sends_per_s"] / theirs["sends_per_s"], "")
+        sends = 500 if self.smoke else 4000 if self.q else 30000
+        rounds = 1 if self.smoke else REFERENCE_ROUNDS
+        def run(binary):
+            mock = Mock(self.binary, self.work, self.key)
+            relay = Relay(binary, tempfile.mkdtemp(prefix="relay-ref-", dir=self.work), self.key, mock, self.args.database_url)
+            try:
+                self.load(relay, 200 if self.smoke else 2000)
+                return self.measured(relay, lambda: self.load(relay, sends))
+            finally:
+                relay.stop(); mock.stop()
+        mine, theirs = [ours], []
+        for round_ in range(rounds):
+            # Alternate which build goes first, so neither always runs right after the other.
+            if round_ == 0:
+                theirs.append(run(self.args.reference_binary))
+            elif round_ % 2:
+                theirs.append(run(self.args.reference_binary)); mine.append(run(self.binary))
+            else:
+                mine.append(run(self.binary)); theirs.append(run(self.args.reference_binary))
+            figure(f"reference round {round_ + 1}: relay CPU per send, this build / reference", mine[-1]["cpu_us"] / theirs[-1]["cpu_us"], "",
+                   f"{mine[-1]['cpu_us']:.1f} / {theirs[-1]['cpu_us']:.1f} us")
+        median_mine = statistics.median(r["cpu_us"] for r in mine)
+        median_theirs = statistics.median(r["cpu_us"] for r in theirs)
+        figure("single sends/s, reference build (audit on, 8 conn), median", statistics.median(r["sends_per_s"] for r in theirs), "sends/s",
+               " ".join(f"{r['sends_per_s']:.0f}" for r in theirs))
+        figure("relay CPU per send, this build, median of rounds", median_mine, "us", " ".join(f"{r['cpu_us']:.1f}" for r in mine))
+        figure("relay CPU per send, reference build, median of rounds", median_theirs, "us", " ".join(f"{r['cpu_us']:.1f}" for r in theirs))
+        figure("relay CPU per send / reference build", median_mine / median_theirs, "",
+               f"target <= 0.33; medians of {rounds} alternating rounds; reference: the same run")
+        figure("single sends/s / reference build", statistics.median(r["sends_per_s"] for r in mine) / statistics.median(r["sends_per_s"] for r in theirs), "")
 
     def production(self):
         """APNs' round trip (100 ms), 4 connections x 1000 streams, driven through the batch route."""
