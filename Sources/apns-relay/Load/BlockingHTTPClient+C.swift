@@ -12,10 +12,7 @@ import RelayBasics
 final class BlockingHTTPClient {
     struct Response {
         var status: Int
-        var headers: [HTTPHeader]
         var body: [UInt8]
-
-        func header(_ name: String) -> String? { headers.value(of: name) }
     }
 
     struct Failure: Error, CustomStringConvertible {
@@ -112,47 +109,24 @@ final class BlockingHTTPClient {
         buffer.append(contentsOf: chunk[0..<count])
     }
 
+    /// Reads one answer: its head through the load generator's parser
+    /// (``HTTPAnswerHead``), then its Content-Length body.
     private func readResponse() throws -> Response {
-        var headerEnd: Int?
-        while headerEnd == nil {
-            if let end = Self.find([13, 10, 13, 10], in: buffer) { headerEnd = end } else { try fill() }
+        var searchedUpTo = 0
+        var parsed: HTTPAnswerHead?
+        while parsed == nil {
+            do {
+                parsed = try buffer.withUnsafeBufferPointer { try HTTPAnswerHead.parse($0, searchedUpTo: &searchedUpTo) }
+            } catch {
+                throw Failure(description: "\(error)")
+            }
+            if parsed == nil { try fill() }
         }
-        let headText = String(decoding: buffer[0..<headerEnd!], as: UTF8.self)
-        var lines = headText.split(separator: "\r\n", omittingEmptySubsequences: false)
-        let statusLine = lines.removeFirst().split(separator: " ")
-        guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw Failure(description: "bad status line") }
-        var headers: [HTTPHeader] = []
-        var length = 0
-        for line in lines {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            let name = line[..<colon].lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: " ")
-            headers.append(HTTPHeader(name, value))
-            if name == "content-length" { length = Int(value) ?? 0 }
-        }
-        let bodyStart = headerEnd! + 4
-        while buffer.count < bodyStart + length { try fill() }
-        let body = Array(buffer[bodyStart..<(bodyStart + length)])
-        buffer.removeFirst(bodyStart + length)
-        if headers.contains(where: { $0.name == "connection" && $0.value.lowercased() == "close" }) { reset() }
-        return Response(status: status, headers: headers, body: body)
-    }
-
-    private static func find(_ pattern: [UInt8], in bytes: [UInt8]) -> Int? {
-        guard bytes.count >= pattern.count else { return nil }
-        outer: for index in 0...(bytes.count - pattern.count) where bytes[index] == pattern[0] {
-            for offset in 1..<pattern.count where bytes[index + offset] != pattern[offset] { continue outer }
-            return index
-        }
-        return nil
-    }
-}
-
-extension Substring {
-    func trimmingCharacters(in characters: Character) -> String {
-        var text = self
-        while text.first == characters { text.removeFirst() }
-        while text.last == characters { text.removeLast() }
-        return String(text)
+        let head = parsed!
+        while buffer.count < head.length + head.contentLength { try fill() }
+        let body = Array(buffer[head.length..<(head.length + head.contentLength)])
+        buffer.removeFirst(head.length + head.contentLength)
+        if head.closes { reset() }
+        return Response(status: head.status, body: body)
     }
 }
