@@ -39,9 +39,7 @@ extension Instrument {
         if let reader = self as? any TraceParentReading { return reader.storedTraceParent(for: context) }
         return traceParentHeader(for: context).flatMap { TraceParent(header: $0) }
     }
-}
 
-extension Instrument {
     /// ``traceParent(for:)`` of a span's context (`context`, read only when
     /// needed), taken from the span itself when it carries it
     /// (``TraceParentCarrying``): no context to build and search.
