@@ -39,6 +39,21 @@ extension Instrument {
         if let reader = self as? any TraceParentReading { return reader.storedTraceParent(for: context) }
         return traceParentHeader(for: context).flatMap { TraceParent(header: $0) }
     }
+
+    /// ``traceParent(for:)`` of a span's context (`context`, read only when
+    /// needed), taken from the span itself when it carries it
+    /// (``TraceParentCarrying``): no context to build and search.
+    public func traceParent(ofSpan span: Any, context: @autoclosure () -> InstrumentationContext) -> TraceParent? {
+        if let span = span as? any TraceParentCarrying { return span.traceParent }
+        return traceParent(for: context())
+    }
+}
+
+/// A span that knows the `traceparent` its own tracer injects for its
+/// context (its trace id, its own span id and the sampling flag), so a
+/// caller asking for it need not read the span's context at all.
+public protocol TraceParentCarrying: AnyObject {
+    var traceParent: TraceParent { get }
 }
 
 /// An instrument that keeps the `traceparent` of the contexts it makes as a

@@ -50,8 +50,19 @@ public struct JSONObject: Sendable, Hashable {
     }
 
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
-        lhs.members.count == rhs.members.count
-            && zip(lhs.members, rhs.members).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        guard lhs.members.count == rhs.members.count else { return false }
+        // Members walked in place: `zip` copied each pair of members (a
+        // retain and a release of each key and value), and one storage
+        // (the parser's repeated objects, copies) is equal to itself at once.
+        return lhs.members.withUnsafeBufferPointer { left in
+            rhs.members.withUnsafeBufferPointer { right in
+                if left.baseAddress == right.baseAddress { return true }
+                for index in left.indices where left[index].key != right[index].key || left[index].value != right[index].value {
+                    return false
+                }
+                return true
+            }
+        }
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -26,6 +26,12 @@ public struct JSONParser {
     /// Members an object has room for once it has one (it grows past that as usual).
     static let reservedMembers = 8
 
+    /// Objects of at least this many bytes are remembered for ``repeatedObject(depth:)``.
+    static let repeatMinimumBytes = 64
+
+    /// Depths (1: the top level) at which an object is remembered.
+    static let repeatDepths = 8
+
     public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
         try parse(Array(text.utf8))
     }
@@ -43,6 +49,10 @@ public struct JSONParser {
 
     private let bytes: [UInt8]
     private var index = 0
+    /// The last object of at least ``repeatMinimumBytes`` parsed at each
+    /// depth below ``repeatDepths``: where its text lies, and its value.
+    /// Empty until the first such object ends.
+    private var lastObjects: [(start: Int, end: Int, value: JSONValue)?] = []
 
     private init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -94,6 +104,8 @@ public struct JSONParser {
 
     private mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
         guard depth <= Self.maximumDepth else { throw error("nesting deeper than \(Self.maximumDepth)") }
+        if let repeated = repeatedObject(depth: depth) { return repeated }
+        let start = index
         index += 1  // {
         var object = JSONObject()
         // Duplicate keys: a scan of the members so far while the object is
@@ -139,10 +151,54 @@ public struct JSONParser {
             }
             if bytes[index] == UInt8(ascii: "}") {
                 index += 1
-                return .object(object)
+                let value = JSONValue.object(object)
+                remember(value, from: start, depth: depth)
+                return value
             }
             throw error("expected ',' or '}'")
         }
+    }
+
+    /// The value of the object starting at `index` when its text is, byte
+    /// for byte, that of the last large object parsed at the same depth (a
+    /// batch's items repeating one snapshot): that object's value, shared,
+    /// with `index` past it; nil otherwise. An object's text ends at its
+    /// closing brace, so the same bytes parse to the same value, and at the
+    /// same depth under the same limit: they were valid there, they are here.
+    /// Comparing bytes is cheaper than parsing them again, and the value's
+    /// storage is shared, so comparing the two values later finds them equal at once.
+    private mutating func repeatedObject(depth: Int) -> JSONValue? {
+        guard depth < lastObjects.count, let last = lastObjects[depth] else { return nil }
+        let length = last.end - last.start
+        guard bytes.count - index >= length else { return nil }
+        let same = bytes.withUnsafeBytes { buffer in
+            Self.equalBytes(buffer.baseAddress! + index, buffer.baseAddress! + last.start, count: length)
+        }
+        guard same else { return nil }
+        index += length
+        return last.value
+    }
+
+    /// Remembers an object just parsed from `start` to `index` for ``repeatedObject(depth:)``.
+    private mutating func remember(_ value: JSONValue, from start: Int, depth: Int) {
+        guard index - start >= Self.repeatMinimumBytes, depth < Self.repeatDepths else { return }
+        if lastObjects.isEmpty { lastObjects = Array(repeating: nil, count: Self.repeatDepths) }
+        lastObjects[depth] = (start, index, value)
+    }
+
+    /// Whether `count` bytes at `a` and `b` are equal: eight at a time, then the rest.
+    private static func equalBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, count: Int) -> Bool {
+        var offset = 0
+        while count - offset >= 8 {
+            guard a.loadUnaligned(fromByteOffset: offset, as: UInt64.self) == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            else { return false }
+            offset += 8
+        }
+        while offset < count {
+            guard a.load(fromByteOffset: offset, as: UInt8.self) == b.load(fromByteOffset: offset, as: UInt8.self) else { return false }
+            offset += 1
+        }
+        return true
     }
 
     private mutating func parseArray(depth: Int) throws(JSONParseError) -> JSONValue {

@@ -126,4 +126,24 @@ struct StoredTraceParentTests {
         #expect(own.traceID == "4bf92f3577b34da6a3ce929d0e0e4736" && own.flags == 0 && own.spanID == child.identity.spanID)
         #expect(tracer.traceParent(for: .topLevel) == nil)
     }
+
+    @Test("a span's own traceparent is what inject writes for its context, whether or not the context was read first")
+    func carriedByTheSpan() throws {
+        let tracer = JSONSpanTracer(logger: Logger(label: "quiet") { _ in SwiftLogNoOpLogHandler() })
+        var remote = InstrumentationContext.topLevel
+        tracer.extract([HTTPHeader("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")], into: &remote, using: HTTPHeaderPropagation())
+        for parent in [remote, InstrumentationContext.topLevel] {
+            let span = tracer.startSpan("apns.send", context: parent)
+            // Asked of the span before its context was ever made, then of the context.
+            let carried = try #require(tracer.traceParent(ofSpan: span, context: span.context))
+            #expect(carried == span.traceParent)
+            #expect(tracer.traceParentHeader(for: span.context) == carried.description)
+            #expect(span.context.spanIdentity == span.identity)
+            let child = tracer.startSpan("apns.attempt", context: span.context)
+            #expect(child.identity.traceID == carried.traceID && child.identity.parentSpanID == carried.spanID)
+            #expect(tracer.traceParent(ofSpan: child, context: child.context) == tracer.traceParent(for: child.context))
+        }
+        // Not a carrying span: read from the context.
+        #expect(tracer.traceParent(ofSpan: "not a span", context: remote)?.spanID == "00f067aa0ba902b7")
+    }
 }

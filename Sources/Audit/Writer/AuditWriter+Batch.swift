@@ -8,7 +8,10 @@ extension AuditWriter {
     /// without suspending; with `.always` one hand-over to the journal
     /// thread, whose next group writes and `fdatasync`s them together.
     public func sendsStarting(_ sends: [SendIntent]) async {
-        await journalTogether(sends.lazy.map { .intent($0.send, startedAt: $0.startedAt) })
+        guard configuration.journalSync == .interval else {
+            return await journalTogether(sends.lazy.map { .intent($0.send, startedAt: $0.startedAt) })
+        }
+        appendTogether(sends.count) { index, bytes in encodeIntent(sends[index].send, startedAt: sends[index].startedAt, into: &bytes) }
     }
 
     /// Journals the completions of several sends that ran together (a
@@ -18,22 +21,30 @@ extension AuditWriter {
     /// still its own record, its row queued for the writer, its intent
     /// answered in the ledger, exactly as ``sendFinishedDurably(_:)`` does one.
     public func sendsFinishedDurably(_ events: [SendEvent]) async {
-        await journalTogether(events.lazy.map { .completion($0) })
+        guard configuration.journalSync == .interval else {
+            return await journalTogether(events.lazy.map { .completion($0) })
+        }
+        appendTogether(events.count) { index, bytes in encodeCompletion(events[index], into: &bytes) }
     }
 
-    /// Journals `entries` together and returns once all are durable.
+    /// `.interval`: encodes `count` records (`encode` the one at an index)
+    /// into one buffer and appends them with one `write(2)`. Straight from
+    /// the caller's sends and events, as a single send's append is: a
+    /// ``JournalEntry`` per record copied each (a retain and a release of
+    /// every string of the send) and destroyed it again.
+    private func appendTogether(_ count: Int, _ encode: (Int, inout [UInt8]) -> JournalItem) {
+        guard count > 0 else { return }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count * 1024)
+        var items: [JournalItem] = []
+        items.reserveCapacity(count)
+        for index in 0..<count { items.append(encode(index, &bytes)) }
+        appendEncodedToJournal(bytes, items: items)
+    }
+
+    /// `.always`: hands `entries` to the journal thread together and returns once all are durable.
     private func journalTogether(_ entries: some Collection<JournalEntry>) async {
         guard !entries.isEmpty else { return }
-        if configuration.journalSync == .interval {
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(entries.count * 1024)
-            var items: [JournalItem] = []
-            items.reserveCapacity(entries.count)
-            for entry in entries {
-                if let item = encodeJournal(entry, into: &bytes) { items.append(item) }
-            }
-            return appendEncodedToJournal(bytes, items: items)
-        }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             journalCondition.lock()
             // Handed over under one lock, so the journal thread takes them in

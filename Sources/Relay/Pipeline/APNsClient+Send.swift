@@ -62,7 +62,7 @@ struct SendRun: Sendable {
             priority: request.priority, topic: request.topic, tokenFingerprint: request.tokenFingerprint,
             channelID: request.channelID, snapshotID: context.snapshotID, surfaceID: context.surfaceID,
             payloadBytes: request.body.count, caller: context.caller,
-            traceID: client.tracer.traceParent(for: span.context)?.traceID,
+            traceID: client.tracer.traceParent(ofSpan: span, context: span.context)?.traceID,
             idempotencyKeyHash: context.idempotencyKeyHash)
         // A span nobody will export (the log exporter below `info`, an unsampled trace) takes no attributes.
         if span.isRecording { Self.describe(span, request, client: client, context: context) }

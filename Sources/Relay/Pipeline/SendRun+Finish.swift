@@ -125,7 +125,7 @@ extension SendRun {
         ]
         if let status = event.status { metadata["status"] = "\(status)" }
         if let reason = event.reason ?? event.errorType { metadata["reason"] = "\(reason)" }
-        if let traceparent = client.tracer.traceParent(for: span.context) {
+        if let traceparent = client.tracer.traceParent(ofSpan: span, context: span.context) {
             metadata["trace_id"] = "\(traceparent.traceID)"
             metadata["span_id"] = "\(traceparent.spanID)"
         }

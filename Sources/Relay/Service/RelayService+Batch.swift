@@ -71,9 +71,12 @@ extension RelayService {
                 guard let client = resolved!.client else {
                     throw refuseUnserved(app: order.app, environment: order.environment, operation: operation, context: context)
                 }
-                let run = SendRun(client: client, request: request, context: Self.sendContext(context, for: operation))
-                intents.append(SendIntent(send: run.descriptor, startedAt: run.startedAt))
-                results.append(.success(StartedSend(run: run, activityKey: activityKey)))
+                // Built straight into its object: a local `SendRun` was copied
+                // in (a retain of each of its references) and destroyed again.
+                let started = StartedSend(
+                    run: SendRun(client: client, request: request, context: Self.sendContext(context, for: operation)), activityKey: activityKey)
+                intents.append(SendIntent(send: started.run.descriptor, startedAt: started.run.startedAt))
+                results.append(.success(started))
             } catch {
                 refused += 1
                 results.append(.failure(error))

@@ -156,7 +156,7 @@ extension RelayService {
             send: SendDescriptor(
                 app: app, environment: environment, operation: operation, apnsID: apnsID,
                 snapshotID: context.snapshotID, surfaceID: context.surfaceID, caller: context.caller,
-                traceID: tracer.traceParent(for: span.context)?.traceID,
+                traceID: tracer.traceParent(ofSpan: span, context: span.context)?.traceID,
                 idempotencyKeyHash: context.idempotencyKeyHash),
             outcome: .rejected, status: nil, reason: nil, errorType: failure.errorType, attempts: 0, trapHits: trapHits,
             latencySeconds: 0, startedAt: now, finishedAt: now, apnsUniqueID: nil, unregisteredAt: nil, dropsToken: false,

@@ -2,11 +2,16 @@ public import Instrumentation
 public import Logging
 import Synchronization
 public import Tracing
-import RelayBasics
+public import RelayBasics
 
 /// A span from ``JSONSpanTracer``; logs itself as one JSON record when it ends.
-public final class JSONSpan: Span {
-    public let context: InstrumentationContext
+public final class JSONSpan: Span, TraceParentCarrying {
+    /// The context the span was started in; ``context`` is it with the
+    /// span's identity, made when first read. Most spans' contexts are never
+    /// read (a send's span that does not record: its trace id is read from
+    /// ``traceParent``), and setting the identity copied the context's
+    /// storage and boxed the identity for every span, then freed both.
+    private let startContext: InstrumentationContext
     public let identity: SpanIdentity
     public let kind: SpanKind
     private let startNanoseconds: UInt64
@@ -25,6 +30,8 @@ public final class JSONSpan: Span {
         var events: [SpanEvent] = []
         var errors: [String] = []
         var ended = false
+        /// ``context``, once read.
+        var context: InstrumentationContext?
     }
 
     private let state: Mutex<State>
@@ -33,7 +40,7 @@ public final class JSONSpan: Span {
         operationName: String, kind: SpanKind, context: InstrumentationContext, identity: SpanIdentity,
         startNanoseconds: UInt64, logger: Logger
     ) {
-        self.context = context
+        self.startContext = context
         self.identity = identity
         self.kind = kind
         self.startNanoseconds = startNanoseconds
@@ -41,6 +48,21 @@ public final class JSONSpan: Span {
         self.records = logger.logLevel <= .info
         self.state = Mutex(State(operationName: operationName))
     }
+
+    /// The context the span was started in, with the span's identity: its
+    /// children's parent, what ``JSONSpanTracer`` injects.
+    public var context: InstrumentationContext {
+        state.withLock { state in
+            if let context = state.context { return context }
+            var context = startContext
+            context.spanIdentity = identity
+            state.context = context
+            return context
+        }
+    }
+
+    /// What ``JSONSpanTracer`` injects for ``context``: this span's identity.
+    public var traceParent: TraceParent { identity.traceParent }
 
     public var operationName: String {
         get { state.withLock { $0.operationName } }

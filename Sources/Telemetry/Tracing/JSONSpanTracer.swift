@@ -31,7 +31,8 @@ public struct JSONSpanTracer: Tracer, TraceParentReading {
         file fileID: String,
         line: UInt
     ) -> JSONSpan {
-        var spanContext = context()
+        // The span sets its identity in the context only when the context is read.
+        let spanContext = context()
         let identity: SpanIdentity
         if let parent = spanContext.spanIdentity {
             identity = SpanIdentity(
@@ -46,7 +47,6 @@ public struct JSONSpanTracer: Tracer, TraceParentReading {
                 traceID: TraceParent.randomTraceID(), spanID: TraceParent.randomSpanID(), parentSpanID: nil,
                 sampled: true)
         }
-        spanContext.spanIdentity = identity
         return JSONSpan(
             operationName: operationName, kind: kind, context: spanContext, identity: identity,
             startNanoseconds: instant().nanosecondsSinceEpoch, logger: logger)
