@@ -146,6 +146,8 @@ final class MHDDaemon: @unchecked Sendable {
             state.stopped = true
             core.deadlines.stop()
             MHD_stop_daemon(daemon)
+            // No request comes any more: the waiting handler tasks end.
+            core.workers.close()
             // After MHD_stop_daemon the quiesced listen socket is ours to close.
             if state.listenSocket >= 0 { close(state.listenSocket) }
         }
@@ -260,13 +262,9 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
         refusal.headers.append(HTTPHeader("retry-after", "1"))
         return queue(refusal, for: exchange, on: connection, core: core)
     }
-    Task {
-        let response = await core.respond(to: request)
-        // In flight until libmicrohttpd reports the response written (see
-        // mhdRequestCompleted): a drain that stopped the daemon as soon as the
-        // handler returned would cut off answers still in the socket buffer.
-        exchange.resume(with: response)
-    }
+    // Routed and handled on Swift's pool (the only step of a request that is
+    // not libmicrohttpd's bookkeeping), by a worker task kept between requests.
+    core.workers.run(MHDServerCore.HandlerJob(request: request, exchange: exchange))
     return MHD_Result.YES
 }
 
