@@ -14,6 +14,8 @@ enum RequestTarget {
     /// authority removed (RFC 9112 §3.2.2: a server must accept
     /// `GET http://host/path`), still percent-encoded.
     static func originPath(_ target: String) -> String {
+        // Origin form (nearly every request): nothing to remove, no lowercased copy to compare.
+        if target.utf8.first == UInt8(ascii: "/") { return target }
         let lowercased = target.prefix(8).lowercased()
         guard lowercased.hasPrefix("http://") || lowercased.hasPrefix("https://"), let colon = target.firstIndex(of: ":") else {
             return target
