@@ -6,7 +6,7 @@ import Synchronization
 /// task keeps its async frames in a stack allocator of its own, whose slabs
 /// (a kilobyte, or a large frame's size) are `malloc`ed as the handler's
 /// call chain deepens and freed only with the task: a task per request paid
-/// some thirty slab allocations and frees per request, about 50 KB, for the
+/// about 35 slab allocations and frees per request, some 55 KB, for the
 /// same frames every time. A worker that has answered now waits here for
 /// the next request instead of ending, and its slabs serve that request
 /// too; a request that finds no worker waiting starts a new one, as before.
