@@ -21,20 +21,33 @@ final class MHDServerCore: Sendable {
         suspended.withLock { _ in intakeClosed.store(true, ordering: .relaxed) }
     }
     let deadlines: RequestDeadlines
+    /// The tasks that run the handlers, reused from one request to the next.
+    let workers: HandlerWorkers<HandlerJob>
+
+    /// A request handed to a handler task, with the exchange its answer resumes.
+    struct HandlerJob: Sendable {
+        let request: HTTPRequest
+        let exchange: PendingExchange
+    }
 
     init(router: Router, configuration: HTTPServer.Configuration) {
         self.router = router
         self.configuration = configuration
+        let errors = configuration.errorRenderer
+        // As many as 8 client connections' handlers keep their tasks, and 64
+        // cover far more; past that a burst's extra workers end when done.
+        workers = HandlerWorkers(maximumWaiting: 64) { job in
+            let response = await router.respond(to: job.request, errors: errors)
+            // In flight until libmicrohttpd reports the response written (see
+            // mhdRequestCompleted): a drain that stopped the daemon as soon as the
+            // handler returned would cut off answers still in the socket buffer.
+            job.exchange.resume(with: response)
+        }
         deadlines = RequestDeadlines(
             requestTimeoutSeconds: configuration.requestTimeoutSeconds,
             idleTimeoutSeconds: configuration.connectionTimeoutSeconds)
     }
 
-    /// Routes `request` and runs its handler (on Swift's pool: this is the
-    /// only step of a request that is not libmicrohttpd's bookkeeping).
-    func respond(to request: HTTPRequest) async -> HTTPResponse {
-        await router.respond(to: request, errors: configuration.errorRenderer)
-    }
 
     /// The server's own refusal, in the configured error envelope and
     /// closing the connection (after a framing error nothing else on it can

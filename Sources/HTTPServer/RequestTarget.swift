@@ -14,6 +14,8 @@ enum RequestTarget {
     /// authority removed (RFC 9112 §3.2.2: a server must accept
     /// `GET http://host/path`), still percent-encoded.
     static func originPath(_ target: String) -> String {
+        // Origin form (nearly every request): nothing to remove, no lowercased copy to compare.
+        if target.utf8.first == UInt8(ascii: "/") { return target }
         let lowercased = target.prefix(8).lowercased()
         guard lowercased.hasPrefix("http://") || lowercased.hasPrefix("https://"), let colon = target.firstIndex(of: ":") else {
             return target
@@ -26,8 +28,9 @@ enum RequestTarget {
     /// `text` percent-decoded; nil when an escape is malformed, the bytes are
     /// not UTF-8, or the result holds a control character (0x00–0x1F, 0x7F).
     static func decoded(_ text: String) -> String? {
+        // Nearly every target has neither: answered from the string's own bytes, with no copy of them.
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "%") || isControl($0) }) else { return text }
         let input = Array(text.utf8)
-        guard input.contains(UInt8(ascii: "%")) || input.contains(where: isControl) else { return text }
         var output: [UInt8] = []
         output.reserveCapacity(input.count)
         var index = 0

@@ -11,7 +11,8 @@ public struct ProviderToken: Sendable, Hashable, CustomStringConvertible, Custom
     public let teamID: String
     /// Unix seconds.
     public let issuedAt: Int64
-    private let compact: String
+    /// `bearer <JWT>`, made once: every push of the next hour sends it.
+    private let bearer: String
 
     /// Signs a token for `credentials` issued at `issuedAt` (unix seconds).
     public init(credentials: ProviderCredentials, issuedAt: Int64) {
@@ -22,11 +23,12 @@ public struct ProviderToken: Sendable, Hashable, CustomStringConvertible, Custom
         let claims: JSONValue = ["iss": .string(credentials.teamID), "iat": .integer(issuedAt)]
         let signingInput = Base64URL.encode(header.encoded()) + "." + Base64URL.encode(claims.encoded())
         let signature = credentials.key.sign(Array(signingInput.utf8))
-        compact = signingInput + "." + Base64URL.encode(signature)
+        bearer = "bearer " + signingInput + "." + Base64URL.encode(signature)
     }
 
-    /// `bearer <JWT>`, the `authorization` header APNs expects.
-    public var authorizationHeaderValue: String { "bearer " + compact }
+    /// `bearer <JWT>`, the `authorization` header APNs expects (the same
+    /// string each time, not a concatenation per push).
+    public var authorizationHeaderValue: String { bearer }
 
     public var description: String { "ProviderToken(kid: \(keyID), iss: \(teamID), iat: \(issuedAt), jwt: <redacted>)" }
     public var debugDescription: String { description }

@@ -19,7 +19,11 @@ extension ConnectionCore: NGHTTP2SessionDelegate {
     }
 
     func sessionStreamEnded(stream: Int32) {
-        streams[stream]?.ended = true
+        // Through the index, as above: `streams[stream]?.ended = true` went
+        // through the dictionary's and the optional's modify accessors, three
+        // heap allocations per answer.
+        guard let index = streams.index(forKey: stream) else { return }
+        streams.values[index].ended = true
     }
 
     func sessionReceivedData(stream: Int32, bytes: UnsafeRawBufferPointer) {

@@ -1,0 +1,98 @@
+import Synchronization
+
+/// The tasks that run the server's handlers, kept from one request to the next.
+///
+/// Each request used to start a task of its own on libmicrohttpd's thread. A
+/// task keeps its async frames in a stack allocator of its own, whose slabs
+/// (a kilobyte, or a large frame's size) are `malloc`ed as the handler's
+/// call chain deepens and freed only with the task: a task per request paid
+/// about 35 slab allocations and frees per request, some 55 KB, for the
+/// same frames every time. A worker that has answered now waits here for
+/// the next request instead of ending, and its slabs serve that request
+/// too; a request that finds no worker waiting starts a new one, as before.
+/// Handing a request to a waiting worker resumes it on Swift's pool like a
+/// new task's first job: the same one hop.
+///
+/// At most `maximumWaiting` workers wait; one more ends when it has
+/// answered, so a burst of concurrent requests does not keep its tasks
+/// (and their slabs) for good. ``close()`` ends the waiting ones.
+final class HandlerWorkers<Job: Sendable>: Sendable {
+    private struct State {
+        var waiting: [UnsafeContinuation<Job?, Never>] = []
+        var closed = false
+        /// Workers started since init, for tests.
+        var started = 0
+    }
+
+    private let state = Mutex(State())
+    private let maximumWaiting: Int
+    private let handle: @Sendable (Job) async -> Void
+
+    /// - Parameter handle: runs one job; a worker runs one at a time.
+    init(maximumWaiting: Int, handle: @escaping @Sendable (Job) async -> Void) {
+        self.maximumWaiting = maximumWaiting
+        self.handle = handle
+    }
+
+    /// Workers waiting for a job.
+    var waitingCount: Int { state.withLock { $0.waiting.count } }
+
+    /// Workers started since init (each a task).
+    var startedCount: Int { state.withLock { $0.started } }
+
+    /// Runs `job` on a waiting worker, else on a new one. Never waits.
+    func run(_ job: Job) {
+        let worker = state.withLock { state -> UnsafeContinuation<Job?, Never>? in
+            if let worker = state.waiting.popLast() { return worker }
+            state.started += 1
+            return nil
+        }
+        if let worker {
+            worker.resume(returning: job)
+            return
+        }
+        // The first job goes through a box the worker empties, so the task's
+        // closure does not keep it (its request and body) while it waits.
+        let first = FirstJob(job)
+        Task { await self.work(first) }
+    }
+
+    /// Ends every waiting worker; later ones end when they have answered.
+    func close() {
+        let waiting = state.withLock { state in
+            state.closed = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for worker in waiting { worker.resume(returning: nil) }
+    }
+
+    private func work(_ first: FirstJob) async {
+        var next = first.take()
+        while next != nil {
+            next = await serve(next.take()!)
+        }
+    }
+
+    /// Runs `job`, lets go of it, then waits for the next one (nil: end).
+    private func serve(_ job: consuming Job) async -> Job? {
+        await handle(job)
+        _ = consume job
+        return await withUnsafeContinuation { continuation in
+            let waits = state.withLock { state -> Bool in
+                guard !state.closed, state.waiting.count < maximumWaiting else { return false }
+                state.waiting.append(continuation)
+                return true
+            }
+            if !waits { continuation.resume(returning: nil) }
+        }
+    }
+
+    /// A worker's first job, taken out once.
+    private final class FirstJob: @unchecked Sendable {
+        // Written in init, emptied once by the worker's task before anything else reads it.
+        private var job: Job?
+        init(_ job: Job) { self.job = job }
+        func take() -> Job? { job.take() }
+    }
+}
