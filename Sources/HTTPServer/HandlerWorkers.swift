@@ -70,14 +70,26 @@ final class HandlerWorkers<Job: Sendable>: Sendable {
     private func work(_ first: FirstJob) async {
         var next = first.take()
         while next != nil {
+            // A cancelled task stays cancelled: a job it would serve gets a
+            // task of its own, as if no worker had been waiting.
+            if Task.isCancelled {
+                let fresh = FirstJob(next.take()!)
+                state.withLock { $0.started += 1 }
+                Task { await self.work(fresh) }
+                return
+            }
             next = await serve(next.take()!)
         }
     }
 
     /// Runs `job`, lets go of it, then waits for the next one (nil: end).
+    /// A handler may cancel its own task (the batch route does at its
+    /// deadline, `Ingress.runBatch`), and every later job of that task would
+    /// find itself cancelled: such a worker ends instead of waiting.
     private func serve(_ job: consuming Job) async -> Job? {
         await handle(job)
         _ = consume job
+        if Task.isCancelled { return nil }
         return await withUnsafeContinuation { continuation in
             let waits = state.withLock { state -> Bool in
                 guard !state.closed, state.waiting.count < maximumWaiting else { return false }

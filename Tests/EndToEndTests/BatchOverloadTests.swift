@@ -156,6 +156,22 @@ struct BatchOverloadTests {
         }
     }
 
+    @Test("after a batch cancelled at its deadline, the next requests run on tasks nobody cancelled and succeed")
+    func sendsAfterADeadline() async throws {
+        // The held token's batch of one runs on the request's own task, which
+        // its deadline cancels; the server keeps handler tasks between requests.
+        try await withRelay(rules: [MockRule(.tokenPrefix("cafe"), always: .hold)], configure: { $0.ingress.batchDeadlineSeconds = 1 }) { relay in
+            let answer = try await relay.curl("POST", "/v1/send/batch", body: Self.batch(1, prefix: "cafe"))
+            #expect(Self.errorType(try #require(Self.results(answer).first, "\(answer)")) == "Cancelled", "\(answer)")
+            for index in 0..<4 {
+                let next = try await relay.curl("POST", "/v1/send", body: TestRelay.send(token: TestRelay.token(index)))
+                #expect(next.status == 200 && next.json?["apnsId"] != nil, "send \(index) after the cancelled batch: \(next)")
+            }
+            let batch = try await relay.curl("POST", "/v1/send/batch", body: Self.batch(3))
+            #expect(batch.status == 200 && Self.results(batch).allSatisfy { $0["ok"] == .bool(true) }, "\(batch)")
+        }
+    }
+
     @Test("a fresh send beside abandoned heavy batches reaches APNs behind at most the batch sends already running, not their queue")
     func freshSendBesideAbandonedBatches() async throws {
         let delay = 1000

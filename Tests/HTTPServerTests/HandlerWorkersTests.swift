@@ -27,6 +27,24 @@ struct HandlerWorkersTests {
         #expect(workers.startedCount == 1)
     }
 
+    @Test("a job that cancelled its task (a batch past its deadline does) leaves no cancelled worker for the next")
+    func cancelledWorkerIsNotReused() async {
+        let cancelledWhenHandled = Mutex<[Int: Bool]>([:])
+        let workers = HandlerWorkers<Job>(maximumWaiting: 4) { job in
+            cancelledWhenHandled.withLock { $0[job.number] = Task.isCancelled }
+            // The batch route cancels the task it runs on at its deadline.
+            if job.number == 1 { withUnsafeCurrentTask { $0?.cancel() } }
+        }
+        defer { workers.close() }
+        workers.run(Job(number: 1, marker: Marker()))
+        #expect(await eventually { cancelledWhenHandled.withLock { $0[1] } != nil })
+        #expect(await eventually { workers.waitingCount == 0 && workers.startedCount == 1 })
+        workers.run(Job(number: 2, marker: Marker()))
+        #expect(await eventually { cancelledWhenHandled.withLock { $0[2] } != nil })
+        #expect(cancelledWhenHandled.withLock { $0 } == [1: false, 2: false], "the second job ran in a task nobody cancelled")
+        #expect(workers.startedCount == 2, "the cancelled worker ended; a new one took the next job")
+    }
+
     @Test("a waiting worker holds no reference to the job it answered")
     func waitingWorkerLetsGoOfItsJob() async {
         let workers = HandlerWorkers<Job>(maximumWaiting: 4) { _ in }
