@@ -118,7 +118,8 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
 
     public let configuration: Configuration
     let logger: Logger
-    let condition = NSCondition()
+    /// Guards the writer's shared state; its timed waits are monotonic.
+    let condition = MonotonicCondition()
 
     // Writer thread's input.
     var queue: [Row] = []
@@ -159,12 +160,16 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     let journal: AuditSpool
     let quarantine: AuditQuarantine
     var connection: PostgresConnection?
-    var nextConnectAttempt = Date.distantPast
+    // The writer thread's pacing, in ``MonotonicCondition/now()``'s
+    // nanoseconds: a step of the wall clock must not stall or hurry it.
+    /// Not before this does the writer try to connect again.
+    var nextConnectAttempt: UInt64 = 0
     var reconnectDelay: Double
-    var lastMaintenance = Date.distantPast
+    /// When partitions were last maintained (nil: not yet on this connection).
+    var lastMaintenance: UInt64?
     /// When the writer thread last took rows from the queue: rows queued
     /// since then wait for a full batch until `flushInterval` after it.
-    var lastTake = Date.distantPast
+    var lastTake: UInt64 = 0
     /// Rows a failed spool write left behind, retried first.
     var unsettled: [Row] = []
     /// Journal segments a previous run left, for the writer thread to recover.
