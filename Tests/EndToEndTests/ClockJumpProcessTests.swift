@@ -33,7 +33,6 @@ struct ClockJumpProcessTests {
         // The writer takes a partial batch `flush_interval_ms` (20) after
         // its previous take; measured on the wall clock, that take was
         // 10 minutes in the future.
-        print("clock step: rows before the step landed, second batch answered")
         let landed = await eventually(2, every: .milliseconds(200)) { await rows() == "8" }
         let after = await rows()
         #expect(landed, "rows after the step: \(after)")

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Glibc
 
 /// A lock with a condition variable whose timed waits run on the
 /// monotonic clock: the audit writer's pacing (a partial batch's linger,
@@ -29,9 +25,7 @@ final class MonotonicCondition: @unchecked Sendable {
         condition.initialize(to: pthread_cond_t())
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
-        #if canImport(Glibc)
-            pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        #endif
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
         pthread_cond_init(condition, &attributes)
         pthread_condattr_destroy(&attributes)
     }
