@@ -10,10 +10,10 @@ struct ClockJumpProcessTests {
     func backwardStep() async throws {
         guard let url = ServeProcessTests.databaseURL else { return }
         let database = try await ServeProcessTests.freshDatabase(url)
+        let instance = "clock-step-\(UUID().uuidString.prefix(6))"
         let relay = try await TestRelay.start()
         defer { Task { await relay.stop() } }
         let shim = try await ClockShim.build(in: relay.directory)
-        let instance = "clock-step-\(UUID().uuidString.prefix(6))"
         let config = try ServeProcessTests.writeConfiguration(
             directory: relay.directory, mock: relay.mock, keyPath: relay.keyPath, instance: instance, databaseURL: database,
             spool: relay.directory + "/spool-clock-step")
