@@ -1,6 +1,7 @@
 public import Foundation
 public import Logging
 public import Relay
+import RelayBasics
 
 /// Turns every finished send into exactly one `apns_audit` row, whatever
 /// crashes.

@@ -1,23 +1,23 @@
 import Glibc
 
 /// A lock with a condition variable whose timed waits run on the
-/// monotonic clock: the audit writer's pacing (a partial batch's linger,
-/// the idle wait, the reconnect backoff).
+/// monotonic clock: for threads that sleep until a deadline nobody signals
+/// (the audit writer's pacing: a partial batch's linger, its idle wait,
+/// the reconnect backoff; the batch deadlines' watcher).
 ///
 /// `NSCondition` waits until a `Date`: an absolute deadline on the wall
 /// clock, which the kernel measures on that clock. Stepped back (NTP, a
-/// resumed virtual machine) while the writer waits, that wait lasts the
-/// step longer; and a deadline computed from a take made before the step
-/// lay in the future for as long. Enqueuers wake the writer only at a full
-/// batch, so rows of a quiet relay waited out the step (minutes, hours)
-/// before their COPY. Here deadlines are ``now()`` readings of
-/// `CLOCK_MONOTONIC`, which no step moves.
-final class MonotonicCondition: @unchecked Sendable {
+/// resumed virtual machine) during a wait, the wait lasts the whole step
+/// longer, however short it was meant to be: the audit writer's rows of a
+/// quiet relay waited out the step (minutes, hours) before their COPY, and
+/// a batch ran past its deadline until its sends' own. Here deadlines are
+/// ``now()`` readings of `CLOCK_MONOTONIC`, which no step moves.
+public final class MonotonicCondition: @unchecked Sendable {
     // Allocated once, never moved (pthread objects must not be copied).
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let condition: UnsafeMutablePointer<pthread_cond_t>
 
-    init() {
+    public init() {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
@@ -38,28 +38,28 @@ final class MonotonicCondition: @unchecked Sendable {
     }
 
     /// The monotonic clock, in nanoseconds since an arbitrary start.
-    static func now() -> UInt64 {
+    public static func now() -> UInt64 {
         var spec = timespec()
         clock_gettime(CLOCK_MONOTONIC, &spec)
         return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
     }
 
     /// `seconds` in the nanoseconds of ``now()`` (negative counts as none).
-    static func nanoseconds(_ seconds: Double) -> UInt64 {
+    public static func nanoseconds(_ seconds: Double) -> UInt64 {
         seconds > 0 ? UInt64(seconds * 1_000_000_000) : 0
     }
 
-    func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
-    func signal() { pthread_cond_signal(condition) }
-    func broadcast() { pthread_cond_broadcast(condition) }
+    public func lock() { pthread_mutex_lock(mutex) }
+    public func unlock() { pthread_mutex_unlock(mutex) }
+    public func signal() { pthread_cond_signal(condition) }
+    public func broadcast() { pthread_cond_broadcast(condition) }
 
     /// Waits, with the lock held, until signalled or until ``now()`` reaches
     /// `deadline`; false when the deadline passed. Like every condition
     /// variable it may also return early for no reason: callers check their
     /// condition again.
     @discardableResult
-    func wait(until deadline: UInt64) -> Bool {
+    public func wait(until deadline: UInt64) -> Bool {
         var spec = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
         return pthread_cond_timedwait(condition, mutex, &spec) == 0
     }
