@@ -44,9 +44,12 @@ public final class MonotonicCondition: @unchecked Sendable {
         return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
     }
 
-    /// `seconds` in the nanoseconds of ``now()`` (negative counts as none).
+    /// `seconds` in the nanoseconds of ``now()``: negative (or NaN) counts
+    /// as none, and past a century as a century, so no setting's product can
+    /// trap the conversion or overflow a deadline.
     public static func nanoseconds(_ seconds: Double) -> UInt64 {
-        seconds > 0 ? UInt64(seconds * 1_000_000_000) : 0
+        guard seconds > 0 else { return 0 }
+        return UInt64(min(seconds, 3.2e9) * 1_000_000_000)
     }
 
     public func lock() { pthread_mutex_lock(mutex) }
