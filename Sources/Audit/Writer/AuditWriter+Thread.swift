@@ -150,7 +150,9 @@ extension AuditWriter {
             lastMaintenance = nil
             setConnected(true)
             condition.lock()
-            counters.lastConnectedAt = Date()
+            let now = Date()
+            counters.lastConnectedAt = now
+            if counters.behindSince != nil, counters.reachableSince == nil { counters.reachableSince = now }
             condition.unlock()
             logger.info("audit writer connected to Postgres")
         } catch {
@@ -180,8 +182,12 @@ extension AuditWriter {
         condition.lock()
         if caughtUp {
             counters.behindSince = nil
+            counters.reachableSince = nil
         } else if counters.behindSince == nil {
             counters.behindSince = Date()
+            // Behind with the connection open (catching up through the
+            // spool, a refused batch): Postgres answers from now on.
+            if connection != nil { counters.reachableSince = counters.behindSince }
         }
         condition.unlock()
     }

@@ -328,6 +328,12 @@ public struct AuditStatistics: Sendable, Hashable {
     /// When the writer last opened a Postgres connection: with `behindSince`,
     /// tells "Postgres answers but rows do not land" from an outage.
     public var lastConnectedAt: Date?
+    /// When Postgres first answered since `behindSince` (a connection opened,
+    /// or held when rows fell behind); nil when caught up. What
+    /// ``stuckWhileReachable(limit:now:)`` counts from: after an outage
+    /// every relay reconnects and replays its spool, and counting from the
+    /// outage's start took every one of them out of rotation at once.
+    public var reachableSince: Date?
     /// Seconds the last batch write took.
     public var lastWriteSeconds = 0.0
     public var writeBatches = 0
@@ -348,9 +354,15 @@ public struct AuditStatistics: Sendable, Hashable {
     /// Postgres accepted a connection meanwhile: the fault is this relay's
     /// (rows refused, schema missing, replay failing), not an outage every
     /// relay shares.
+    ///
+    /// Counted from when Postgres first answered while rows were behind
+    /// (`reachableSince`; from `behindSince` when that is not recorded): a
+    /// relay replaying an outage's spool is catching up, and every relay
+    /// does so at once.
     public func stuckWhileReachable(limit: Double, now: Date = Date()) -> Bool {
-        guard let behindSince, let lastConnectedAt, behindSeconds(now: now) > limit else { return false }
-        return lastConnectedAt >= behindSince
+        guard databaseConfigured, let behindSince, let lastConnectedAt, lastConnectedAt >= behindSince else { return false }
+        let since = max(behindSince, reachableSince ?? behindSince)
+        return now.timeIntervalSince(since) > limit
     }
 
     /// Seconds the audit has not been reaching Postgres while one is configured (0 when caught up).
