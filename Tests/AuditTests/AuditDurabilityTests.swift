@@ -25,6 +25,44 @@ struct AuditPoisonTests {
         #expect(try database.scalar("SELECT topic FROM apns_audit WHERE apns_id = '\(events[17].send.apnsID.value)'") == "com.example.app\u{FFFD}evil")
     }
 
+    @Test("a NUL in an APNs reason (an APNs answering {\"reason\":\"…\\u0000…\"}) cannot cost the send its row, live or replayed from the spool: the attempt log holds U+FFFD (jsonb refuses \\u0000)")
+    func nulInReason() async throws {
+        let database = try TestDatabase.migrated()
+        defer { database.drop() }
+        func refused(_ index: Int) -> SendEvent {
+            var event = EventFactory.event(index)
+            event.outcome = .rejected
+            event.status = 400
+            event.reason = "Bad\u{0}Reason"
+            event.errorType = "Bad\u{0}Reason"
+            event.attemptLog = [AttemptSummary(status: 400, reason: "Bad\u{0}Reason", durationSeconds: 0.003)]
+            return event
+        }
+        let live = try AuditWriter(
+            configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "nul-reason"), logger: quietLogger())
+        await live.sendFinishedDurably(refused(1))
+        await live.shutdown()
+        #expect(live.statistics.written == 1, "\(live.statistics)")
+        #expect(live.statistics.quarantined == 0)
+
+        // Spooled while Postgres was away, then replayed.
+        let spoolDirectory = temporaryDirectory()
+        let offline = try AuditWriter(
+            configuration: .init(conninfo: "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2", spoolDirectory: spoolDirectory, relayInstance: "nul-reason-2"),
+            logger: quietLogger())
+        await offline.sendFinishedDurably(refused(2))
+        await offline.shutdown()
+        #expect(offline.statistics.spooled == 1, "\(offline.statistics)")
+        let replaying = try AuditWriter(
+            configuration: .init(conninfo: database.conninfo, spoolDirectory: spoolDirectory, relayInstance: "nul-reason-2"), logger: quietLogger())
+        await replaying.shutdown()
+        #expect(replaying.statistics.replayed == 1, "\(replaying.statistics)")
+        #expect(replaying.statistics.quarantined == 0)
+
+        let rows = try database.scalar("SELECT string_agg(reason || '|' || (attempt_log->0->>'reason'), ',') FROM apns_audit")
+        #expect(rows == "Bad\u{FFFD}Reason|Bad\u{FFFD}Reason,Bad\u{FFFD}Reason|Bad\u{FFFD}Reason")
+    }
+
     @Test("a row Postgres refuses for its data is bisected out and quarantined; every other row is written, live and on replay")
     func quarantine() async throws {
         let database = try TestDatabase()

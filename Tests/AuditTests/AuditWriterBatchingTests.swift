@@ -28,7 +28,12 @@ struct AuditWriterBatchingTests {
         // The interval far longer than the test: only a full batch (or shutdown) makes the writer take rows.
         let writer = try Self.writer(into: database, batchSize: 5, flushInterval: 30)
         let events = (0..<10).map { EventFactory.event($0) }
-        events[0..<5].forEach(writer.sendFinished)
+        // The first five reach the queue together (one journal append, as a
+        // batch's chunk does): handed over one by one, a writer thread that
+        // first looked at its queue between two of them took the few there
+        // at once (its previous take is long past), and the test then saw
+        // COPYs of 2 and 3 rows, not the full batch it holds.
+        await writer.sendsFinishedDurably(Array(events[0..<5]))
         let blocked = await eventually(60) {
             (try? database.scalar("""
                 SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()

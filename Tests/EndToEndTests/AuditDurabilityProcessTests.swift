@@ -115,6 +115,46 @@ struct AuditDurabilityProcessTests {
         }
     }
 
+    @Test("after an outage past the readiness limit, a relay reconnecting to replay its spool stays ready (every relay replays at once); rows still not landing past the limit since Postgres answered take it out")
+    func readyWhileReplayingAfterOutage() async throws {
+        guard let url = ServeProcessTests.databaseURL else { return }
+        let database = try await ServeProcessTests.freshDatabase(url)
+        let name = String(database[database.index(after: database.lastIndex(of: "/")!)...])
+        let migrate = try RelayProcess(arguments: ["migrate", "--database-url", database])
+        #expect(await migrate.waitForExit() == 0)
+        // A session holds the table (the replay will wait on it), then the
+        // database takes no new connections: the outage.
+        let holder = try ChildProcess(
+            ["psql", database, "-q", "-c", "BEGIN; LOCK TABLE apns_audit IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(600);"],
+            standardOutput: .discard, standardError: .discard)
+        let locked = """
+            SELECT count(*) > 0 FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+            WHERE d.datname = '\(name)' AND l.locktype = 'relation' AND l.mode = 'AccessExclusiveLock' AND l.granted
+            """
+        #expect(await eventually { (try? await ServeProcessTests.scalar(url, locked)) == "t" }, "the table is held")
+        let release = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)' AND query LIKE '%pg_sleep(600)%'"
+        defer { holder.signal(SIGTERM) }
+        _ = try await ServeProcessTests.scalar(url, "ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
+        try await withRelay(databaseURL: database, configure: {
+            $0.audit.readinessBehindSeconds = 1
+            $0.audit.migrateOnStart = false
+        }) { relay in
+            func ready() async -> Int? { try? await relay.curl("GET", "/readyz", key: nil, base: relay.metricsBase).status }
+            for _ in 0..<3 { #expect(try await relay.curl("POST", "/v1/send", body: TestRelay.send()).status == 200) }
+            #expect(await eventually { relay.server.audit.statistics.behindSeconds() > 1.5 }, "the outage outlasts the limit")
+            #expect(await ready() == 200, "an outage every relay shares keeps it in rotation")
+
+            _ = try await ServeProcessTests.scalar(url, "ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
+            #expect(await eventually { relay.server.audit.statistics.connected }, "Postgres answers again")
+            #expect(await ready() == 200, "replaying the outage's spool, as every relay is: \(relay.server.audit.statistics)")
+            #expect(await eventually { await ready() == 503 }, "held past the limit since Postgres answered: stuck")
+
+            _ = try await ServeProcessTests.scalar(url, release)
+            #expect(await eventually { relay.server.audit.statistics.replayed >= 3 }, "\(relay.server.audit.statistics)")
+            #expect(await eventually { await ready() == 200 })
+        }
+    }
+
     @Test("audit quarantine lists what Postgres refused (apns-id, SQLSTATE, error), never a dead-token row's token")
     func quarantineCommand() async throws {
         let spool = NSTemporaryDirectory() + "apns-relay-quarantine-" + UUID().uuidString

@@ -151,6 +151,39 @@ struct OutcomeAgreementTests {
         #expect(audited == expected)
     }
 
+    @Test("an APNs answering reasons no catalog knows, hostile ones too (NUL, tab, newline, backslash, quotes, emoji, 4 KB): every send is answered and has exactly one row holding its reason (NUL as U+FFFD), none quarantined")
+    func hostileReasons() async throws {
+        guard let url = Self.databaseURL else { return }
+        let reasons = ["Nul\u{0}Reason", "Tab\tNew\nLine\r\\Back\\N", #"Quote"{}[],'"#, "Émoji🦀\u{7F}\u{1B}", String(repeating: "Long", count: 1024)]
+        let rules = reasons.indices.map { MockRule(.tokenPrefix("b\($0)"), always: .reject(reason: reasons[$0], status: 400)) }
+        let relay = try await TestRelay.start(rules: rules, databaseURL: url)
+        let instance = relay.server.configuration.instance
+        var sent: [String: String] = [:]
+        do {
+            for index in reasons.indices {
+                let answer = try await relay.curl("POST", "/v1/send", body: TestRelay.send(token: TestRelay.token(0, prefix: "b\(index)")))
+                let apnsID = answer.headers["apns-id"] ?? answer.error?["apnsId"]?.stringValue
+                #expect(answer.status >= 400 && answer.status < 500 && apnsID != nil, "\(answer)")
+                if let apnsID { sent[apnsID] = reasons[index] }
+            }
+        } catch {
+            await relay.stop()
+            throw error
+        }
+        await relay.stop()
+        #expect(relay.server.audit.statistics.quarantined == 0, "\(relay.server.audit.statistics)")
+        func hex(_ text: String) -> String { text.utf8.map { String(format: "%02x", $0) }.joined() }
+        let rows = try await Self.psql(url, """
+            SELECT apns_id, encode(convert_to(reason, 'UTF8'), 'hex'), encode(convert_to(attempt_log->0->>'reason', 'UTF8'), 'hex')
+            FROM apns_audit WHERE relay_instance = '\(instance)'
+            """)
+        #expect(rows.count == reasons.count, "\(rows.count) rows for \(reasons.count) sends")
+        for row in rows {
+            let expected = sent[row[0]].map { hex($0.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}")) }
+            #expect(expected != nil && row[1] == expected && row[2] == expected, "\(row[0]): \(sent[row[0]].map { String($0.prefix(40)) } ?? "?")")
+        }
+    }
+
     @Test("rows of sends refused before any attempt carry the request's trace id")
     func refusalTraceIDs() async throws {
         guard let url = Self.databaseURL else { return }

@@ -36,6 +36,16 @@ struct ReadinessTests {
         #expect(Self.reason(Self.statistics(connected: true), spoolWritable: false) == nil)
     }
 
+    @Test("behind since an outage's start, but Postgres answered only lately (every relay replaying its spool at once): ready until the limit passes since it answered")
+    func replayingAfterOutage() {
+        var replaying = Self.statistics(behindFor: 600, connectedAgo: 5)
+        replaying.reachableSince = Self.now.addingTimeInterval(-5)
+        #expect(Self.reason(replaying) == nil)
+        replaying.reachableSince = Self.now.addingTimeInterval(-90)
+        #expect(Self.reason(replaying)
+            == "the audit has not reached Postgres for 600 s although Postgres answers (rows wait in the spool; see the writer's log)")
+    }
+
     @Test("not ready when Postgres answers and rows still do not land past the limit")
     func stuckWhileReachable() {
         #expect(Self.reason(Self.statistics(behindFor: 90, connectedAgo: 5))

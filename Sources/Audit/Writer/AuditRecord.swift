@@ -171,12 +171,23 @@ public struct AuditRecord: Sendable, Hashable {
             text.append(contentsOf: #"{"status":"#.utf8)
             (attempt.status.map { JSONValue.integer(Int64($0)) } ?? .null).encode(into: &text)
             text.append(contentsOf: #","reason":"#.utf8)
-            (attempt.reason.map { JSONValue.string($0) } ?? .null).encode(into: &text)
+            (attempt.reason.map { JSONValue.string(jsonbSafe($0)) } ?? .null).encode(into: &text)
             text.append(contentsOf: #","duration_ms":"#.utf8)
             JSONValue.double((attempt.durationSeconds * 1000 * 1000).rounded() / 1000).encode(into: &text)
             text.append(UInt8(ascii: "}"))
         }
         text.append(UInt8(ascii: "]"))
+    }
+
+    /// `text` with each NUL as U+FFFD. A reason is APNs' text, verbatim when
+    /// the catalog does not know it, so an APNs (or a proxy) answering
+    /// `{"reason":"…\u0000…"}` puts a NUL in it; JSON writes that as
+    /// `\u0000`, which `jsonb` refuses (SQLSTATE 22P05), and the send's row
+    /// was quarantined instead of written. The text columns store a NUL the
+    /// same way (``CopyLineWriter/text(_:)``).
+    static func jsonbSafe(_ text: String) -> String {
+        guard text.utf8.contains(0) else { return text }
+        return String(String.UnicodeScalarView(text.unicodeScalars.map { $0 == "\u{0}" ? "\u{FFFD}" : $0 }))
     }
 
     /// The row as one line of `COPY … FROM STDIN` text format.

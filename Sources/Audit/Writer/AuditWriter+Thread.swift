@@ -13,7 +13,7 @@ extension AuditWriter {
             condition.lock()
             if queue.count - queueHead == 0, !stopping || !journalIsIdle() {
                 // Stopping, the writer still waits while the journal hands over its last group.
-                _ = condition.wait(until: Date().addingTimeInterval(configuration.flushInterval))
+                condition.wait(until: MonotonicCondition.now() + MonotonicCondition.nanoseconds(configuration.flushInterval))
             } else {
                 // A partial batch waits for more rows until `flushInterval`
                 // after the previous take (enqueuers wake the writer at a
@@ -21,12 +21,14 @@ extension AuditWriter {
                 // during the last COPY instead made a steady flow of single
                 // sends into COPYs of a few rows, and Postgres' fixed cost
                 // per statement and transaction then exceeded its cost per row.
-                let due = lastTake.addingTimeInterval(configuration.flushInterval)
-                while !stopping, queue.count - queueHead < configuration.batchSize, Date() < due {
-                    _ = condition.wait(until: due)
+                // Monotonic: a take measured on the wall clock, stepped back
+                // since, lay in the future and the rows waited out the step.
+                let due = lastTake + MonotonicCondition.nanoseconds(configuration.flushInterval)
+                while !stopping, queue.count - queueHead < configuration.batchSize, MonotonicCondition.now() < due {
+                    condition.wait(until: due)
                 }
             }
-            lastTake = Date()
+            lastTake = MonotonicCondition.now()
             condition.unlock()
             // Read after any wait and before the queue: once the journal is
             // idle, every row it took is already queued.
@@ -82,7 +84,7 @@ extension AuditWriter {
         // exit if Postgres answers one more try; otherwise they wait on disk
         // for the next start.
         if !replayableSegments().isEmpty {
-            if connection == nil { nextConnectAttempt = .distantPast }
+            if connection == nil { nextConnectAttempt = 0 }
             connectIfDue()
             if connection != nil { replaySpool() }
         }
@@ -136,7 +138,7 @@ extension AuditWriter {
     }
 
     private func connectIfDue() {
-        guard connection == nil, Date() >= nextConnectAttempt else { return }
+        guard connection == nil, MonotonicCondition.now() >= nextConnectAttempt else { return }
         // No database configured: every row stays in the spool until a relay
         // with a database replays it.
         guard !configuration.spoolOnly else { return }
@@ -145,14 +147,16 @@ extension AuditWriter {
             try connection.execute("SET application_name = 'apns-relay audit writer'")
             self.connection = connection
             reconnectDelay = configuration.reconnectMinimumDelay
-            lastMaintenance = .distantPast
+            lastMaintenance = nil
             setConnected(true)
             condition.lock()
-            counters.lastConnectedAt = Date()
+            let now = Date()
+            counters.lastConnectedAt = now
+            if counters.behindSince != nil, counters.reachableSince == nil { counters.reachableSince = now }
             condition.unlock()
             logger.info("audit writer connected to Postgres")
         } catch {
-            nextConnectAttempt = Date().addingTimeInterval(reconnectDelay * Double.random(in: 0.8...1.2))
+            nextConnectAttempt = MonotonicCondition.now() + MonotonicCondition.nanoseconds(reconnectDelay * Double.random(in: 0.8...1.2))
             reconnectDelay = min(reconnectDelay * 2, configuration.reconnectMaximumDelay)
             logger.warning("audit writer cannot reach Postgres; spooling to disk", metadata: ["error": "\(error)"])
         }
@@ -160,7 +164,7 @@ extension AuditWriter {
 
     private func dropConnection(after error: any Error) {
         connection = nil
-        nextConnectAttempt = Date().addingTimeInterval(reconnectDelay)
+        nextConnectAttempt = MonotonicCondition.now() + MonotonicCondition.nanoseconds(reconnectDelay)
         setConnected(false)
         logger.warning("audit write failed; spooling to disk until Postgres answers", metadata: ["error": "\(error)"])
     }
@@ -178,8 +182,12 @@ extension AuditWriter {
         condition.lock()
         if caughtUp {
             counters.behindSince = nil
+            counters.reachableSince = nil
         } else if counters.behindSince == nil {
             counters.behindSince = Date()
+            // Behind with the connection open (catching up through the
+            // spool, a refused batch): Postgres answers from now on.
+            if connection != nil { counters.reachableSince = counters.behindSince }
         }
         condition.unlock()
     }
@@ -188,7 +196,7 @@ extension AuditWriter {
     /// bisected down to the bad rows, which are quarantined; a connection
     /// failure spools whatever is not yet written.
     private func write(_ batch: [Row]) {
-        let started = Date()
+        let started = MonotonicCondition.now()
         var pending: [ArraySlice<Row>] = [batch[...]]
         while let rows = pending.first {
             pending.removeFirst()
@@ -198,7 +206,7 @@ extension AuditWriter {
             }
             do {
                 try insert(rows, replay: false, on: connection)
-                settleWritten(rows, seconds: Date().timeIntervalSince(started))
+                settleWritten(rows, seconds: Double(MonotonicCondition.now() - started) / 1e9)
             } catch let error as PostgresError where error.isDataError && connection.isHealthy {
                 connection.rollbackIfNeeded()
                 if rows.count == 1 {
@@ -411,8 +419,9 @@ extension AuditWriter {
 
     /// Keeps daily partitions ready ahead of time and applies retention, hourly.
     private func maintainPartitionsIfDue() {
-        guard let connection, Date().timeIntervalSince(lastMaintenance) > 3600 else { return }
-        lastMaintenance = Date()
+        let now = MonotonicCondition.now()
+        guard let connection, lastMaintenance.map({ now - $0 > 3_600_000_000_000 }) ?? true else { return }
+        lastMaintenance = now
         do {
             try connection.execute(
                 "SELECT apns_audit_ensure_partitions(((now() AT TIME ZONE 'UTC')::date - 1), $1::integer)",

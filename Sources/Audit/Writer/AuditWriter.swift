@@ -1,6 +1,7 @@
 public import Foundation
 public import Logging
 public import Relay
+import RelayBasics
 
 /// Turns every finished send into exactly one `apns_audit` row, whatever
 /// crashes.
@@ -118,7 +119,8 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
 
     public let configuration: Configuration
     let logger: Logger
-    let condition = NSCondition()
+    /// Guards the writer's shared state; its timed waits are monotonic.
+    let condition = MonotonicCondition()
 
     // Writer thread's input.
     var queue: [Row] = []
@@ -159,12 +161,16 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     let journal: AuditSpool
     let quarantine: AuditQuarantine
     var connection: PostgresConnection?
-    var nextConnectAttempt = Date.distantPast
+    // The writer thread's pacing, in ``MonotonicCondition/now()``'s
+    // nanoseconds: a step of the wall clock must not stall or hurry it.
+    /// Not before this does the writer try to connect again.
+    var nextConnectAttempt: UInt64 = 0
     var reconnectDelay: Double
-    var lastMaintenance = Date.distantPast
+    /// When partitions were last maintained (nil: not yet on this connection).
+    var lastMaintenance: UInt64?
     /// When the writer thread last took rows from the queue: rows queued
     /// since then wait for a full batch until `flushInterval` after it.
-    var lastTake = Date.distantPast
+    var lastTake: UInt64 = 0
     /// Rows a failed spool write left behind, retried first.
     var unsettled: [Row] = []
     /// Journal segments a previous run left, for the writer thread to recover.
@@ -322,6 +328,12 @@ public struct AuditStatistics: Sendable, Hashable {
     /// When the writer last opened a Postgres connection: with `behindSince`,
     /// tells "Postgres answers but rows do not land" from an outage.
     public var lastConnectedAt: Date?
+    /// When Postgres first answered since `behindSince` (a connection opened,
+    /// or held when rows fell behind); nil when caught up. What
+    /// ``stuckWhileReachable(limit:now:)`` counts from: after an outage
+    /// every relay reconnects and replays its spool, and counting from the
+    /// outage's start took every one of them out of rotation at once.
+    public var reachableSince: Date?
     /// Seconds the last batch write took.
     public var lastWriteSeconds = 0.0
     public var writeBatches = 0
@@ -342,9 +354,15 @@ public struct AuditStatistics: Sendable, Hashable {
     /// Postgres accepted a connection meanwhile: the fault is this relay's
     /// (rows refused, schema missing, replay failing), not an outage every
     /// relay shares.
+    ///
+    /// Counted from when Postgres first answered while rows were behind
+    /// (`reachableSince`; from `behindSince` when that is not recorded): a
+    /// relay replaying an outage's spool is catching up, and every relay
+    /// does so at once.
     public func stuckWhileReachable(limit: Double, now: Date = Date()) -> Bool {
-        guard let behindSince, let lastConnectedAt, behindSeconds(now: now) > limit else { return false }
-        return lastConnectedAt >= behindSince
+        guard databaseConfigured, let behindSince, let lastConnectedAt, lastConnectedAt >= behindSince else { return false }
+        let since = max(behindSince, reachableSince ?? behindSince)
+        return now.timeIntervalSince(since) > limit
     }
 
     /// Seconds the audit has not been reaching Postgres while one is configured (0 when caught up).

@@ -17,7 +17,8 @@ import Foundation
 /// per batch; entries of batches that ended are dropped lazily.
 final class BatchDeadlines: @unchecked Sendable {
     // Everything below is guarded by `condition`.
-    private let condition = NSCondition()
+    /// Monotonic: a wall-clock wait stepped back stretched by the whole step.
+    private let condition = MonotonicCondition()
     /// Min-heap of (deadline, id), possibly holding ids already deregistered.
     private var heap: [(deadline: ContinuousClock.Instant, id: UInt64)] = []
     private var actions: [UInt64: @Sendable () -> Void] = [:]
@@ -72,7 +73,7 @@ final class BatchDeadlines: @unchecked Sendable {
             // Drop what surfaced of batches that ended.
             while let top = heap.first, actions[top.id] == nil { pop() }
             guard let top = heap.first else {
-                if !condition.wait(until: Date().addingTimeInterval(idleLinger)), heap.isEmpty {
+                if !condition.wait(until: MonotonicCondition.now() + MonotonicCondition.nanoseconds(idleLinger)), heap.isEmpty {
                     threadRunning = false
                     return
                 }
@@ -84,10 +85,10 @@ final class BatchDeadlines: @unchecked Sendable {
                 actions.removeValue(forKey: top.id)?()
                 continue
             }
-            // NSCondition waits on the wall clock: a step backwards (NTP)
-            // would stretch one long wait. At most a second per wait, each
-            // re-judged on the monotonic clock, bounds that to a second late.
-            _ = condition.wait(until: Date().addingTimeInterval(min(1, (top.deadline - now).seconds)))
+            // On the monotonic clock: NSCondition's wall-clock wait, even
+            // one of a second, lasted a whole step of the clock longer
+            // (the kernel measures its deadline on the stepped clock).
+            condition.wait(until: MonotonicCondition.now() + MonotonicCondition.nanoseconds((top.deadline - now).seconds))
         }
     }
 

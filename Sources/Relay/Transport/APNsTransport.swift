@@ -41,6 +41,9 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         public static let closed = Kind(rawValue: "closed")
         /// The caller cancelled.
         public static let cancelled = Kind(rawValue: "cancelled")
+
+        /// Every kind above: what a `transport_<kind>` label may name.
+        public static let known: [Kind] = [.timeout, .connection, .unprocessed, .queueFull, .tls, .closed, .cancelled]
     }
 
     public var kind: Kind

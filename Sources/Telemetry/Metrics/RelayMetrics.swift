@@ -61,11 +61,18 @@ public final class RelayMetrics: RelayObserver, Sendable {
 
     /// A bounded label value for a reason: catalog reasons and the relay's own
     /// error types pass; anything else (a reason newer than the catalog) is `other`.
+    ///
+    /// A `transport_` reason passes only when it names one of the relay's
+    /// transport kinds: APNs' own reason text is kept verbatim when the
+    /// catalog does not know it, so an APNs answering
+    /// `{"reason":"transport_<anything>"}` made a new series per answer.
     static func reasonLabel(_ reason: String?) -> String {
         guard let reason else { return "none" }
-        if APNsReason.named(reason) != nil || reason.hasPrefix("transport_") { return reason }
+        if APNsReason.named(reason) != nil || transportReasons.contains(reason) { return reason }
         return relayReasons.contains(reason) ? reason : "other"
     }
+
+    private static let transportReasons = Set(TransportError.Kind.known.map { "transport_\($0.rawValue)" })
 
     private static let relayReasons: Set<String> = [
         "InvalidSnapshot", "configuration", "credentials", "cancelled", "deadline_exceeded",
