@@ -11,7 +11,7 @@ import Glibc
 /// longer, however short it was meant to be: the audit writer's rows of a
 /// quiet relay waited out the step (minutes, hours) before their COPY, and
 /// a batch ran past its deadline until its sends' own. Here deadlines are
-/// ``now()`` readings of `CLOCK_MONOTONIC`, which no step moves.
+/// ``MonotonicClock`` readings, which no step moves.
 public final class MonotonicCondition: @unchecked Sendable {
     // Allocated once, never moved (pthread objects must not be copied).
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
@@ -37,27 +37,12 @@ public final class MonotonicCondition: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    /// The monotonic clock, in nanoseconds since an arbitrary start.
-    public static func now() -> UInt64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
-    }
-
-    /// `seconds` in the nanoseconds of ``now()``: negative (or NaN) counts
-    /// as none, and past a century as a century, so no setting's product can
-    /// trap the conversion or overflow a deadline.
-    public static func nanoseconds(_ seconds: Double) -> UInt64 {
-        guard seconds > 0 else { return 0 }
-        return UInt64(min(seconds, 3.2e9) * 1_000_000_000)
-    }
-
     public func lock() { pthread_mutex_lock(mutex) }
     public func unlock() { pthread_mutex_unlock(mutex) }
     public func signal() { pthread_cond_signal(condition) }
     public func broadcast() { pthread_cond_broadcast(condition) }
 
-    /// Waits, with the lock held, until signalled or until ``now()`` reaches
+    /// Waits, with the lock held, until signalled or until ``MonotonicClock/now()`` reaches
     /// `deadline`; false when the deadline passed. Like every condition
     /// variable it may also return early for no reason: callers check their
     /// condition again.

@@ -6,22 +6,22 @@ import Testing
 struct MonotonicConditionTests {
     @Test("seconds convert to the clock's nanoseconds; negative and NaN are none, and no setting however large traps or overflows a deadline")
     func nanoseconds() {
-        #expect(MonotonicCondition.nanoseconds(0.5) == 500_000_000)
-        #expect(MonotonicCondition.nanoseconds(0) == 0)
-        #expect(MonotonicCondition.nanoseconds(-3) == 0)
-        #expect(MonotonicCondition.nanoseconds(.nan) == 0)
-        let longest = MonotonicCondition.nanoseconds(.infinity)
-        #expect(longest == MonotonicCondition.nanoseconds(1e300))
-        #expect(MonotonicCondition.now().addingReportingOverflow(longest).overflow == false)
+        #expect(MonotonicClock.nanoseconds(0.5) == 500_000_000)
+        #expect(MonotonicClock.nanoseconds(0) == 0)
+        #expect(MonotonicClock.nanoseconds(-3) == 0)
+        #expect(MonotonicClock.nanoseconds(.nan) == 0)
+        let longest = MonotonicClock.nanoseconds(.infinity)
+        #expect(longest == MonotonicClock.nanoseconds(1e300))
+        #expect(MonotonicClock.now().addingReportingOverflow(longest).overflow == false)
     }
 
     @Test("a wait nobody signals ends false once the monotonic clock reaches its deadline; a signal ends one true")
     func waits() async {
         let condition = MonotonicCondition()
         condition.lock()
-        let deadline = MonotonicCondition.now() + MonotonicCondition.nanoseconds(0.02)
+        let deadline = MonotonicClock.now() + MonotonicClock.nanoseconds(0.02)
         var signalled = false
-        while MonotonicCondition.now() < deadline {
+        while MonotonicClock.now() < deadline {
             signalled = condition.wait(until: deadline) || signalled
         }
         condition.unlock()
@@ -31,7 +31,7 @@ struct MonotonicConditionTests {
         // says it waits, the other sets the flag and signals once it does.
         final class Box: @unchecked Sendable { var waiting = false; var go = false; var woken = false }
         let box = Box()
-        let far = MonotonicCondition.now() + MonotonicCondition.nanoseconds(60)
+        let far = MonotonicClock.now() + MonotonicClock.nanoseconds(60)
         let done = DispatchSemaphore(value: 0)
         Thread {
             condition.lock()

@@ -13,7 +13,7 @@ extension AuditWriter {
             condition.lock()
             if queue.count - queueHead == 0, !stopping || !journalIsIdle() {
                 // Stopping, the writer still waits while the journal hands over its last group.
-                condition.wait(until: MonotonicCondition.now() + MonotonicCondition.nanoseconds(configuration.flushInterval))
+                condition.wait(until: MonotonicClock.now() + MonotonicClock.nanoseconds(configuration.flushInterval))
             } else {
                 // A partial batch waits for more rows until `flushInterval`
                 // after the previous take (enqueuers wake the writer at a
@@ -23,12 +23,12 @@ extension AuditWriter {
                 // per statement and transaction then exceeded its cost per row.
                 // Monotonic: a take measured on the wall clock, stepped back
                 // since, lay in the future and the rows waited out the step.
-                let due = lastTake + MonotonicCondition.nanoseconds(configuration.flushInterval)
-                while !stopping, queue.count - queueHead < configuration.batchSize, MonotonicCondition.now() < due {
+                let due = lastTake + MonotonicClock.nanoseconds(configuration.flushInterval)
+                while !stopping, queue.count - queueHead < configuration.batchSize, MonotonicClock.now() < due {
                     condition.wait(until: due)
                 }
             }
-            lastTake = MonotonicCondition.now()
+            lastTake = MonotonicClock.now()
             condition.unlock()
             // Read after any wait and before the queue: once the journal is
             // idle, every row it took is already queued.
@@ -138,7 +138,7 @@ extension AuditWriter {
     }
 
     private func connectIfDue() {
-        guard connection == nil, MonotonicCondition.now() >= nextConnectAttempt else { return }
+        guard connection == nil, MonotonicClock.now() >= nextConnectAttempt else { return }
         // No database configured: every row stays in the spool until a relay
         // with a database replays it.
         guard !configuration.spoolOnly else { return }
@@ -156,7 +156,7 @@ extension AuditWriter {
             condition.unlock()
             logger.info("audit writer connected to Postgres")
         } catch {
-            nextConnectAttempt = MonotonicCondition.now() + MonotonicCondition.nanoseconds(reconnectDelay * Double.random(in: 0.8...1.2))
+            nextConnectAttempt = MonotonicClock.now() + MonotonicClock.nanoseconds(reconnectDelay * Double.random(in: 0.8...1.2))
             reconnectDelay = min(reconnectDelay * 2, configuration.reconnectMaximumDelay)
             logger.warning("audit writer cannot reach Postgres; spooling to disk", metadata: ["error": "\(error)"])
         }
@@ -164,7 +164,7 @@ extension AuditWriter {
 
     private func dropConnection(after error: any Error) {
         connection = nil
-        nextConnectAttempt = MonotonicCondition.now() + MonotonicCondition.nanoseconds(reconnectDelay)
+        nextConnectAttempt = MonotonicClock.now() + MonotonicClock.nanoseconds(reconnectDelay)
         setConnected(false)
         logger.warning("audit write failed; spooling to disk until Postgres answers", metadata: ["error": "\(error)"])
     }
@@ -196,7 +196,7 @@ extension AuditWriter {
     /// bisected down to the bad rows, which are quarantined; a connection
     /// failure spools whatever is not yet written.
     private func write(_ batch: [Row]) {
-        let started = MonotonicCondition.now()
+        let started = MonotonicClock.now()
         var pending: [ArraySlice<Row>] = [batch[...]]
         while let rows = pending.first {
             pending.removeFirst()
@@ -206,7 +206,7 @@ extension AuditWriter {
             }
             do {
                 try insert(rows, replay: false, on: connection)
-                settleWritten(rows, seconds: Double(MonotonicCondition.now() - started) / 1e9)
+                settleWritten(rows, seconds: Double(MonotonicClock.now() - started) / 1e9)
             } catch let error as PostgresError where error.isDataError && connection.isHealthy {
                 connection.rollbackIfNeeded()
                 if rows.count == 1 {
@@ -419,7 +419,7 @@ extension AuditWriter {
 
     /// Keeps daily partitions ready ahead of time and applies retention, hourly.
     private func maintainPartitionsIfDue() {
-        let now = MonotonicCondition.now()
+        let now = MonotonicClock.now()
         guard let connection, lastMaintenance.map({ now - $0 > 3_600_000_000_000 }) ?? true else { return }
         lastMaintenance = now
         do {

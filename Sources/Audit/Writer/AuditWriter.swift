@@ -161,7 +161,7 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     let journal: AuditSpool
     let quarantine: AuditQuarantine
     var connection: PostgresConnection?
-    // The writer thread's pacing, in ``MonotonicCondition/now()``'s
+    // The writer thread's pacing, in ``MonotonicClock/now()``'s
     // nanoseconds: a step of the wall clock must not stall or hurry it.
     /// Not before this does the writer try to connect again.
     var nextConnectAttempt: UInt64 = 0

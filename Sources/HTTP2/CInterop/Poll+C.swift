@@ -77,12 +77,3 @@ extension Socket {
     /// Closes a descriptor the connection thread owns.
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 }
-
-/// Monotonic nanoseconds.
-enum Clock {
-    static func now() -> UInt64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
-    }
-}

@@ -14,7 +14,7 @@ extension ConnectionCore {
         }
         setState(.ready)
         report(.opened)
-        lastActivity = Clock.now()
+        lastActivity = MonotonicClock.now()
         loop.join(self)
     }
 
@@ -214,7 +214,7 @@ extension ConnectionCore {
             let result = readBuffer.withUnsafeMutableBytes { tls.read(into: $0) }
             switch result {
             case .bytes(let count):
-                lastActivity = Clock.now()
+                lastActivity = MonotonicClock.now()
                 try session.receive(readBuffer, count: count)
             case .wouldBlock:
                 return

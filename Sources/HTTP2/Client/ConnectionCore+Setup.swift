@@ -1,3 +1,4 @@
+import RelayBasics
 import Foundation
 
 extension ConnectionCore {
@@ -35,7 +36,7 @@ extension ConnectionCore {
     /// drain time is over).
     private func waitDuringSetup(on fd: Int32, writing: Bool, until deadline: UInt64) throws(HTTP2Error) -> Bool {
         while true {
-            let now = Clock.now()
+            let now = MonotonicClock.now()
             let close = takeIncoming()
             expireWaiting(now: now)
             if close.closeRequested, waitingHead == waiting.count || now >= close.closeDeadline {
@@ -86,5 +87,5 @@ extension ConnectionCore {
         return ready
     }
 
-    private func deadline(after seconds: Double) -> UInt64 { Clock.now() + UInt64(max(0, seconds) * 1e9) }
+    private func deadline(after seconds: Double) -> UInt64 { MonotonicClock.now() + UInt64(max(0, seconds) * 1e9) }
 }

@@ -189,7 +189,7 @@ final class ConnectionCore: @unchecked Sendable {
                 if shared.exited { return nil }
                 if !shared.closeRequested {
                     shared.closeRequested = true
-                    shared.closeDeadline = Clock.now() + UInt64(drainTimeout * 1e9)
+                    shared.closeDeadline = MonotonicClock.now() + UInt64(drainTimeout * 1e9)
                 }
                 shared.closeWaiters.append(continuation)
                 return shared.wake

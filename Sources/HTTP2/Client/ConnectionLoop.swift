@@ -1,3 +1,4 @@
+import RelayBasics
 import Synchronization
 
 /// The thread that serves established connections: one poll() over every
@@ -67,7 +68,7 @@ final class ConnectionLoop: @unchecked Sendable {
 
     /// One turn: each member's work, one poll(), each member's reads.
     private func turn() {
-        let now = Clock.now()
+        let now = MonotonicClock.now()
         keepMembers { member in
             do throws(HTTP2Error) {
                 if try member.turn(now: now) { return true }

@@ -1,3 +1,4 @@
+import RelayBasics
 import Synchronization
 
 /// One TLS HTTP/2 connection to an origin.
@@ -95,7 +96,7 @@ public final class HTTP2Connection: Sendable {
     /// `.unprocessed`, which is always safe to send again.
     public func send(_ request: HTTP2Request) async throws(HTTP2Error) -> HTTP2Response {
         let token = core.nextToken()
-        let deadline = Clock.now() + UInt64(max(0.001, request.timeout) * 1e9)
+        let deadline = MonotonicClock.now() + UInt64(max(0.001, request.timeout) * 1e9)
         let result = await withTaskCancellationHandler {
             // Unchecked: `PendingRequest` documents why it is resumed exactly once.
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<HTTP2Response, HTTP2Error>, Never>) in

@@ -28,7 +28,7 @@ public final class HTTP2Responder: Sendable {
 
     /// Sends `response`, after `delayMilliseconds` if given.
     public func respond(_ response: HTTP2Response, delayMilliseconds: Int = 0) {
-        connection.command(.respond(stream: stream, response: response, due: Clock.now() + UInt64(max(0, delayMilliseconds)) * 1_000_000))
+        connection.command(.respond(stream: stream, response: response, due: MonotonicClock.now() + UInt64(max(0, delayMilliseconds)) * 1_000_000))
     }
 
     /// Drops the TCP connection with a reset, no HTTP/2 goodbye.

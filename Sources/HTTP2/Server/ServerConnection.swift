@@ -110,7 +110,7 @@ final class ServerConnection: @unchecked Sendable {
                     closeAfterFlush = true
                 }
             }
-            let now = Clock.now()
+            let now = MonotonicClock.now()
             scheduled.removeAll { item in
                 guard item.due <= now else { return false }
                 let headers = [HTTPHeader(":status", String(item.response.status))] + item.response.headers
@@ -165,8 +165,8 @@ final class ServerConnection: @unchecked Sendable {
         guard let tls else { return }
         tls.shutdown()
         Socket.shutdownWrite(socket)
-        let deadline = Clock.now() + UInt64(Self.lingerSeconds * 1e9)
-        while Clock.now() < deadline {
+        let deadline = MonotonicClock.now() + UInt64(Self.lingerSeconds * 1e9)
+        while MonotonicClock.now() < deadline {
             switch buffer.withUnsafeMutableBytes({ tls.read(into: $0) }) {
             case .bytes: continue
             case .wouldBlock: _ = Poll.wait(socket: socket, read: true, write: false, wake: wake, milliseconds: 100)
@@ -181,8 +181,8 @@ final class ServerConnection: @unchecked Sendable {
     private func handshake() -> Bool {
         guard let stream = try? TLSStream(context: listener.context, socket: socket, client: false, serverName: nil) else { return false }
         tls = stream
-        let deadline = Clock.now() + 10_000_000_000
-        while Clock.now() < deadline {
+        let deadline = MonotonicClock.now() + 10_000_000_000
+        while MonotonicClock.now() < deadline {
             guard let progress = try? stream.handshake() else { return false }
             if case .done = progress { return stream.negotiatedProtocol == "h2" }
             _ = Poll.wait(socket: socket, read: progress == .wantRead, write: progress == .wantWrite, wake: wake, milliseconds: 1000)

@@ -73,7 +73,7 @@ final class BatchDeadlines: @unchecked Sendable {
             // Drop what surfaced of batches that ended.
             while let top = heap.first, actions[top.id] == nil { pop() }
             guard let top = heap.first else {
-                if !condition.wait(until: MonotonicCondition.now() + MonotonicCondition.nanoseconds(idleLinger)), heap.isEmpty {
+                if !condition.wait(until: MonotonicClock.now() + MonotonicClock.nanoseconds(idleLinger)), heap.isEmpty {
                     threadRunning = false
                     return
                 }
@@ -88,7 +88,7 @@ final class BatchDeadlines: @unchecked Sendable {
             // On the monotonic clock: NSCondition's wall-clock wait, even
             // one of a second, lasted a whole step of the clock longer
             // (the kernel measures its deadline on the stepped clock).
-            condition.wait(until: MonotonicCondition.now() + MonotonicCondition.nanoseconds((top.deadline - now).seconds))
+            condition.wait(until: MonotonicClock.now() + MonotonicClock.nanoseconds((top.deadline - now).seconds))
         }
     }
 
