@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Relay
+import RelayBasics
 
 extension AuditWriter {
     /// Starts the journal thread unless it runs. Called with `journalCondition` held.
@@ -131,7 +132,7 @@ extension AuditWriter {
         while true {
             journalCondition.lock()
             if !journalWakeRequested, !writerExited {
-                _ = journalCondition.wait(until: Date().addingTimeInterval(configuration.journalIdleWake))
+                journalCondition.wait(until: MonotonicClock.now() + MonotonicClock.nanoseconds(configuration.journalIdleWake))
             }
             journalWakeRequested = false
             let exiting = writerExited
@@ -215,7 +216,7 @@ extension AuditWriter {
         while true {
             journalCondition.lock()
             while journalPending.isEmpty, !writerExited {
-                if !journalCondition.wait(until: Date().addingTimeInterval(1)) { break }
+                if !journalCondition.wait(until: MonotonicClock.now() + MonotonicClock.nanoseconds(1)) { break }
             }
             if journalPending.isEmpty {
                 let exiting = writerExited

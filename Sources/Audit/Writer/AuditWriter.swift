@@ -132,7 +132,7 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
 
     // Journal thread's input, guarded by `journalCondition` (its own, so a
     // send handing over an entry wakes the journal thread and not the writer).
-    let journalCondition = NSCondition()
+    let journalCondition = MonotonicCondition()
     var journalPending: [(JournalEntry, CheckedContinuation<Void, Never>?)] = []
     var journalBusy = false
     var journalThreadRunning = false
