@@ -109,17 +109,19 @@ extension AuditWriter {
     /// wrapped in a ``JournalEntry`` first: that copy retained and released
     /// each of its strings once more per record.
     func appendIntentToJournal(_ send: SendDescriptor, startedAt: UInt64) {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(1024)
-        let item = encodeIntent(send, startedAt: startedAt, into: &bytes)
-        appendEncodedToJournal(bytes, items: CollectionOfOne(item))
+        appendOne { encodeIntent(send, startedAt: startedAt, into: &$0) }
     }
 
     /// ``appendIntentToJournal(_:startedAt:)`` for a finished send's record.
     func appendCompletionToJournal(_ event: SendEvent) {
+        appendOne { encodeCompletion(event, into: &$0) }
+    }
+
+    /// One record, encoded by `encode`, appended with one `write(2)`.
+    private func appendOne(_ encode: (inout [UInt8]) -> JournalItem) {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(1024)
-        let item = encodeCompletion(event, into: &bytes)
+        let item = encode(&bytes)
         appendEncodedToJournal(bytes, items: CollectionOfOne(item))
     }
 
