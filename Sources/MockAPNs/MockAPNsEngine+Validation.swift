@@ -12,14 +12,7 @@ enum MockRules {
     ]
 
     static func isHexToken(_ token: Substring) -> Bool {
-        (64...200).contains(token.utf8.count) && token.utf8.count % 2 == 0 && allBytes(of: token, satisfy: Hex.isDigit)
-    }
-
-    /// Whether every UTF-8 byte of `text` passes `test`, scanned as a buffer
-    /// (native strings are contiguous; the UTF8View's iterator costs more
-    /// than the check).
-    static func allBytes(of text: some StringProtocol, satisfy test: (UInt8) -> Bool) -> Bool {
-        text.utf8.withContiguousStorageIfAvailable { $0.allSatisfy(test) } ?? text.utf8.allSatisfy(test)
+        (64...200).contains(token.utf8.count) && token.utf8.count % 2 == 0 && token.allUTF8Bytes(satisfy: Hex.isDigit)
     }
 
     /// Hex groups of 8, 4, 4, 4 and 12 digits joined by dashes, either case.
@@ -59,7 +52,7 @@ enum MockRules {
     /// separator.
     static func pathSegments(_ path: String) -> [Substring] {
         let utf8 = path.utf8
-        guard allBytes(of: path, satisfy: { $0 < 0x80 }) else {
+        guard path.allUTF8Bytes(satisfy: { $0 < 0x80 }) else {
             return Array(path.split(separator: "/", omittingEmptySubsequences: false).dropFirst())
         }
         var segments: [Substring] = []

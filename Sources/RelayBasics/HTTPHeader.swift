@@ -38,9 +38,7 @@ extension String {
     /// Public for other values mostly lowercase already (the mock APNs's
     /// echoed `apns-id`).
     public var lowercasedHeaderName: String {
-        // Scanned as a buffer (native strings are contiguous): the UTF8View's iterator costs more than the check.
-        let isLower: (UInt8) -> Bool = { $0 < 0x80 && !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
-        let alreadyLower = utf8.withContiguousStorageIfAvailable { $0.allSatisfy(isLower) } ?? utf8.allSatisfy(isLower)
+        let alreadyLower = allUTF8Bytes { $0 < 0x80 && !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
         return alreadyLower ? self : lowercased()
     }
 }

@@ -1,3 +1,4 @@
+import RelayBasics
 import RelayJSON
 import Synchronization
 
@@ -99,7 +100,7 @@ public final class ProviderTokenVerifier: Sendable {
     static func bearerToken(_ authorization: String) -> String? {
         let prefix = "bearer "
         let utf8 = authorization.utf8
-        guard MockRules.allBytes(of: authorization, satisfy: { $0 < 0x80 }) else {
+        guard authorization.allUTF8Bytes(satisfy: { $0 < 0x80 }) else {
             guard authorization.lowercased().hasPrefix(prefix) else { return nil }
             return String(authorization.dropFirst(prefix.count))
         }
