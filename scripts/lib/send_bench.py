@@ -17,11 +17,14 @@ section prints its ratio against a reference measured in the same run.
 import argparse, os, re, resource, shutil, statistics, subprocess, sys, tempfile, threading, time, urllib.request
 
 from audit_pg_cost import Cluster, psql, with_database
-from bench_relay import write_relay_config
+from bench_relay import write_relay_config, write_shipped_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFAULT_ROUNDS = 5  # the defaults section: alternating rounds of each configuration
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 REFERENCE_ROUNDS = 3  # the CPU-per-send ratio against --reference-binary: alternating rounds
-SECTIONS = ["agree", "production", "connections", "batches", "payloads", "million", "audit", "writer", "peers"]
+SECTIONS = ["defaults", "agree", "production", "connections", "batches", "payloads", "million", "audit", "writer", "peers"]
 API_KEY = "bench-key-0123456789"
 APP = "app-a"
 
@@ -84,18 +87,31 @@ class Mock:
 class Relay:
     """`apns-relay serve` in a process of its own, audit to Postgres (or off)."""
 
-    def __init__(self, binary, work, key, mock, database_url, audit=True, connections_per_origin=2, extra_ingress=""):
+    def __init__(self, binary, work, key, mock, database_url, audit=True, connections_per_origin=2, extra_ingress="", shipped=None,
+                 environment=None):
+        """`shipped`: None for the benchmarks' own quiet configuration (logs at
+        error), else a dict of write_shipped_config's options (log_level,
+        tracing): the shipped example configuration, its log lines written to
+        a file in `work` as a log collector would take them."""
         self.work = work
         self.mock = mock
         self.audit = audit and bool(database_url)
         self.database_url = database_url if self.audit else None
         spool = tempfile.mkdtemp(prefix="spool-", dir=work)
         config = os.path.join(work, "relay.yaml")
-        write_relay_config(config, instance="send-bench", mock_port=mock.port, ca_file=mock.cert, key_path=key, api_key=API_KEY,
-                           spool_directory=spool, database_url=database_url if audit and database_url else "", ingress_lines=extra_ingress,
-                           connections_per_origin=connections_per_origin, drain_timeout_seconds=10)
+        database = database_url if audit and database_url else ""
+        if shipped is None:
+            write_relay_config(config, instance="send-bench", mock_port=mock.port, ca_file=mock.cert, key_path=key, api_key=API_KEY,
+                               spool_directory=spool, database_url=database, ingress_lines=extra_ingress,
+                               connections_per_origin=connections_per_origin, drain_timeout_seconds=10)
+        else:
+            write_shipped_config(config, root=ROOT, instance="send-bench", mock_port=mock.port, ca_file=mock.cert, key_path=key,
+                                 api_key=API_KEY, spool_directory=spool, database_url=database, **shipped)
         command = [binary, "serve", "--config", config] + ([] if audit else ["--benchmark-without-audit"])
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.log_path = os.path.join(work, "relay.log")
+        self.log_file = open(self.log_path, "wb") if shipped is not None else None
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.log_file or subprocess.DEVNULL, text=True,
+                                        env=dict(os.environ, **(environment or {})))
         self.port = self.metrics_port = None
         while self.port is None or self.metrics_port is None:
             line = self.process.stdout.readline()
@@ -124,9 +140,34 @@ class Relay:
     def succeeded_sends(self):
         return self.metric_sum("apns_relay_sends_total", where='outcome="success"')
 
+    def log_bytes(self):
+        """What the relay has written to its log file so far (0 without one)."""
+        return os.path.getsize(self.log_path) if self.log_file else 0
+
     def stop(self):
         self.process.terminate()
         try: self.process.communicate(timeout=120)
+        except subprocess.TimeoutExpired: self.process.kill()
+        if self.log_file:
+            self.log_file.close()
+            os.unlink(self.log_path)
+
+
+class OTLPReceiver:
+    """scripts/lib/otlp_receiver.py, a live OTLP/HTTP collector (OpenTelemetry's
+    own protobuf classes), its spans decoded and written to /dev/null."""
+
+    def __init__(self):
+        self.process = subprocess.Popen([sys.executable, os.path.join(ROOT, "scripts/lib/otlp_receiver.py"), os.devnull],
+                                        stdout=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline()
+        m = re.search(r"otlp-receiver on (\d+)", line)
+        if not m: sys.exit(f"otlp_receiver.py did not start: {line!r}")
+        self.endpoint = f"http://127.0.0.1:{m.group(1)}"
+
+    def stop(self):
+        self.process.terminate()
+        try: self.process.wait(timeout=30)
         except subprocess.TimeoutExpired: self.process.kill()
 
 
@@ -222,6 +263,73 @@ class Bench:
         return Relay(self.binary, tempfile.mkdtemp(prefix="relay-", dir=self.work), self.key, mock, self.args.database_url, audit=audit, **options)
 
     # --- sections ---------------------------------------------------------------------------------------------------
+
+    def defaults(self):
+        """The headline: the relay as users run it, the shipped example
+        configuration (deploy/apns-relay.example.yaml, placeholders filled
+        in: logs at info into a file, spans as log lines, the audit on), beside
+        quieter variants of it, each a fresh relay, in alternating rounds:
+
+          defaults        as shipped
+          otlp            as shipped, tracing.exporter otlp to a live collector
+          audit, quiet    logs at error, tracing none, audit on
+          quiet           logs at error, tracing none, audit off
+
+        Relay CPU per send (from /proc) is the figure; the three ratios are
+        issue 26's targets: defaults / quiet <= 1.3, otlp / defaults <= 1.1,
+        and the audit's share (audit, quiet minus quiet) <= 10 us per send."""
+        rounds = 1 if self.smoke else 2 if self.q else DEFAULT_ROUNDS
+        sends = 500 if self.smoke else 4000 if self.q else 30000
+        connections = 16
+        log(f"defaults: the shipped example configuration beside quieter variants, {rounds} alternating rounds of {sends} single sends, "
+            f"{connections} connections, the built-in load generator")
+        configurations = [
+            ("defaults", dict(shipped={}, audit=True)),
+            ("otlp", dict(shipped={"tracing": {"exporter": "otlp"}}, audit=True, otlp=True)),
+            ("audit, quiet", dict(shipped={"log_level": "error", "tracing": {"exporter": "none"}}, audit=True)),
+            ("quiet", dict(shipped={"log_level": "error", "tracing": {"exporter": "none"}}, audit=False)),
+        ]
+        results = {name: [] for name, _ in configurations}
+        mock = Mock(self.binary, self.work, self.key)
+        try:
+            for round_ in range(rounds):
+                order = configurations if round_ % 2 == 0 else list(reversed(configurations))
+                for name, options in order:
+                    receiver = OTLPReceiver() if options.get("otlp") else None
+                    environment = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint} if receiver else None
+                    relay = Relay(self.binary, tempfile.mkdtemp(prefix="relay-", dir=self.work), self.key, mock, self.args.database_url,
+                                  audit=options["audit"], shipped=options["shipped"], environment=environment)
+                    try:
+                        self.load(relay, 200 if self.smoke else 2000, connections=connections)
+                        log_before = relay.log_bytes()
+                        run = self.measured(relay, lambda: self.load(relay, sends, connections=connections))
+                        run["log_bytes_per_send"] = (relay.log_bytes() - log_before) / max(run["relay_sends"], 1)
+                        run["spans_dropped"] = relay.metric_sum("apns_relay_spans_dropped_total")
+                    finally:
+                        relay.stop()
+                        if receiver: receiver.stop()
+                    results[name].append(run)
+                figure(f"defaults round {round_ + 1}: relay CPU per send", " ".join(f"{results[n][-1]['cpu_us']:.1f}" for n, _ in configurations), "us",
+                       " / ".join(n for n, _ in configurations))
+        finally:
+            mock.stop()
+        def median(name, key="cpu_us"): return statistics.median(r[key] for r in results[name])
+        def spread(values): return f"{min(values):.3g}-{max(values):.3g} over {len(values)} rounds"
+        for name, _ in configurations:
+            rounds_text = " ".join(f"{r['cpu_us']:.1f}" for r in results[name])
+            figure(f"relay CPU per send, {name}", median(name), "us",
+                   f"median; rounds {rounds_text}; "
+                   f"{median(name, 'sends_per_s'):,.0f} sends/s; log {median(name, 'log_bytes_per_send'):.0f} B per send")
+        defaults_over_quiet = [d["cpu_us"] / q["cpu_us"] for d, q in zip(results["defaults"], results["quiet"])]
+        otlp_over_defaults = [o["cpu_us"] / d["cpu_us"] for o, d in zip(results["otlp"], results["defaults"])]
+        audit_share = [a["cpu_us"] - q["cpu_us"] for a, q in zip(results["audit, quiet"], results["quiet"])]
+        figure("defaults / quiet, relay CPU per send", statistics.median(defaults_over_quiet), "",
+               f"target <= 1.3; median, {spread(defaults_over_quiet)}; reference: quiet (logs at error, tracing none, audit off), same run")
+        dropped = " ".join(f"{r['spans_dropped']:.0f}" for r in results["otlp"])
+        figure("otlp / defaults, relay CPU per send", statistics.median(otlp_over_defaults), "",
+               f"target <= 1.1; median, {spread(otlp_over_defaults)}; spans dropped in the otlp runs: {dropped}")
+        figure("audit share of relay CPU per send (audit, quiet - quiet)", statistics.median(audit_share), "us",
+               f"target <= 10 us; median, {spread(audit_share)}")
 
     def agree(self):
         """Single sends, audit on: the built-in load generator and wrk against the same relay."""
@@ -549,7 +657,7 @@ def main():
                              "its own that it migrates (its schema): its on / off beside this build's, same rounds, same audit-off runs")
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
     args = parser.parse_args()
-    sections = ["agree"] if args.smoke else [s for s in args.sections.split(",") if s]
+    sections = ["defaults", "agree"] if args.smoke else [s for s in args.sections.split(",") if s]
     unknown = [s for s in sections if s not in SECTIONS]
     if unknown: sys.exit(f"unknown sections {unknown}; known: {SECTIONS}")
     bench = Bench(args)
@@ -566,7 +674,9 @@ def main():
         names = [parse_figure(line)[0] for line in PRINTED if parse_figure(line)]
         expected = ["single sends/s, built-in load generator (audit on, 8 conn)", "relay CPU per send, built-in load generator",
                     "single sends/s, wrk (audit on, 8 conn)", "relay CPU per send, wrk", "agreement sends/s (built-in / wrk)",
-                    "agreement CPU/send (built-in / wrk)"]
+                    "agreement CPU/send (built-in / wrk)", "relay CPU per send, defaults", "relay CPU per send, quiet",
+                    "defaults / quiet, relay CPU per send", "otlp / defaults, relay CPU per send",
+                    "audit share of relay CPU per send (audit, quiet - quiet)"]
         missing = [name for name in expected if name not in names]
         if bad or missing:
             sys.exit(f"send_bench smoke FAILED: unparsable figure lines {bad}, missing figures {missing}")
