@@ -18,7 +18,12 @@ of named frames (threads, libraries, modules, ingress steps: every sample with
 such a frame anywhere on its stack). Every figure prints as one
 `figure NAME: VALUE UNIT` line, like send_bench.py's.
 
-    scripts/lib/profile_send.py --binary .build/release/apns-relay --database-url URL [--sends 20000] [--batch 0] [--no-audit]
+    scripts/lib/profile_send.py --binary .build/release/apns-relay --database-url URL [--sends 20000] [--batch 0] [--no-audit] [--shipped]
+
+--shipped profiles the relay in the shipped example configuration
+(deploy/apns-relay.example.yaml with its placeholders filled in, as the bench's
+defaults section runs it: logs at info into a file, spans as log lines)
+instead of the benchmarks' quiet one (logs at error).
 """
 import argparse, collections, os, re, shutil, signal, subprocess, sys, tempfile, time
 
@@ -44,6 +49,7 @@ FRAMES = [
     ("  step Authentication", r"\bIngress\.Authentication\b"),
     ("  step RateLimit", r"\bIngress\.RateLimit\b"),
     ("JSON (module RelayJSON)", r"\bRelayJSON\."),
+    ("logging (Telemetry logging, swift-log)", r"\bTelemetry\.(JSONLogHandler|LogSink|LogLine|LogBuffer)|\bLogging\."),
     ("spans (Telemetry tracing, swift-distributed-tracing)", r"\bTelemetry\.(JSONSpan|SpanIdentity)|\bTracing\."),
     ("metrics (Telemetry metrics, swift-metrics)", r"\bTelemetry\.(RelayMetrics|Metric)|\bCoreMetrics\."),
     ("audit record (AuditRecord, row layout, COPY line)", r"\bAudit\.(AuditRecord|AuditRowLayout|CopyLineWriter|DeadTokenRecord)\b"),
@@ -173,6 +179,7 @@ def main():
     parser.add_argument("--sends", type=int, default=20000, help="sends in each of the two measured runs")
     parser.add_argument("--batch", type=int, default=0, help="items per POST /v1/send/batch (0: single POST /v1/send)")
     parser.add_argument("--connections", type=int, default=8, help="client connections of the load generator")
+    parser.add_argument("--shipped", action="store_true", help="the shipped example configuration (logs at info, spans as log lines)")
     parser.add_argument("--no-audit", action="store_true", help="the relay with `serve --benchmark-without-audit` (no journal, no writer)")
     parser.add_argument("--frequency", type=int, default=2000, help="perf's samples per second of CPU time")
     parser.add_argument("--top", type=int, default=30, help="flat symbols to list")
@@ -183,9 +190,9 @@ def main():
 
     bench = Bench(argparse.Namespace(binary=args.binary, database_url=args.database_url, quick=False, smoke=False, venv=None))
     mock = Mock(args.binary, bench.work, bench.key)
-    relay = bench.relay(mock, audit=not args.no_audit)
+    relay = bench.relay(mock, audit=not args.no_audit, shipped={} if args.shipped else None)
     data = args.output or os.path.join(bench.work, "perf.data")
-    shape = f"{'batches of ' + str(args.batch) if args.batch else 'single sends'}, {args.connections} connections, audit {'off' if args.no_audit else 'on'}"
+    shape = f"{'batches of ' + str(args.batch) if args.batch else 'single sends'}, {args.connections} connections, audit {'off' if args.no_audit else 'on'}{', shipped configuration' if args.shipped else ''}"
     load = lambda: bench.load(relay, args.sends, connections=args.connections, batch=args.batch)
     try:
         log(f"warm-up: {min(args.sends, 2000)} sends ({shape})")
