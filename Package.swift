@@ -216,7 +216,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "RelayServer", "Ingress", "Relay", "APNs", "RelayJSON", "MockAPNs", "HTTP2", "Audit", "TestSupport",
+                "RelayServer", "Ingress", "Relay", "APNs", "RelayJSON", "MockAPNs", "HTTP2", "HTTPServer", "Audit", "TestSupport",
             ],
             swiftSettings: strictSwift
         ),
