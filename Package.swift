@@ -205,7 +205,7 @@ let package = Package(
         .testTarget(
             name: "TelemetryTests",
             dependencies: [
-                "Telemetry", "Relay", "RelayJSON", "RelayBasics", "APNs", "HTTPServer", "MockAPNs", "HTTP2", "TestSupport",
+                "Telemetry", "Relay", "RelayJSON", "RelayBasics", "APNs", "Surfaces", "HTTPServer", "MockAPNs", "HTTP2", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
@@ -216,7 +216,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "RelayServer", "Ingress", "Relay", "APNs", "RelayJSON", "MockAPNs", "HTTP2", "Audit", "TestSupport",
+                "RelayServer", "Ingress", "Relay", "APNs", "RelayJSON", "MockAPNs", "HTTP2", "HTTPServer", "Audit", "TestSupport",
             ],
             swiftSettings: strictSwift
         ),

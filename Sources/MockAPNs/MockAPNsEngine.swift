@@ -20,6 +20,19 @@ public final class MockAPNsEngine: Sendable {
         var streamsPerConnection: [Int: Int] = [:]
         /// Channels by bundle id: channel id → storage policy (0 or 1).
         var channels: [String: [String: Int]] = [:]
+        /// Rules set by ``replaceRules(_:)`` in place of the configuration's.
+        var rules: [MockRule]?
+    }
+
+    /// Answers by `rules` from now on instead of the configuration's: a
+    /// fault injected into, or removed from, a running mock (the alert
+    /// delivery test pages on a fault and resolves when it is gone).
+    /// Sequences start afresh.
+    public func replaceRules(_ rules: [MockRule]) {
+        state.withLock { state in
+            state.rules = rules
+            state.attempts.removeAll()
+        }
     }
 
     let state = Mutex(State())
@@ -106,7 +119,8 @@ public final class MockAPNsEngine: Sendable {
 
     /// The scripted outcome for this attempt, if a rule matches.
     private func scriptedOutcome(for request: MockRequest) -> MockOutcome? {
-        for (index, rule) in configuration.rules.enumerated() where matches(rule.match, request) {
+        let rules = state.withLock { $0.rules } ?? configuration.rules
+        for (index, rule) in rules.enumerated() where matches(rule.match, request) {
             let sendKey = request.header("apns-id") ?? request.header("apns-request-id") ?? request.path
             let attempt = state.withLock { state in
                 let key = "\(index)|\(sendKey)"

@@ -59,6 +59,8 @@ public final class RelayServer: Sendable {
             settings: configuration.tracing, instance: configuration.instance, version: RelayVersion.current, logger: logger,
             dropped: { drop, count in metrics.spansDropped(reason: drop.rawValue, count: count) })
         self.tracing = tracing
+        // OTEL_TRACES_EXPORTER / OTEL_SDK_DISABLED values the relay ignored (the specification's "warn and ignore").
+        for warning in configuration.tracing.environmentWarnings { logger.warning("\(warning)", metadata: ["setting": "tracing.exporter"]) }
         if configuration.tracing.exporter == .otlp {
             // The series exist from the start, so rate() and the alert see the first drop.
             for drop in OTelDiagnostics.Drop.allCases { metrics.spansDropped(reason: drop.rawValue, count: 0) }

@@ -10,7 +10,7 @@ as_root() {
 DEBIAN_PACKAGES=(
     pkg-config libnghttp2-dev libssl-dev libpq-dev libmicrohttpd-dev zlib1g-dev
     postgresql postgresql-client prometheus nghttp2-client nghttp2-server openssl curl python3 python3-pip
-    haproxy wrk
+    haproxy wrk prometheus-alertmanager
 )
 
 # Python packages the tests use as independent implementations (schemathesis:

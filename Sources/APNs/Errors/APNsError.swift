@@ -79,45 +79,78 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
 extension APNsError {
     /// A stable error code. Known APNs reasons and relay preflight codes have
     /// constants; an unknown APNs reason is kept verbatim.
+    ///
+    /// Every code the relay's preflight can answer is a case of ``Preflight``
+    /// and its constant here is made from that case, so the set of codes the
+    /// relay answers is `Preflight.allCases`: the metrics' `reason` label set
+    /// is derived from it (a new code gets its own label, not `other`).
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible, ExpressibleByStringLiteral {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
         public init(stringLiteral value: String) { rawValue = value }
+        public init(_ preflight: Preflight) { rawValue = preflight.rawValue }
         public var description: String { rawValue }
 
+        /// Every code the relay's preflight answers. Add a code here, never as
+        /// a bare string constant: this list is what labels it in the metrics.
+        public enum Preflight: String, Sendable, CaseIterable {
+            // Codes that match the APNs reason they prevent.
+            case badDeviceToken = "BadDeviceToken"
+            case badCollapseID = "BadCollapseId"
+            case badPriority = "BadPriority"
+            case badExpirationDate = "BadExpirationDate"
+            case badMessageID = "BadMessageId"
+            case badChannelID = "BadChannelId"
+            case missingChannelID = "MissingChannelId"
+            case missingTopic = "MissingTopic"
+            case invalidPushType = "InvalidPushType"
+            case payloadTooLarge = "PayloadTooLarge"
+            case payloadEmpty = "PayloadEmpty"
+            case badTopic = "BadTopic"
+            // Codes of the relay's own.
+            case badDate = "BadDate"
+            case malformedApnsConfig = "MalformedApnsConfig"
+            case missingEventField = "MissingEventField"
+            case invalidPayload = "InvalidPayload"
+            case forbiddenHeader = "ForbiddenHeader"
+            case invalidHeader = "InvalidHeader"
+            case topicNotForApp = "TopicNotForApp"
+            case notForBroadcast = "NotForBroadcast"
+        }
+
         // Preflight codes that match the APNs reason they prevent.
-        public static let badDeviceToken: Code = "BadDeviceToken"
-        public static let badCollapseID: Code = "BadCollapseId"
-        public static let badPriority: Code = "BadPriority"
-        public static let badExpirationDate: Code = "BadExpirationDate"
-        public static let badMessageID: Code = "BadMessageId"
-        public static let badChannelID: Code = "BadChannelId"
-        public static let missingChannelID: Code = "MissingChannelId"
-        public static let missingTopic: Code = "MissingTopic"
-        public static let invalidPushType: Code = "InvalidPushType"
-        public static let payloadTooLarge: Code = "PayloadTooLarge"
-        public static let payloadEmpty: Code = "PayloadEmpty"
+        public static let badDeviceToken = Code(.badDeviceToken)
+        public static let badCollapseID = Code(.badCollapseID)
+        public static let badPriority = Code(.badPriority)
+        public static let badExpirationDate = Code(.badExpirationDate)
+        public static let badMessageID = Code(.badMessageID)
+        public static let badChannelID = Code(.badChannelID)
+        public static let missingChannelID = Code(.missingChannelID)
+        public static let missingTopic = Code(.missingTopic)
+        public static let invalidPushType = Code(.invalidPushType)
+        public static let payloadTooLarge = Code(.payloadTooLarge)
+        public static let payloadEmpty = Code(.payloadEmpty)
 
         // Preflight codes of the relay's own.
         /// A stale, dismissal or event date that is not positive unix seconds.
-        public static let badDate: Code = "BadDate"
+        public static let badDate = Code(.badDate)
         /// The bundle id carries a push-type suffix the relay adds itself (MS018).
-        public static let malformedApnsConfig: Code = "MalformedApnsConfig"
+        public static let malformedApnsConfig = Code(.malformedApnsConfig)
         /// A field the Live Activity event requires is absent.
-        public static let missingEventField: Code = "MissingEventField"
+        public static let missingEventField = Code(.missingEventField)
         /// The payload is not a JSON object with an `aps` dictionary, or a field has the wrong type.
-        public static let invalidPayload: Code = "InvalidPayload"
+        public static let invalidPayload = Code(.invalidPayload)
         /// A header the relay owns (authorization, :path…) was supplied by the caller.
-        public static let forbiddenHeader: Code = "ForbiddenHeader"
+        public static let forbiddenHeader = Code(.forbiddenHeader)
         /// A header name that is not a lowercase token, or a value with control
         /// or non-ASCII bytes: HTTP/2 forbids them, APNs resets the stream.
-        public static let invalidHeader: Code = "InvalidHeader"
+        public static let invalidHeader = Code(.invalidHeader)
         /// `apns-topic` names a bundle id other than the app's own (403).
-        public static let topicNotForApp: Code = "TopicNotForApp"
+        public static let topicNotForApp = Code(.topicNotForApp)
         /// `apns-topic` is not shaped like a bundle id (APNs' BadTopic).
-        public static let badTopic: Code = "BadTopic"
+        public static let badTopic = Code(.badTopic)
         /// An option a broadcast cannot carry (`collapseId`: APNs' broadcast
         /// request has no `apns-collapse-id`; a channel keeps its own latest message).
-        public static let notForBroadcast: Code = "NotForBroadcast"
+        public static let notForBroadcast = Code(.notForBroadcast)
     }
 }

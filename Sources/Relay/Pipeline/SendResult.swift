@@ -63,16 +63,37 @@ public struct SendFailure: Error, Sendable, CustomStringConvertible {
         return nil
     }
 
+    /// The `error_type` of a failure that is neither an APNs or preflight
+    /// code nor a transport kind: the relay's own outcomes.
+    public enum OwnErrorType: String, Sendable, CaseIterable {
+        case credentials
+        case cancelled
+        case deadlineExceeded = "deadline_exceeded"
+        case invalidSnapshot = "InvalidSnapshot"
+        case configuration
+    }
+
+    /// Every `error_type` a failure can carry, by construction: APNs reasons
+    /// in the catalog, preflight codes, `transport_<kind>`, and
+    /// ``OwnErrorType``. An APNs reason not in the catalog is the one
+    /// `error_type` outside it (kept verbatim in the audit).
+    public static var knownErrorTypes: Set<String> {
+        Set(APNsReason.catalog.map(\.name))
+            .union(APNsError.Code.Preflight.allCases.map(\.rawValue))
+            .union(TransportError.Kind.allCases.map { "transport_\($0.rawValue)" })
+            .union(OwnErrorType.allCases.map(\.rawValue))
+    }
+
     /// A stable label for metrics and the audit `error_type` column.
     public var errorType: String {
         switch cause {
         case .apns(let error): error.code.rawValue
         case .transport(let error): "transport_\(error.kind.rawValue)"
-        case .credentials: "credentials"
-        case .cancelled: "cancelled"
-        case .deadlineExceeded: "deadline_exceeded"
-        case .invalidSnapshot: SnapshotValidationError.code
-        case .configuration: "configuration"
+        case .credentials: OwnErrorType.credentials.rawValue
+        case .cancelled: OwnErrorType.cancelled.rawValue
+        case .deadlineExceeded: OwnErrorType.deadlineExceeded.rawValue
+        case .invalidSnapshot: OwnErrorType.invalidSnapshot.rawValue
+        case .configuration: OwnErrorType.configuration.rawValue
         }
     }
 

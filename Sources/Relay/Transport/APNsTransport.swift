@@ -21,29 +21,26 @@ public protocol APNsTransport: Sendable {
 /// kinds than `HTTP2Error` has codes, each with one retry meaning, and the
 /// vocabulary a fake transport throws in tests.
 public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Kind: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-
+    /// `allCases` is what a `transport_<kind>` label may name: the metrics
+    /// derive their label set from it.
+    public enum Kind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
         /// No answer within the request timeout (the stream was reset).
-        public static let timeout = Kind(rawValue: "timeout")
+        case timeout
         /// The connection failed or closed under the request.
-        public static let connection = Kind(rawValue: "connection")
+        case connection
         /// The server never processed the request (GOAWAY above last-stream-id,
         /// REFUSED_STREAM), and the pool's own resends are spent: final.
-        public static let unprocessed = Kind(rawValue: "unprocessed")
+        case unprocessed
         /// The pending-request queue is full: back-pressure, not a fault.
-        public static let queueFull = Kind(rawValue: "queue_full")
+        case queueFull = "queue_full"
         /// TLS or ALPN failed: configuration, not worth retrying quickly.
-        public static let tls = Kind(rawValue: "tls")
+        case tls
         /// The transport is closed.
-        public static let closed = Kind(rawValue: "closed")
+        case closed
         /// The caller cancelled.
-        public static let cancelled = Kind(rawValue: "cancelled")
+        case cancelled
 
-        /// Every kind above: what a `transport_<kind>` label may name.
-        public static let known: [Kind] = [.timeout, .connection, .unprocessed, .queueFull, .tls, .closed, .cancelled]
+        public var description: String { rawValue }
     }
 
     public var kind: Kind

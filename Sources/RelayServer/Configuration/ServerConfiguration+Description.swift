@@ -78,7 +78,8 @@ extension ServerConfiguration {
         lines.append("  journal_sync: \(audit.journalSync.rawValue)")
         lines.append("  journal_sync_interval_ms: \(audit.journalSyncIntervalMilliseconds)\(audit.journalSync == .always ? "  # unused: always syncs before the send goes on" : "")")
         lines.append("tracing:")
-        lines.append("  exporter: \(tracing.exporter.rawValue)")
+        lines.append("  exporter: \(tracing.exporter.rawValue)\(tracing.exporterSource == .file ? "" : "  # from \(tracing.exporterSource.rawValue)")")
+        for warning in tracing.environmentWarnings { lines.append("  # warning: \(warning)") }
         lines.append("  endpoint: \(tracing.endpoint.map(Self.maskPassword) ?? "(OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318)")")
         lines.append("  sampling: {ratio: \(tracing.samplingRatio), parent_based: \(tracing.parentBased)}")
         lines.append("  max_queue_size: \(tracing.maximumQueueSize)")

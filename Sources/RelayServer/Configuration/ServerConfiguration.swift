@@ -83,8 +83,9 @@ public struct ServerConfiguration: Sendable {
     }
 
     /// Where finished spans go (`tracing:`). The standard `OTEL_*`
-    /// variables (endpoint, headers, service name, resource attributes,
-    /// sampler) are read by swift-otel and win over these.
+    /// variables win over these: `OTEL_TRACES_EXPORTER` and `OTEL_SDK_DISABLED`
+    /// choose the exporter (read by the relay), the others (endpoint, headers,
+    /// service name, resource attributes, sampler) are read by swift-otel.
     public struct TracingSettings: Sendable {
         public enum Exporter: String, Sendable, CaseIterable {
             /// OTLP/HTTP with protobuf to a collector, batched in the background.
@@ -95,6 +96,12 @@ public struct ServerConfiguration: Sendable {
             case none
         }
         public var exporter = Exporter.log
+        /// What chose ``exporter``: the file, `OTEL_TRACES_EXPORTER` or
+        /// `OTEL_SDK_DISABLED` (`TracingSettings+Environment.swift`).
+        public var exporterSource = ExporterSource.file
+        /// What the `OTEL_*` exporter variables said that the relay ignored:
+        /// logged at warning when the relay starts, printed by check-config.
+        public var environmentWarnings: [String] = []
         /// The OTLP/HTTP base URL (`/v1/traces` is appended); nil: swift-otel's
         /// default, http://localhost:4318, unless OTEL_EXPORTER_OTLP_ENDPOINT says otherwise.
         public var endpoint: String?

@@ -68,16 +68,14 @@ public final class RelayMetrics: RelayObserver, Sendable {
     /// `{"reason":"transport_<anything>"}` made a new series per answer.
     static func reasonLabel(_ reason: String?) -> String {
         guard let reason else { return "none" }
-        if APNsReason.named(reason) != nil || transportReasons.contains(reason) { return reason }
-        return relayReasons.contains(reason) ? reason : "other"
+        return knownReasons.contains(reason) ? reason : "other"
     }
 
-    private static let transportReasons = Set(TransportError.Kind.known.map { "transport_\($0.rawValue)" })
-
-    private static let relayReasons: Set<String> = [
-        "InvalidSnapshot", "configuration", "credentials", "cancelled", "deadline_exceeded",
-        "MissingEventField", "InvalidPayload", "BadDate", "MalformedApnsConfig", "ForbiddenHeader", "StaleTimestamp", "NotForBroadcast",
-    ]
+    /// Every `error_type` a send can fail with, derived from the error types
+    /// themselves (``SendFailure/knownErrorTypes``), so each refusal the relay
+    /// can answer counts under its own name; only an APNs reason newer than
+    /// the catalog is `other`.
+    private static let knownReasons = SendFailure.knownErrorTypes
 
     /// `2xx` for 200: the attempt's status class label.
     static func statusClass(_ status: Int?) -> String {

@@ -50,6 +50,8 @@ struct ServeCommand: AsyncParsableCommand {
             Reads one YAML file (--config or APNS_RELAY_CONFIG) and environment variables, which win \
             (APNS_RELAY_DATABASE_URL, APNS_RELAY_INGRESS_LISTEN, APNS_RELAY_METRICS_LISTEN, \
             APNS_RELAY_APP_<NAME>_KEY_PATH, APNS_RELAY_DISABLE_RETRY, …; see deploy/apns-relay.example.yaml). \
+            OpenTelemetry's OTEL_TRACES_EXPORTER (otlp, console, none) and OTEL_SDK_DISABLED win over \
+            tracing.exporter; OTEL_EXPORTER_OTLP_* name the collector. \
             Logs are JSON lines on standard error.
 
             SIGTERM or SIGINT: intake stops (new connections are refused, new requests on open ones get 503 Draining, /readyz fails), in-flight \
