@@ -51,6 +51,7 @@ FRAMES = [
     ("JSON (module RelayJSON)", r"\bRelayJSON\."),
     ("logging (Telemetry logging, swift-log)", r"\bTelemetry\.(JSONLogHandler|LogSink|LogLine|LogBuffer)|\bLogging\."),
     ("spans (Telemetry tracing, swift-distributed-tracing)", r"\bTelemetry\.(JSONSpan|SpanIdentity)|\bTracing\."),
+    ("swift-otel (OTLP spans: processor, protobuf, HTTP client)", r"\bOTel\.|\bSwiftProtobuf\.|\bNIO(Core|Posix|HTTP1)?\.|\bAsyncHTTPClient\."),
     ("metrics (Telemetry metrics, swift-metrics)", r"\bTelemetry\.(RelayMetrics|Metric)|\bCoreMetrics\."),
     ("audit record (AuditRecord, row layout, COPY line)", r"\bAudit\.(AuditRecord|AuditRowLayout|CopyLineWriter|DeadTokenRecord)\b"),
     ("JWT / OpenSSL (libcrypto, libssl)", r"^lib(crypto|ssl)\.so"),
