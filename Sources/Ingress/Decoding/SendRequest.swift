@@ -204,7 +204,11 @@ enum SendRequestDecoder {
             options.collapseID = collapseID
         }
         if let text = try reader.string("apnsId") {
-            guard let apnsID = APNsID(text) else { throw .invalid(reader.name("apnsId"), "must be a UUID in canonical 8-4-4-4-12 form") }
+            // Lowercase only: APNs' canonical form, the form the relay answers
+            // and audits with, so the id a caller keeps is the one it finds.
+            guard let apnsID = APNsID(text), apnsID.value == text else {
+                throw .invalid(reader.name("apnsId"), "must be a lowercase UUID in canonical 8-4-4-4-12 form (APNs' canonical form)")
+            }
             options.apnsID = apnsID
         }
         return options
