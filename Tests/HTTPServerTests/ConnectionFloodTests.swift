@@ -75,7 +75,7 @@ final class ManyAddressFlood: Sendable {
             var source: String
             var dribbles: Bool
         }
-        func open(_ source: String, dribbles: Bool) -> Flooder? {
+        func connectFlooder(_ source: String, dribbles: Bool) -> Flooder? {
             let fd = Self.connect(port: port, source: source)
             guard fd >= 0 else { return nil }
             if dribbles { _ = RawHTTP.send(fd, Array("POST /echo HTTP/1.1\r\nHost: x\r\n".utf8)) }
@@ -85,7 +85,7 @@ final class ManyAddressFlood: Sendable {
         var lost: [(source: String, dribbles: Bool)] = []
         for index in 0..<perAddress {
             for source in addresses {
-                if let flooder = open(source, dribbles: index % 2 == 1) { open.append(flooder) } else { lost.append((source, index % 2 == 1)) }
+                if let flooder = connectFlooder(source, dribbles: index % 2 == 1) { open.append(flooder) } else { lost.append((source, index % 2 == 1)) }
             }
         }
         report.opened = open.count
@@ -128,7 +128,7 @@ final class ManyAddressFlood: Sendable {
             for socket in lost {
                 guard report.reconnects < reconnectBudget else { break }
                 report.reconnects += 1
-                if let flooder = open(socket.source, dribbles: socket.dribbles) { open.append(flooder) } else { retry.append(socket) }
+                if let flooder = connectFlooder(socket.source, dribbles: socket.dribbles) { open.append(flooder) } else { retry.append(socket) }
             }
             lost = retry
             report.peakOpen = max(report.peakOpen, open.count)
