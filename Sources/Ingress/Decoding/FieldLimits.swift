@@ -9,8 +9,9 @@ import RelayJSON
 /// validation, the audit), so an oversized value is answered with a 400
 /// naming the field and is never recorded, logged or held past the request.
 enum FieldLimits {
-    /// `app` (body, query, `apns-relay-app`): an app name from the configuration.
-    static let app = 128
+    /// `app` (body, query, `apns-relay-app`): the configuration allows app
+    /// names of 1 to 64 letters, digits, '-', '_' or '.'.
+    static let app = 64
     /// `snapshot.id` and `snapshot.surfaceId`: the audit's `snapshot_id` and `surface_id`.
     static let snapshotIdentifier = 256
     /// `channelId` (broadcast, `DELETE /v1/channels/{channelId}`): APNs'
