@@ -1,5 +1,6 @@
 #include "CMicroHTTPD.h"
 #include <string.h>
+#include <netinet/in.h>
 
 uint16_t apns_relay_mhd_bound_port(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
@@ -30,6 +31,33 @@ struct MHD_Daemon *apns_relay_mhd_start_daemon_full(unsigned int flags,
 int apns_relay_mhd_connection_fd(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info == NULL ? -1 : (int)info->connect_fd;
+}
+
+uint32_t apns_relay_mhd_connection_ipv4(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL || info->client_addr == NULL || info->client_addr->sa_family != AF_INET) return 0;
+    return ((const struct sockaddr_in *)(const void *)info->client_addr)->sin_addr.s_addr;
+}
+
+static enum MHD_Result apns_relay_mhd_count_folded(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                                   const char *value, size_t value_size) {
+    (void)kind;
+    (void)value_size;
+    unsigned int *folded = cls;
+    if (key == NULL || value == NULL) return MHD_YES;
+    const char *after_name = key + key_size;
+    int one_line = value > after_name && value - after_name <= 65536 && *after_name == '\0';
+    for (const char *cursor = after_name + 1; one_line && cursor < value; cursor++) {
+        if (*cursor != ' ' && *cursor != '\t') one_line = 0;
+    }
+    if (!one_line) *folded += 1;
+    return MHD_YES;
+}
+
+unsigned int apns_relay_mhd_folded_header_count(struct MHD_Connection *connection) {
+    unsigned int folded = 0;
+    MHD_get_connection_values_n(connection, MHD_HEADER_KIND, apns_relay_mhd_count_folded, &folded);
+    return folded;
 }
 
 /* Leaves percent-escapes in the path and query as they came: libmicrohttpd's

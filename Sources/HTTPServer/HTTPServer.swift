@@ -25,7 +25,13 @@ public final class HTTPServer: Sendable {
         /// connection is cut. Counted from accept, or on a kept-alive
         /// connection from the request line (see ``RequestDeadlines``).
         public var requestTimeoutSeconds: Int = 15
-        /// Most connections open at once; more are refused at accept.
+        /// Most connections kept open at once. One more sheds one: first a
+        /// connection that has not completed a request yet (from the address
+        /// holding most of those, the oldest), else the longest-idle kept-alive
+        /// one, else the newcomer; a connection whose request is being handled
+        /// is never shed. libmicrohttpd itself accepts up to
+        /// ``HTTPServer/acceptLimit(_:)`` so that shedding, not a full
+        /// listener, decides who stays.
         public var connectionLimit: Int = 1024
         /// Most connections open at once from one client address, so one
         /// client cannot hold every slot; 0 for no cap.
@@ -79,6 +85,12 @@ public final class HTTPServer: Sendable {
         return out + "\""
     }
 
+    /// libmicrohttpd's own connection limit for a configured `connectionLimit`:
+    /// an eighth more (at least 16) for connections shed and not yet closed.
+    public static func acceptLimit(_ connectionLimit: Int) -> Int {
+        connectionLimit + max(16, connectionLimit / 8)
+    }
+
     let daemon: MHDDaemon
     /// The port the server listens on.
     public let port: UInt16
@@ -92,6 +104,10 @@ public final class HTTPServer: Sendable {
     /// Connections cut because their request did not arrive whole within
     /// ``Configuration/requestTimeoutSeconds``, since start.
     public var requestsTimedOut: Int { daemon.core.deadlines.cut }
+
+    /// Connections closed to keep the count under
+    /// ``Configuration/connectionLimit``, since start.
+    public var connectionsShed: Int { daemon.core.deadlines.shed }
 
     /// Requests whose handlers are running.
     public var inFlight: Int { daemon.core.inFlight.load(ordering: .relaxed) }

@@ -45,7 +45,8 @@ final class MHDServerCore: Sendable {
         }
         deadlines = RequestDeadlines(
             requestTimeoutSeconds: configuration.requestTimeoutSeconds,
-            idleTimeoutSeconds: configuration.connectionTimeoutSeconds)
+            idleTimeoutSeconds: configuration.connectionTimeoutSeconds,
+            connectionLimit: configuration.connectionLimit)
     }
 
 

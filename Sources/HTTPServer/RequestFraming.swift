@@ -6,7 +6,8 @@ import RelayBasics
 /// A proxy in front of the relay and the relay must agree on where a request
 /// ends, or a second request can be smuggled inside the first. So every head
 /// whose framing two parsers could read differently is refused at once:
-/// conflicting or repeated `Content-Length`, `Content-Length` together with
+/// conflicting or repeated `Content-Length`, a repeated `Authorization` or
+/// `Content-Type`, obs-fold continuation lines, `Content-Length` together with
 /// `Transfer-Encoding`, header names that are not tokens (`Transfer-Encoding :`),
 /// control characters in values. What can be answered without the body is
 /// answered without it: a declared length over the limit (413) and a
@@ -23,9 +24,19 @@ enum RequestFraming {
         var field: String? = nil
     }
 
-    static func check(version: String, headers: [HTTPHeader], maximumBodyBytes: Int) -> Refusal? {
+    /// `foldedHeaders`: header lines libmicrohttpd read as obs-fold
+    /// continuations (`apns_relay_mhd_folded_header_count`); it keeps them
+    /// in no usable form, so any is refused (RFC 9112 §5.2 allows refusing).
+    static func check(version: String, headers: [HTTPHeader], maximumBodyBytes: Int, foldedHeaders: Int = 0) -> Refusal? {
+        if foldedHeaders > 0 {
+            return invalid("a header line starts with a space or tab (obs-fold, RFC 9112 §5.2): send each header on one line")
+        }
         // One pass that checks every header and counts the framing ones (every request takes it).
         var hosts = 0
+        // Fields defined as one value (RFC 9110 §11.6.2, §8.3): a second copy
+        // would be read by whichever parser picks first or last.
+        var authorizations = 0
+        var contentTypes = 0
         var lengths = 0
         var codings = 0
         var length: HTTPHeader?
@@ -39,6 +50,8 @@ enum RequestFraming {
             }
             switch header.name {
             case "host": hosts += 1
+            case "authorization": authorizations += 1
+            case "content-type": contentTypes += 1
             case "content-length":
                 lengths += 1
                 if length == nil { length = header }
@@ -50,6 +63,8 @@ enum RequestFraming {
         }
         if hosts > 1 { return invalid("more than one Host header") }
         if version == "HTTP/1.1", hosts == 0 { return invalid("an HTTP/1.1 request needs a Host header") }
+        if authorizations > 1 { return invalid("more than one Authorization header: send one credential", field: "authorization") }
+        if contentTypes > 1 { return invalid("more than one Content-Type header", field: "content-type") }
 
         if lengths > 0, codings > 0 {
             return invalid("both Content-Length and Transfer-Encoding: send one, so the end of the body is unambiguous")

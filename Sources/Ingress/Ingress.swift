@@ -172,24 +172,38 @@ public final class Ingress: Sendable {
         }
     }
 
-    /// Whether a `content-type` starts with `application/json` in any case
-    /// (`lowercased().hasPrefix`, without the lowercased copy per request:
-    /// no other character lowercases to one of these ASCII letters).
+    /// Whether a `content-type` is `application/json` in any case, alone or
+    /// followed by parameters (`; charset=utf-8`, blanks allowed before the
+    /// `;`): `application/jsonfoo` or `application/json-seq` is another type.
+    /// Compared byte by byte, without a lowercased copy per request (no other
+    /// character lowercases to one of these ASCII letters).
     static func isJSONMediaType(_ type: String) -> Bool {
         let expected = "application/json".utf8
-        guard type.utf8.count >= expected.count else { return false }
-        return zip(type.utf8, expected).allSatisfy { byte, wanted in
+        let bytes = type.utf8
+        guard bytes.count >= expected.count else { return false }
+        guard zip(bytes, expected).allSatisfy({ byte, wanted in
             (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 == wanted : byte == wanted
+        }) else { return false }
+        for byte in bytes.dropFirst(expected.count) {
+            if byte == UInt8(ascii: ";") { return true }
+            guard byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") else { return false }
         }
+        return true
     }
 
     /// Checks that the key may act for `app` and that the relay serves it.
+    ///
+    /// An app the key may not name is refused alike whether it exists or
+    /// not (403, the same message), so a key cannot learn other tenants' app
+    /// names; only an app the key itself names (an admin key, or a scope
+    /// listing an app the relay does not serve) gets 404.
     func authorize(_ key: APIKey, app: String, field: String = "app") throws(IngressError) {
-        guard service.serves(app: app) else {
-            throw IngressError(status: 404, type: .notFound, message: "\(field): no app named \(app) on this relay", field: field)
-        }
+        try FieldLimits.check(app, FieldLimits.app, field: field)
         guard key.allows(app: app) else {
             throw IngressError(status: 403, type: .forbidden, message: "API key \(key.name) may not send for app \(app)", field: field)
+        }
+        guard service.serves(app: app) else {
+            throw IngressError(status: 404, type: .notFound, message: "\(field): no app named \(app) on this relay", field: field)
         }
     }
 }

@@ -23,6 +23,10 @@ struct IngressAuthTests {
              key: "b7c9a4b3a7b4c4b7b8c0f0b1b6f6e0e3c3a1d1e0a3f4b1c2d3e4f5a6b7c8d9e0", body: TestRelay.send(), status: 401, type: "Unauthorized"),
         Case(name: "a key scoped to another app", method: "POST", path: "/v1/send", key: "other", body: TestRelay.send(app: "app-a"), status: 403, type: "Forbidden"),
         Case(name: "an app the relay does not serve", method: "POST", path: "/v1/send", key: "admin", body: TestRelay.send(app: "app-z"), status: 404, type: "NotFound"),
+        // Issue 27: a scoped key learns nothing about apps outside its scope,
+        // served or not (see sameAnswerOutsideScope).
+        Case(name: "an unknown app with a scoped key", method: "POST", path: "/v1/send", key: "other", body: TestRelay.send(app: "app-z"), status: 403, type: "Forbidden"),
+        Case(name: "channels of an unknown app with a scoped key", method: "GET", path: "/v1/channels?app=app-z&environment=development", key: "other", body: nil, status: 403, type: "Forbidden"),
         Case(name: "describe for another app's key", method: "POST", path: "/v1/describe", key: "other", body: TestRelay.send(app: "app-a"), status: 403, type: "Forbidden"),
         Case(name: "channels of another app", method: "GET", path: "/v1/channels?app=app-a&environment=development", key: "other", body: nil, status: 403, type: "Forbidden"),
         Case(name: "dead tokens of another app", method: "GET", path: "/v1/dead-tokens?app=app-a", key: "other", body: nil, status: 403, type: "Forbidden"),
@@ -53,6 +57,20 @@ struct IngressAuthTests {
             if check.status == 401 { #expect(answer.headers["www-authenticate"]?.hasPrefix("Bearer") == true) }
             // Neither the presented key nor any configured key's hash may leak into an answer.
             #expect(!answer.body.contains("key-"), "\(answer.body)")
+        }
+    }
+
+    @Test("a scoped key gets the same answer for another tenant's app and for an app that does not exist: nothing to enumerate app names with")
+    func sameAnswerOutsideScope() async throws {
+        try await withRelay { relay in
+            for path in ["/v1/send", "/v1/describe"] {
+                let existing = try await relay.curl("POST", path, key: "other", body: TestRelay.send(app: "app-a"))
+                let missing = try await relay.curl("POST", path, key: "other", body: TestRelay.send(app: "app-q"))
+                #expect(existing.status == 403 && missing.status == 403, "\(existing) / \(missing)")
+                // The same body but for the name the caller chose itself.
+                #expect(existing.body.replacingOccurrences(of: "app-a", with: "app-q") == missing.body, "\(existing.body) / \(missing.body)")
+            }
+            #expect(relay.apnsRequests == 0)
         }
     }
 

@@ -85,6 +85,14 @@ struct IngressBadInputTests {
              headers: ["apns-relay-app: app-a", "apns-collapse-id: a\u{01}b"]),
         Case(name: "0x7f in a /3/device apns-topic", path: devicePath, body: devicePayload, status: 400, type: "InvalidRequest", field: "apns-topic",
              headers: ["apns-relay-app: app-a", "apns-topic: com.example.a\u{7f}"]),
+        // Issue 27: each of these was accepted (jsonfoo as JSON, the uppercase
+        // id lowercased, the uppercase token sent as another token).
+        Case(name: "a content type that only starts with application/json", body: TestRelay.send(), status: 415, type: "UnsupportedMediaType",
+             field: "content-type", headers: ["content-type: application/jsonfoo"]),
+        Case(name: "an uppercase apnsId", body: TestRelay.send(extra: #","apnsId":"0F9E8D7C-6B5A-4C3D-8E1F-A0B1C2D3E4F5""#), status: 400, type: "InvalidRequest", field: "apnsId"),
+        Case(name: "an uppercase token", body: TestRelay.send(token: String(repeating: "AB", count: 32)), status: 400, type: "Preflight", reason: "BadDeviceToken"),
+        Case(name: "an uppercase token on /3/device", path: "/3/device/" + String(repeating: "AB", count: 32), body: devicePayload, status: 400, type: "Preflight",
+             reason: "BadDeviceToken", headers: ["apns-relay-app: app-a", "apns-topic: com.example.a"]),
         Case(name: "a year-5138 Live Activity timestamp", body: TestRelay.send("update", extra: #","timestamp":99999999999"#), status: 400, type: "Preflight",
              field: "aps.timestamp", reason: "BadDate"),
     ]

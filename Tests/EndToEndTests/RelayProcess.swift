@@ -32,6 +32,8 @@ final class RelayProcess: Sendable {
 
     var output: [String] { collected.lines.withLock { $0 } }
     var exitStatus: Int32? { child.exitStatus }
+    /// The child's process id (for /proc/<pid>/status).
+    var pid: Int32 { child.pid }
 
     /// The port printed on the line starting with `prefix` ("apns-relay ingress on http://127.0.0.1:PORT").
     func port(after prefix: String, timeout: Double = 30) async throws -> UInt16 {

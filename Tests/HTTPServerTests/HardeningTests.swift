@@ -51,6 +51,15 @@ struct HardeningTests {
         Probe(name: "declared Content-Length over the limit", request: "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n", status: 413, type: "PayloadTooLarge"),
         Probe(name: "over the limit with Expect: 100-continue", request: "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\nExpect: 100-continue\r\n\r\n", status: 413, type: "PayloadTooLarge"),
         Probe(name: "Transfer-Encoding: gzip", request: "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", status: 501, type: "NotImplemented"),
+        // Issue 27: libmicrohttpd 0.9.75 glues an obs-fold continuation onto
+        // the header's name ("X-A: one\r\n two" read as "X-Atwo: one"), so the
+        // header was silently lost; RFC 9112 §5.2 allows refusing it.
+        Probe(name: "obs-fold continuation line", request: "GET /hello/x HTTP/1.1\r\nHost: x\r\nX-A: one\r\n two\r\n\r\n", status: 400, type: "InvalidRequest"),
+        Probe(name: "obs-fold with a tab, folding Authorization", request: "GET /hello/x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\n\tb\r\n\r\n", status: 400, type: "InvalidRequest"),
+        Probe(name: "obs-fold of an empty value", request: "GET /hello/x HTTP/1.1\r\nHost: x\r\nX-E:\r\n x\r\n\r\n", status: 400, type: "InvalidRequest"),
+        // Issue 27: two credentials, and the first silently won.
+        Probe(name: "two Authorization headers", request: "GET /hello/x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n", status: 400, type: "InvalidRequest"),
+        Probe(name: "two Content-Type headers", request: "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}", status: 400, type: "InvalidRequest"),
         Probe(name: "Transfer-Encoding: gzip, chunked", request: "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", status: 501, type: "NotImplemented"),
     ]
 
@@ -120,6 +129,10 @@ struct HardeningTests {
         #expect(sized.body == "abc")
         let old = try await RawHTTP.exchange(port: server.port, "GET /hello/x HTTP/1.0\r\n\r\n")
         #expect(old.status == 200)
+        // Not obs-fold: an empty value, and blanks before a value.
+        let blanks = try await RawHTTP.exchange(
+            port: server.port, "GET /hello/x HTTP/1.1\r\nHost: x\r\nX-E:\r\nX-F:\(String(repeating: " ", count: 300))spaced\r\nX-G:\t\tt\r\n\r\n")
+        #expect(blanks.status == 200)
         await server.stop()
     }
 

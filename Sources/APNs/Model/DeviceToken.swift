@@ -14,7 +14,7 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
     /// The token exactly as the device reported it.
     public let hex: String
 
-    /// Validates the token's form: hexadecimal digits only, an even count,
+    /// Validates the token's form: lowercase hexadecimal digits only, an even count,
     /// between ``minimumHexLength`` and ``maximumHexLength``.
     public init(_ hex: String) throws(APNsError) {
         if let rule = Self.brokenRule(hex) {
@@ -27,7 +27,13 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
     public static func brokenRule(_ hex: String) -> String? {
         let utf8 = hex.utf8
         if utf8.isEmpty { return "must not be empty" }
-        if let bad = utf8.first(where: { !Hex.isDigit($0) }) {
+        // Lowercase only: APNs hands tokens out as lowercase hex, and the
+        // relay keys dead tokens and fingerprints by the exact text, so an
+        // uppercase copy of a token would be a second, unknown token.
+        if let bad = utf8.first(where: { !Hex.isDigit($0) || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains($0) }) {
+            if (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(bad) {
+                return "must contain only lowercase hexadecimal digits (found '\(Character(Unicode.Scalar(bad)))'); APNs tokens are lowercase hex"
+            }
             let shown = bad >= 0x20 && bad < 0x7F ? "'\(Character(Unicode.Scalar(bad)))'" : "byte 0x\(String(bad, radix: 16))"
             return "must contain only hexadecimal digits (found \(shown))"
         }

@@ -31,8 +31,24 @@ struct MHD_Daemon *apns_relay_mhd_start_daemon_full(unsigned int flags,
                                                     void *completed_context,
                                                     const struct MHD_OptionItem *options);
 
+/* The peer's IPv4 address in network byte order, 0 when unknown or not IPv4. */
+uint32_t apns_relay_mhd_connection_ipv4(struct MHD_Connection *connection);
+
 /* The socket of a connection (MHD_get_connection_info is C-variadic); -1 when unknown. */
 int apns_relay_mhd_connection_fd(struct MHD_Connection *connection);
+
+/*
+ * How many of the request's headers libmicrohttpd assembled from an obs-fold
+ * (a line starting with a space or tab, RFC 9112 §5.2). libmicrohttpd 0.9.75
+ * neither refuses nor joins such a line as RFC 9112 asks: it appends the
+ * continuation to the header's *name* ("X-A: one\r\n two" arrives as
+ * "X-Atwo: one"), which copies the name out of the read buffer. A header read
+ * from one line has its value right after its name in that buffer (name, the
+ * colon overwritten by NUL, optional blanks, value); a folded one does not.
+ * Only the bytes between a name's end and its value are read, and only when
+ * the value follows within 64 KiB (more than a connection's read buffer).
+ */
+unsigned int apns_relay_mhd_folded_header_count(struct MHD_Connection *connection);
 
 /* MHD_OPTION_URI_LOG_CALLBACK's function type (microhttpd.h has no typedef). */
 typedef void *(*apns_relay_mhd_uri_log_callback)(void *context, const char *uri, struct MHD_Connection *connection);

@@ -84,7 +84,11 @@ final class MHDDaemon: @unchecked Sendable {
         }
         var options = [
             MHD_OptionItem(option: MHD_OPTION.CONNECTION_TIMEOUT, value: configuration.connectionTimeoutSeconds, ptr_value: nil),
-            MHD_OptionItem(option: MHD_OPTION.CONNECTION_LIMIT, value: configuration.connectionLimit, ptr_value: nil),
+            // Above the configured limit: RequestDeadlines sheds down to it, so
+            // libmicrohttpd keeps accepting (a listener at its limit leaves new
+            // clients in the kernel's backlog). The headroom covers connections
+            // shed but not yet closed by libmicrohttpd's loop.
+            MHD_OptionItem(option: MHD_OPTION.CONNECTION_LIMIT, value: HTTPServer.acceptLimit(configuration.connectionLimit), ptr_value: nil),
             MHD_OptionItem(option: MHD_OPTION.THREAD_POOL_SIZE, value: max(1, configuration.threads), ptr_value: nil),
             // One address cannot take every connection (slowloris); 0 = no cap.
             MHD_OptionItem(option: MHD_OPTION.PER_IP_CONNECTION_LIMIT, value: max(0, configuration.connectionsPerClientLimit), ptr_value: nil),
@@ -195,7 +199,8 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
         // answer and closes the connection without reading the body.
         if let refused = RequestFraming.check(
             version: version.map { String(cString: $0) } ?? "", headers: exchange.headers,
-            maximumBodyBytes: core.configuration.maximumBodyBytes)
+            maximumBodyBytes: core.configuration.maximumBodyBytes,
+            foldedHeaders: Int(apns_relay_mhd_folded_header_count(connection)))
         {
             exchange.refused = true
             core.deadlines.requestReceived(connection)

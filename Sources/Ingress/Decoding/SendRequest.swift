@@ -55,6 +55,7 @@ enum SendRequestDecoder {
     static func decode(_ value: JSONValue, path: String = "", allowFanOut: Bool = false, snapshots: SnapshotMemo? = nil) throws(IngressError) -> SendRequest {
         var reader = try FieldReader(value, path: path)
         let app = try reader.requiredString("app")
+        try FieldLimits.check(app, FieldLimits.app, field: reader.name("app"))
         let environment = try environment(&reader)
         let operation = try reader.requiredString("operation", rule: "is required (one of \(operations.joined(separator: ", ")))")
         guard operations.contains(operation) else {
@@ -95,6 +96,10 @@ enum SendRequestDecoder {
         var snapshot: LiveSurfaceSnapshot?
         if used.contains("snapshot") {
             guard let json = reader.value("snapshot") else { throw .invalid(reader.name("snapshot"), "is required for operation \(operation)") }
+            // Measured before validation: a refused snapshot is audited, and
+            // its identifiers must be bounded by then.
+            try FieldLimits.check(member: "id", of: json, FieldLimits.snapshotIdentifier, field: reader.name("snapshot") + ".id")
+            try FieldLimits.check(member: "surfaceId", of: json, FieldLimits.snapshotIdentifier, field: reader.name("snapshot") + ".surfaceId")
             do {
                 // Validation is a pure function of the JSON: an equal one decodes alike.
                 if let snapshots {
@@ -158,18 +163,27 @@ enum SendRequestDecoder {
             let attributes = try reader.object("attributes")
             let attributesType = try reader.string("attributesType")
             if let attributesType, attributesType.isEmpty { throw .invalid(reader.name("attributesType"), "must not be empty") }
+            if let attributesType { try FieldLimits.check(attributesType, FieldLimits.attributesType, field: reader.name("attributesType")) }
             return .start(token: token, snapshot: snapshot!, attributes: attributes, attributesType: attributesType, live: live, options: options)
         case "update": return .update(token: token, snapshot: snapshot!, live: live, options: options)
         case "end": return .end(token: token, snapshot: snapshot!, live: live, options: options)
         case "broadcast":
             let channelID = try reader.requiredString("channelId", rule: "is required for operation broadcast")
+            try FieldLimits.check(channelID, FieldLimits.channelID, field: reader.name("channelId"))
             let policy = try storagePolicy(&reader)
             return .broadcast(channelID: channelID, snapshot: snapshot!, storagePolicy: policy, live: live, options: options)
         default:
             guard let payload = try reader.object("payload") else { throw .invalid(reader.name("payload"), "is required for operation raw (the whole APNs payload)") }
             var headers: [HTTPHeader] = []
             if let object = try reader.object("headers"), case .object(let members) = object {
+                if members.members.count > FieldLimits.rawHeaders {
+                    throw .invalid(reader.name("headers"), "must hold at most \(FieldLimits.rawHeaders) headers (has \(members.members.count))")
+                }
                 for (name, value) in members.members {
+                    if name.utf8.count > FieldLimits.headerName {
+                        throw .invalid(reader.name("headers"), "a header name must be at most \(FieldLimits.headerName) bytes (one is \(name.utf8.count))")
+                    }
+                    if case .string(let text) = value { try FieldLimits.check(text, FieldLimits.headerValue, field: reader.name("headers.\(name)")) }
                     guard case .string(let text) = value else { throw .invalid(reader.name("headers.\(name)"), "must be a string, not \(value.typeName)") }
                     headers.append(HTTPHeader(name, text))
                 }
@@ -204,7 +218,11 @@ enum SendRequestDecoder {
             options.collapseID = collapseID
         }
         if let text = try reader.string("apnsId") {
-            guard let apnsID = APNsID(text) else { throw .invalid(reader.name("apnsId"), "must be a UUID in canonical 8-4-4-4-12 form") }
+            // Lowercase only: APNs' canonical form, the form the relay answers
+            // and audits with, so the id a caller keeps is the one it finds.
+            guard let apnsID = APNsID(text), apnsID.value == text else {
+                throw .invalid(reader.name("apnsId"), "must be a lowercase UUID in canonical 8-4-4-4-12 form (APNs' canonical form)")
+            }
             options.apnsID = apnsID
         }
         return options

@@ -41,6 +41,7 @@ extension Ingress {
         let (app, environment) = try appAndEnvironment(query: call.request.query, allowed: ["app", "environment"])
         try authorize(call.key, app: app)
         let channelID = call.request.pathParameters["channelId"] ?? ""
+        try FieldLimits.check(channelID, FieldLimits.channelID, field: "channelId")
         let result = try await perform(app, environment, .deleteChannel(channelID: channelID), call)
         return .json(200, JSONValue.object(Self.successBody(result)).encoded(), headers: [HTTPHeader("apns-id", result.apnsID.description)])
     }

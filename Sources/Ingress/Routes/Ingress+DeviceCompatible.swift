@@ -14,6 +14,7 @@ extension Ingress {
             let token = call.request.pathParameters["token"] ?? ""
             let payload = try body(call.request, checksContentType: false)
             var headers = call.request.headers.filter { $0.name.hasPrefix("apns-") && !$0.name.hasPrefix("apns-relay-") }
+            try Self.checkSizes(of: headers)
             // APNs treats a missing push type as an alert on iOS; so does the relay here.
             if !headers.contains(where: { $0.name == "apns-push-type" }) { headers.append(HTTPHeader("apns-push-type", "alert")) }
             let topic = call.request.header("apns-topic")
@@ -38,6 +39,19 @@ extension Ingress {
             }
         } catch {
             return Self.compatibleResponse(.failure(error))
+        }
+    }
+
+    /// The `apns-*` headers' count and sizes (``FieldLimits``): `apns-topic` becomes an audit column.
+    static func checkSizes(of headers: [HTTPHeader]) throws(IngressError) {
+        if headers.count > FieldLimits.rawHeaders {
+            throw .invalid("apns-*", "at most \(FieldLimits.rawHeaders) apns-* headers (has \(headers.count))")
+        }
+        for header in headers {
+            if header.name.utf8.count > FieldLimits.headerName {
+                throw .invalid("apns-*", "a header name must be at most \(FieldLimits.headerName) bytes (one is \(header.name.utf8.count))")
+            }
+            try FieldLimits.check(header.value, FieldLimits.headerValue, field: header.name)
         }
     }
 

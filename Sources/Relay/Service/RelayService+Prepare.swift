@@ -119,9 +119,30 @@ extension RelayService {
     /// Reports a send refused before any I/O and returns its failure.
     func refuse(_ cause: SendFailure.Cause, app: String, environment: Environment, operation: RelayOperation, context: SendContext) -> SendFailure {
         var context = context
-        if context.snapshotID == nil { context.snapshotID = operation.snapshot?.id }
-        if context.surfaceID == nil { context.surfaceID = operation.snapshot?.surfaceID }
+        // A refused send's row keeps at most a bounded prefix of what it
+        // carried: the ingress bounds these already (FieldLimits), this
+        // holds for every other caller of the service.
+        if context.snapshotID == nil { context.snapshotID = operation.snapshot.map { Self.auditPrefix($0.id) } }
+        if context.surfaceID == nil { context.surfaceID = operation.snapshot.map { Self.auditPrefix($0.surfaceID) } }
         return recordRefusal(cause, app: app, environment: environment, operation: operation.operation, context: context)
+    }
+
+    /// Bytes of a caller's identifier a refused send's audit row keeps at most.
+    public static let auditPrefixBytes = 256
+
+    /// `text`, cut to at most ``auditPrefixBytes`` UTF-8 bytes on a character boundary.
+    static func auditPrefix(_ text: String) -> String {
+        guard text.utf8.count > auditPrefixBytes else { return text }
+        // Whole scalars only, counted from the front: never the whole string again.
+        var bytes = 0
+        var end = text.unicodeScalars.startIndex
+        for scalar in text.unicodeScalars {
+            let size = UTF8.width(scalar)
+            guard bytes + size <= auditPrefixBytes else { break }
+            bytes += size
+            end = text.unicodeScalars.index(after: end)
+        }
+        return String(text.unicodeScalars[..<end])
     }
 
     /// Reports a send that a front end refused before it could become an
