@@ -50,7 +50,10 @@ struct ServeCommand: AsyncParsableCommand {
             Reads one YAML file (--config or APNS_RELAY_CONFIG) and environment variables, which win \
             (APNS_RELAY_DATABASE_URL, APNS_RELAY_INGRESS_LISTEN, APNS_RELAY_METRICS_LISTEN, \
             APNS_RELAY_APP_<NAME>_KEY_PATH, APNS_RELAY_DISABLE_RETRY, …; see deploy/apns-relay.example.yaml). \
-            Logs are JSON lines on standard error.
+            Logs are JSON lines on standard error. Standard output gets two lines once the listeners \
+            are bound, and nothing else: 'apns-relay ingress on http://HOST:PORT' and \
+            'apns-relay metrics on http://HOST:PORT/metrics' (the bound port; a stable format for \
+            scripts, docs/operations.md).
 
             SIGTERM or SIGINT: intake stops (new connections are refused, new requests on open ones get 503 Draining, /readyz fails), in-flight \
             sends finish within shutdown.drain_timeout_seconds, every audit row is written to Postgres or \
@@ -77,7 +80,9 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         if benchmarkWithoutAudit { logger.warning("--benchmark-without-audit: sends are not audited (a benchmark reference only)") }
-        // Plain lines on stdout for people and scripts waiting for the ports.
+        // Plain lines on stdout for people and scripts waiting for the ports:
+        // a stable interface, documented in docs/operations.md ("What `serve`
+        // writes") and held to it by ServeProcessTests.banners.
         printUnbuffered("apns-relay ingress on http://\(server.ingressAddress)")
         printUnbuffered("apns-relay metrics on http://\(server.metricsAddress)/metrics")
         // Until SIGTERM or SIGINT has drained every part (the relay's
