@@ -9,6 +9,10 @@ public struct HTTPRequest: Sendable {
     public var query: [String: String]
     /// Headers with lowercase names, in arrival order.
     public var headers: [HTTPHeader]
+    /// Header values that are not UTF-8, byte for byte, by lowercase name
+    /// (their entry in `headers` reads each bad sequence as U+FFFD), so a
+    /// check can name the byte the client sent; empty for nearly every request.
+    public var undecodedHeaderValues: [String: [UInt8]] = [:]
     public var body: [UInt8]
     /// Path parameters filled in by the router (`/v1/channels/{id}` → `id`).
     public var pathParameters: [String: String] = [:]

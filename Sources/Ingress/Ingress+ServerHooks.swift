@@ -36,7 +36,21 @@ extension Ingress {
 extension IngressError {
     /// The HTTP server's own refusals and the router's 404/405, in the
     /// ingress' envelope: the server names the type, the ingress words it.
+    ///
+    /// The server names a header in lowercase, as it holds them; a header the
+    /// API documents in another spelling (`Idempotency-Key`) is named as
+    /// documented, in `field` and in the message, so a control character in
+    /// it reads like every other check of that header.
     static let serverErrorRenderer: HTTPServer.ErrorRenderer = { status, type, message, field in
-        IngressError(status: status, type: Code(rawValue: type), message: message, field: field).response
+        var field = field
+        var message = message
+        if let named = field, let documented = documentedHeaderSpellings[named] {
+            field = documented
+            message = message.replacing("'\(named)'", with: "'\(documented)'")
+        }
+        return IngressError(status: status, type: Code(rawValue: type), message: message, field: field).response
     }
+
+    /// Request headers docs/api.md spells other than in lowercase, by their lowercase name.
+    static let documentedHeaderSpellings = [Ingress.idempotencyHeader.lowercased(): Ingress.idempotencyHeader]
 }

@@ -152,7 +152,7 @@ struct AuditJournalTests {
         #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "250")
         #expect(try database.scalar("SELECT count(DISTINCT apns_id) FROM apns_audit") == "250")
         #expect(try database.scalar("SELECT count(*) FROM apns_audit WHERE outcome = 'unknown'") == "50")
-        #expect(try database.scalar("SELECT count(*) FROM apns_audit WHERE outcome = 'unknown' AND apns_id = '\(events[170].send.apnsID.value)' AND attempts = 0 AND error_type = 'relay_stopped'") == "1")
+        #expect(try database.scalar("SELECT count(*) FROM apns_audit WHERE outcome = 'unknown' AND apns_id = '\(events[170].send.apnsID.value)' AND attempts = 1 AND NOT retried AND error_type = 'relay_stopped'") == "1")
         #expect(try database.scalar("SELECT count(*) FROM apns_audit WHERE outcome = 'success' AND apns_id = '\(events[10].send.apnsID.value)'") == "1")
     }
 

@@ -29,7 +29,7 @@ struct AuditInsertCostMigrationTests {
         let stored = try database.connect().execute(sums).rows
 
         let report = try Migrator().apply(conninfo: database.conninfo)
-        #expect(report.applied == ["0006_audit_insert_cost"])
+        #expect(report.applied == Migration.all.filter { $0.version >= 6 }.map(\.name))
         #expect(try database.connect().execute(sums).rows == stored, "every row kept as it was")
 
         let indexes = Dictionary(uniqueKeysWithValues: try database.connect().execute("""

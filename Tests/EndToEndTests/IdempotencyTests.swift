@@ -247,6 +247,55 @@ struct IdempotencyTests {
         }
     }
 
+    @Test("a key with a byte that is not ASCII names that byte as sent (Latin-1 0xe9, not a byte of U+FFFD); a control character names Idempotency-Key as documented")
+    func rawKeyBytes() async throws {
+        try await withRelay { relay in
+            let port = Int(relay.server.ingressAddress.port)
+            let routes = [
+                ("/v1/send", "content-type: application/json", TestRelay.send(token: TestRelay.token(63))),
+                ("/3/device/\(TestRelay.token(64))", "apns-topic: com.example.a", #"{"aps":{"alert":"hi"}}"#),
+            ]
+            let keys: [([UInt8], String)] = [
+                (Array("caf".utf8) + [0xE9], "must be printable ASCII (0x20-0x7E): found byte 0xe9 at byte 3"),
+                (Array("caf".utf8) + [0xE9] + Array(String(repeating: "k", count: 252).utf8), "this one has 256 bytes"),
+                (Array("ab".utf8) + [0x01] + Array("c".utf8), "header 'Idempotency-Key' has a control character in its value"),
+            ]
+            for (path, header, body) in routes {
+                for (key, message) in keys {
+                    let head = "POST \(path) HTTP/1.1\r\nHost: relay\r\nauthorization: Bearer \(TestRelay.keys["backend"]!)\r\n\(header)\r\n"
+                        + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\nIdempotency-Key: "
+                    let answer = try await IngressHardeningTests.raw(port, bytes: Array(head.utf8) + key + Array("\r\n\r\n\(body)".utf8))
+                    #expect(answer.status == 400, "\(path) \(key): \(answer)")
+                    #expect(answer.error?["field"] == "Idempotency-Key", "\(path) \(key): \(answer)")
+                    #expect(answer.error?["message"]?.stringValue?.contains(message) == true, "\(path) \(key): \(answer)")
+                }
+            }
+            #expect(relay.apnsRequests == 0)
+        }
+    }
+
+    @Test("a batch item with idempotencyKey and tokens fails alone, as docs/api.md shows: a 200 batch, the item's one result a 400 InvalidRequest naming items[0].idempotencyKey; nothing of it is sent")
+    func keyWithTokens() async throws {
+        try await withRelay { relay in
+            let tokens = [TestRelay.token(91), TestRelay.token(92)].map { "\"\($0)\"" }.joined(separator: ",")
+            let keyed = #"{"app":"app-a","environment":"development","operation":"alert","tokens":[\#(tokens)],"snapshot":\#(TestRelay.liveSnapshot),"idempotencyKey":"\#(Self.newKey())"}"#
+            let answer = try await relay.curl("POST", "/v1/send/batch", body: #"{"items":[\#(keyed),\#(TestRelay.send(token: TestRelay.token(93)))]}"#)
+            #expect(answer.status == 200, "\(answer)")
+            let results = answer.json?["results"]?.arrayValue ?? []
+            #expect(results.count == 2, "one result for the refused item, one for the other: \(answer)")
+            guard results.count == 2 else { return }
+            #expect(results[0]["item"] == .integer(0) && results[0]["ok"] == false && results[0]["tokenIndex"] == nil, "\(results[0])")
+            let error = results[0]["error"]
+            #expect(error?["type"] == "InvalidRequest" && error?["status"] == .integer(400), "\(results[0])")
+            #expect(error?["field"] == "items[0].idempotencyKey", "\(results[0])")
+            #expect(error?["message"] == "items[0].idempotencyKey: names one send: give it with token, not tokens", "\(results[0])")
+            #expect(results[1]["item"] == .integer(1) && results[1]["ok"] == true, "\(results[1])")
+            let summary = answer.json?["summary"]
+            #expect(summary?["total"] == .integer(2) && summary?["succeeded"] == .integer(1) && summary?["failed"] == .integer(1), "\(answer)")
+            #expect(relay.apnsRequests == 1, "only the other item was sent")
+        }
+    }
+
     @Test("/3/device/{token} with a key: the replay carries the first apns-id and the replay header")
     func deviceCompatible() async throws {
         try await Self.withKeyedRelay { relay, _, key in

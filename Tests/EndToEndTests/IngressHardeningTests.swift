@@ -10,6 +10,11 @@ struct IngressHardeningTests {
     /// Sends `request` byte for byte with Python's socket module (a peer
     /// nobody here wrote) and returns what came back until the relay closed.
     static func raw(_ port: Int, _ request: String) async throws -> TestRelay.Answer {
+        try await raw(port, bytes: Array(request.utf8))
+    }
+
+    /// ``raw(_:_:)`` for a request that is not UTF-8 (a Latin-1 header value).
+    static func raw(_ port: Int, bytes request: [UInt8]) async throws -> TestRelay.Answer {
         let script = """
             import socket, sys
             s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
@@ -26,7 +31,7 @@ struct IngressHardeningTests {
                 out += chunk
             sys.stdout.write(out.decode("latin-1"))
             """
-        let hex = Array(request.utf8).map { String(format: "%02x", $0) }.joined()
+        let hex = request.map { String(format: "%02x", $0) }.joined()
         let (status, output) = try await ProcessRunner.runOffPool(["python3", "-c", script, String(port), hex])
         try #require(status == 0, "python failed: \(output)")
         return try TestRelay.parse(output)

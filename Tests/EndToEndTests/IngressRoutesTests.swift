@@ -28,6 +28,34 @@ struct IngressRoutesTests {
         }
     }
 
+    @Test("a raw send's apnsId is the apns-id APNs receives, on every attempt; with headers.apns-id as well it is a 400 naming apnsId")
+    func rawApnsID() async throws {
+        try await withRelay(rules: [MockRule(.tokenPrefix("cafe"), [.tooManyRequests(), .succeed])]) { relay in
+            let apnsID = "5b0e2f4c-1a3d-4e6f-8b7a-9c0d1e2f3a4b"
+            func raw(_ token: String, id: String, headers: String = #""apns-push-type":"alert""#) -> String {
+                #"{"app":"app-a","environment":"development","operation":"raw","token":"\#(token)","headers":{\#(headers)},"payload":{"aps":{"alert":"hi"}},"apnsId":"\#(id)"}"#
+            }
+            let body = raw(TestRelay.token(9, prefix: "cafe"), id: apnsID)
+            let answer = try await relay.curl("POST", "/v1/send", body: body)
+            #expect(answer.status == 200, "\(answer)")
+            #expect(answer.json?["apnsId"]?.stringValue == apnsID && answer.headers["apns-id"] == apnsID, "\(answer)")
+            let attempts = relay.mock.engine.log.attempts(apnsID: apnsID)
+            #expect(attempts.count == 2, "both attempts reached APNs under the caller's id: \(relay.mock.engine.log.entries.map(\.apnsID))")
+            #expect(attempts.allSatisfy { $0.request.header("apns-id") == apnsID })
+            // In a batch item too.
+            let itemID = "0e6b4a52-8d9f-4c7e-a1b3-5f2d7c9e0a14"
+            let batch = try await relay.curl("POST", "/v1/send/batch", body: #"{"items":[\#(raw(TestRelay.token(10), id: itemID))]}"#)
+            #expect(batch.json?["results"]?.arrayValue?.first?["apnsId"]?.stringValue == itemID, "\(batch)")
+            #expect(relay.mock.engine.log.attempts(apnsID: itemID).first?.request.header("apns-id") == itemID)
+
+            let sent = relay.apnsRequests
+            let both = raw(TestRelay.token(11), id: apnsID, headers: #""apns-push-type":"alert","apns-id":"\#(apnsID)""#)
+            let refused = try await relay.curl("POST", "/v1/send", body: both)
+            #expect(refused.status == 400 && refused.error?["field"] == "apnsId", "\(refused)")
+            #expect(relay.apnsRequests == sent)
+        }
+    }
+
     @Test("retries show in the answer: TooManyRequests twice, then success")
     func retried() async throws {
         try await withRelay(rules: [MockRule(.tokenPrefix("beef"), [.tooManyRequests(), .tooManyRequests(), .succeed])]) { relay in

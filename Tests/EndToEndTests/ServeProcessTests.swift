@@ -150,6 +150,71 @@ struct ServeProcessTests {
         #expect(rows == "\(sends)|\(sends)")
     }
 
+    /// The banner block of docs/operations.md ("What `serve` writes"), one
+    /// pattern per line: HOST and PORT are the placeholders, the rest literal.
+    static func documentedBanners() throws -> [String] {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let lines = try String(contentsOf: root.appendingPathComponent("docs/operations.md"), encoding: .utf8).components(separatedBy: "\n")
+        guard let marker = lines.firstIndex(of: "<!-- stdout banner -->"), marker + 1 < lines.count, lines[marker + 1].hasPrefix("```") else {
+            throw TestRelayError("docs/operations.md documents no stdout banner block (<!-- stdout banner --> and a fenced block)")
+        }
+        return Array(lines[(marker + 2)...].prefix { !$0.hasPrefix("```") })
+    }
+
+    /// A documented banner as a pattern for a relay listening on 127.0.0.1.
+    static func pattern(_ banner: String) throws -> NSRegularExpression {
+        let pattern = NSRegularExpression.escapedPattern(for: banner)
+            .replacingOccurrences(of: "HOST", with: #"127\.0\.0\.1"#).replacingOccurrences(of: "PORT", with: "[0-9]{1,5}")
+        return try NSRegularExpression(pattern: "^" + pattern + "$")
+    }
+
+    @Test("stdout holds exactly the banner lines docs/operations.md documents (and serve --help names), naming the bound ports; stderr only JSON log lines")
+    func banners() async throws {
+        let banners = try Self.documentedBanners()
+        #expect(banners.count == 2, "\(banners)")
+        let documented = try banners.map(Self.pattern)
+        let relay = try await TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let stderr = relay.directory + "/banner-stderr.log"
+        // Port 1 refuses connections: the audit goes to the spool, and the log has warnings to hold to JSON.
+        let config = try Self.writeConfiguration(
+            directory: relay.directory, mock: relay.mock, keyPath: relay.keyPath, instance: "banner",
+            databaseURL: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2", spool: relay.directory + "/spool-banner")
+        let serve = try RelayProcess(arguments: ["serve", "--config", config], standardError: stderr)
+        let port = try await serve.port(after: "apns-relay ingress on")
+        let metricsPort = try await serve.port(after: "apns-relay metrics on")
+        let sent = try await relay.curl("POST", "/v1/send", body: TestRelay.send(), base: "http://127.0.0.1:\(port)")
+        #expect(sent.status == 200, "\(sent)")
+        #expect(try await relay.curl("GET", "/healthz", key: nil, base: "http://127.0.0.1:\(metricsPort)").status == 200)
+        serve.signal(SIGTERM)
+        #expect(await serve.waitForExit() != nil)
+
+        let output = serve.output
+        #expect(output.count == documented.count, "stdout: \(output)")
+        for (line, pattern) in zip(output, documented) {
+            let match = pattern.firstMatch(in: line, range: NSRange(line.startIndex..., in: line))
+            #expect(match != nil, "'\(line)' is not the documented '\(pattern.pattern)'")
+        }
+        #expect(output.first?.hasSuffix(":\(port)") == true && output.last?.hasSuffix(":\(metricsPort)/metrics") == true, "\(output)")
+
+        let logLines = try String(contentsOfFile: stderr, encoding: .utf8).split(separator: "\n")
+        #expect(!logLines.isEmpty)
+        for line in logLines {
+            guard case .object = try? JSONParser.parse(String(line)) else {
+                Issue.record("a standard error line that is not a JSON object: \(line)")
+                continue
+            }
+        }
+
+        // serve --help says the same: both banners, placeholders and all.
+        let (status, help) = try await ProcessRunner.runOffPool([RelayProcess.binary, "serve", "--help"])
+        #expect(status == 0)
+        let flat = help.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        for banner in banners {
+            #expect(flat.contains(banner), "serve --help: \(help)")
+        }
+    }
+
     @Test("check-config accepts a good file and masks secrets; a bad one exits 1 naming the setting")
     func checkConfig() async throws {
         let relay = try await TestRelay.start()

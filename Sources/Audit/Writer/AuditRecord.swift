@@ -80,10 +80,13 @@ public struct AuditRecord: Sendable, Hashable {
 
     /// The row a send gets when the relay stopped (crash, SIGKILL, a drain
     /// that could not wait) between its intent and its result: outcome
-    /// `unknown`, attempts 0, error type `relay_stopped`. APNs may or may not
-    /// have delivered it. The id is derived from the journal key, so the same
-    /// intent recovered twice is the same primary key and lands once.
-    public init(intent send: SendDescriptor, startedAt: UInt64, relayInstance: String) {
+    /// `unknown`, error type `relay_stopped`. APNs may or may not have
+    /// delivered it. `attempts` is how many attempts may have reached APNs:
+    /// 1 from the intent (journaled just before the first attempt leaves),
+    /// more from a retry's record (``AuditWriter/sendRetrying(_:startedAt:attempt:)``).
+    /// The id is derived from the journal key, so the same intent recovered
+    /// twice is the same primary key and lands once.
+    public init(intent send: SendDescriptor, startedAt: UInt64, relayInstance: String, attempts: Int = 1) {
         id = Self.derivedID(AuditJournalKey(apnsID: send.apnsID.value, startedAt: startedAt).text)
         recordedAtNanoseconds = startedAt
         startedAtNanoseconds = startedAt
@@ -106,8 +109,8 @@ public struct AuditRecord: Sendable, Hashable {
         reason = nil
         errorType = "relay_stopped"
         trapIDs = []
-        attempts = 0
-        retried = false
+        self.attempts = attempts
+        retried = attempts > 1
         latencyMilliseconds = 0
         attemptLog = "[]"
         payloadBytes = send.payloadBytes

@@ -29,20 +29,26 @@ extension AuditWriter {
     func encodeJournal(_ entry: JournalEntry, into bytes: inout [UInt8]) -> JournalItem? {
         switch entry {
         case .intent(let send, let startedAt): return encodeIntent(send, startedAt: startedAt, into: &bytes)
+        case .retry(let send, let startedAt, let attempt): return encodeIntent(send, startedAt: startedAt, attempts: attempt, into: &bytes)
         case .completion(let event): return encodeCompletion(event, into: &bytes)
         case .barrier: return nil
         }
     }
 
     /// Appends an intent's record to `bytes`, its line built in place.
-    func encodeIntent(_ send: SendDescriptor, startedAt: UInt64, into bytes: inout [UInt8]) -> JournalItem {
+    /// `attempts` above 1 is a retry's record (rare: built through an ``AuditRecord``).
+    func encodeIntent(_ send: SendDescriptor, startedAt: UInt64, attempts: Int = 1, into bytes: inout [UInt8]) -> JournalItem {
         let layout = configuration.rowLayout
         let key = AuditJournalKey(apnsID: send.apnsID.value, startedAt: startedAt)
         let keyText = key.bytes
         let relayInstance = configuration.relayInstance
         AuditSpool.encode(kind: .intent, format: layout.format, into: &bytes) { line in
             Self.appendKey(keyText, to: &line)
-            layout.appendIntentLine(send, startedAt: startedAt, key: keyText, relayInstance: relayInstance, to: &line)
+            if attempts > 1 {
+                layout.appendLine(AuditRecord(intent: send, startedAt: startedAt, relayInstance: relayInstance, attempts: attempts), to: &line)
+            } else {
+                layout.appendIntentLine(send, startedAt: startedAt, key: keyText, relayInstance: relayInstance, to: &line)
+            }
         }
         return JournalItem(key: key, intent: true)
     }
@@ -72,7 +78,11 @@ extension AuditWriter {
     func enterInLedger(_ item: JournalItem, segment: Int?) {
         if item.intent {
             if let segment {
-                openIntents[item.key] = segment
+                // A retry's record supersedes the send's earlier intent:
+                // that one's segment no longer needs to hold it.
+                if let earlier = openIntents.updateValue(segment, forKey: item.key) {
+                    journalOutstanding[earlier, default: 0] -= 1
+                }
                 journalOutstanding[segment, default: 0] += 1
             }
             return
@@ -108,8 +118,8 @@ extension AuditWriter {
     /// The send is encoded straight from the caller's descriptor, not
     /// wrapped in a ``JournalEntry`` first: that copy retained and released
     /// each of its strings once more per record.
-    func appendIntentToJournal(_ send: SendDescriptor, startedAt: UInt64) {
-        appendOne { encodeIntent(send, startedAt: startedAt, into: &$0) }
+    func appendIntentToJournal(_ send: SendDescriptor, startedAt: UInt64, attempts: Int = 1) {
+        appendOne { encodeIntent(send, startedAt: startedAt, attempts: attempts, into: &$0) }
     }
 
     /// ``appendIntentToJournal(_:startedAt:)`` for a finished send's record.
@@ -356,8 +366,9 @@ extension AuditWriter {
                     let key = String(decoding: record.line[..<tab], as: UTF8.self)
                     let line = Array(record.line[(tab + 1)...])
                     if record.kind == .intent {
-                        intents[key] = (record.format, line)
-                        intentOrder.append(key)
+                        // A retry's intent comes after the send's first and
+                        // replaces it (same key, more attempts).
+                        if intents.updateValue((record.format, line), forKey: key) == nil { intentOrder.append(key) }
                     } else {
                         intents[key] = nil
                         records.append(AuditSpool.Record(kind: .audit, format: record.format, line: line))

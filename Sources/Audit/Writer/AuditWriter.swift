@@ -112,6 +112,9 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// cooperative pool has two threads and they are the scarce resource.
     enum JournalEntry {
         case intent(SendDescriptor, startedAt: UInt64)
+        /// The send's intent again, before retry `attempt` leaves: it
+        /// supersedes the earlier one (``AuditWriter/sendRetrying(_:startedAt:attempt:)``).
+        case retry(SendDescriptor, startedAt: UInt64, attempt: Int)
         case completion(SendEvent)
         /// Nothing to write: resumes its waiter once everything before it is durable.
         case barrier
@@ -235,6 +238,18 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         if configuration.journalSync == .interval { return appendIntentToJournal(send, startedAt: startedAt) }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             enqueueJournal(.intent(send, startedAt: startedAt), continuation: continuation)
+        }
+    }
+
+    /// Journals that the send's attempt `attempt` (2, 3, …) is about to
+    /// leave and returns once that is durable, as ``sendStarting(_:startedAt:)``
+    /// does. The record is the send's intent record again (same key), its
+    /// `unknown` row saying `attempt` attempts; recovery keeps the last intent
+    /// of a key. Only retries write one: the first attempt is the intent's.
+    public func sendRetrying(_ send: SendDescriptor, startedAt: UInt64, attempt: Int) async {
+        if configuration.journalSync == .interval { return appendIntentToJournal(send, startedAt: startedAt, attempts: attempt) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            enqueueJournal(.retry(send, startedAt: startedAt, attempt: attempt), continuation: continuation)
         }
     }
 

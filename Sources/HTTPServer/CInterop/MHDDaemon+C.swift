@@ -16,6 +16,8 @@ final class PendingExchange: @unchecked Sendable {
     var method = ""
     var path = ""
     var headers: [HTTPHeader] = []
+    /// ``HTTPRequest/undecodedHeaderValues``.
+    var undecodedHeaderValues: [String: [UInt8]] = [:]
     var query: [String: String] = [:]
     var body: [UInt8] = []
     var tooLarge = false
@@ -175,7 +177,9 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
         // First call for this request: headers are complete, the body is not.
         let exchange = PendingExchange()
         exchange.method = method.map { String(cString: $0) } ?? ""
-        exchange.headers = collectValues(connection, kind: headerKind).map { HTTPHeader($0.name, $0.value) }
+        let headers = collectValues(connection, kind: headerKind)
+        exchange.headers = headers.map { HTTPHeader($0.name, $0.value) }
+        for header in headers { if let raw = header.undecoded { exchange.undecodedHeaderValues[header.name.lowercasedHeaderName] = raw } }
         var undecodable: String?
         let rawPath = RequestTarget.originPath(url.map { String(cString: $0) } ?? "")
         if let path = RequestTarget.decoded(rawPath) { exchange.path = path } else { undecodable = "path" }
@@ -246,6 +250,7 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
 
     var request = HTTPRequest(
         method: exchange.method, path: exchange.path, query: exchange.query, headers: exchange.headers, body: exchange.body)
+    request.undecodedHeaderValues = exchange.undecodedHeaderValues
     exchange.body = []
     exchange.socket = apns_relay_mhd_connection_fd(connection)
     request.clientProbe = { [exchange] in exchange.clientHasGone() }
@@ -348,18 +353,42 @@ private func queue(_ response: HTTPResponse, for exchange: PendingExchange, on c
 /// list is sized by libmicrohttpd's count first and filled through a pointer
 /// to it: one allocation (none when there are no values), where a box and a
 /// list grown one append at a time took four or five per request.
-private func collectValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> [(name: String, value: String)] {
+private func collectValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> [CollectedValue] {
     // With no iterator, libmicrohttpd only counts the values of that kind.
     let count = Int(MHD_get_connection_values(connection, kind, nil, nil))
     guard count > 0 else { return [] }
-    var values: [(name: String, value: String)] = []
+    var values: [CollectedValue] = []
     values.reserveCapacity(count)
     let iterator: MHD_KeyValueIterator = { context, _, key, value in
         guard let context, let key else { return MHD_Result.YES }
-        context.assumingMemoryBound(to: [(name: String, value: String)].self).pointee
-            .append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+        context.assumingMemoryBound(to: [CollectedValue].self).pointee.append(CollectedValue(name: key, value: value))
         return MHD_Result.YES
     }
     _ = withUnsafeMutablePointer(to: &values) { MHD_get_connection_values(connection, kind, iterator, $0) }
     return values
+}
+
+/// One header or query argument, copied out of libmicrohttpd.
+private struct CollectedValue {
+    var name: String
+    /// The value as text; bytes that are not UTF-8 read as U+FFFD.
+    var value: String
+    /// The value byte for byte when it is not UTF-8 (rare: obs-text, e.g.
+    /// Latin-1), so an error can name the byte the client sent, not a byte
+    /// of U+FFFD; nil otherwise.
+    var undecoded: [UInt8]?
+
+    init(name: UnsafePointer<CChar>, value: UnsafePointer<CChar>?) {
+        self.name = String(cString: name)
+        guard let value else {
+            self.value = ""
+            return
+        }
+        if let text = String(validatingCString: value) {
+            self.value = text
+        } else {
+            self.value = String(cString: value)
+            self.undecoded = Array(UnsafeRawBufferPointer(start: value, count: strlen(value)))
+        }
+    }
 }

@@ -29,7 +29,8 @@ enum SendRequestDecoder {
         case "start": common + device + live + ["token", "snapshot", "attributes", "attributesType"]
         case "update", "end": common + device + live + ["token", "snapshot"]
         case "broadcast": common + device + live + ["channelId", "snapshot", "storagePolicy"]
-        case "raw": common + ["token", "payload", "headers"]
+        // `apnsId` too: it becomes the raw send's `apns-id` header (``build``).
+        case "raw": common + ["token", "payload", "headers", "apnsId"]
         default: common
         }
     }
@@ -187,6 +188,14 @@ enum SendRequestDecoder {
                     guard case .string(let text) = value else { throw .invalid(reader.name("headers.\(name)"), "must be a string, not \(value.typeName)") }
                     headers.append(HTTPHeader(name, text))
                 }
+            }
+            // `apnsId` is sent as the `apns-id` header, checked by the builder
+            // like one given in `headers`; both at once is refused: one send, one id.
+            if let apnsID = options.apnsID {
+                if headers.contains(where: { $0.name == "apns-id" }) {
+                    throw .invalid(reader.name("apnsId"), "give the send's id once: apnsId or headers.apns-id, not both")
+                }
+                headers.append(HTTPHeader("apns-id", apnsID.value))
             }
             return .raw(token: token, payload: payload, headers: headers)
         }

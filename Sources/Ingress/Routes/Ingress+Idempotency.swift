@@ -34,7 +34,13 @@ extension Ingress {
 
     /// Checks a key: 1 to 255 printable ASCII characters (0x20-0x7E).
     static func checkIdempotencyKey(_ key: String, field: String) throws(IngressError) {
-        let bytes = key.utf8
+        try checkIdempotencyKey(bytes: key.utf8, field: field)
+    }
+
+    /// Checks a key's bytes as the caller sent them: a header value that is
+    /// not UTF-8 is checked raw, so the error names the byte sent (0xe9 of
+    /// Latin-1 `é`), not a byte of the U+FFFD it would read as.
+    static func checkIdempotencyKey<Bytes: Collection<UInt8>>(bytes: Bytes, field: String) throws(IngressError) {
         guard !bytes.isEmpty, bytes.count <= 255 else {
             throw .invalid(field, "must be 1 to 255 printable ASCII characters (this one has \(bytes.count) bytes)")
         }
@@ -55,6 +61,9 @@ extension Ingress {
         }
         guard let first else { return nil }
         guard count == 1 else { throw .invalid(idempotencyHeader, "give one key per request, not \(count)") }
+        if let raw = request.undecodedHeaderValues[first.name] {
+            try checkIdempotencyKey(bytes: raw, field: idempotencyHeader)
+        }
         try checkIdempotencyKey(first.value, field: idempotencyHeader)
         return first.value
     }

@@ -17,6 +17,11 @@ public protocol DurableSendObserver: RelayObserver {
     /// default records them one by one; the audit journal appends them with
     /// one write.
     func sendsStarting(_ sends: [SendIntent]) async
+    /// Called before attempt `attempt` (2, 3, …) of a send whose intent was
+    /// recorded leaves; returns once that is durable, so a send the relay
+    /// never finished is recovered with every attempt that may have reached
+    /// APNs (the intent stands for the first). The default records nothing.
+    func sendRetrying(_ send: SendDescriptor, startedAt: UInt64, attempt: Int) async
     /// Called instead of ``RelayObserver/sendFinished(_:)`` where the send can
     /// wait; returns once the event is durable. The caller answers after it.
     func sendFinishedDurably(_ event: SendEvent) async
@@ -43,6 +48,8 @@ public struct SendIntent: Sendable {
 }
 
 extension DurableSendObserver {
+    public func sendRetrying(_ send: SendDescriptor, startedAt: UInt64, attempt: Int) async {}
+
     public func sendsStarting(_ sends: [SendIntent]) async {
         for intent in sends { await sendStarting(intent.send, startedAt: intent.startedAt) }
     }

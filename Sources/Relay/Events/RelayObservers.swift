@@ -50,6 +50,11 @@ struct RelayObservers: Sendable {
         for observer in durable { await observer.sendStarting(send, startedAt: startedAt) }
     }
 
+    /// Records that a send's attempt `attempt` (2, 3, …) is about to leave, with every durable observer.
+    func recordRetry(_ send: SendDescriptor, startedAt: UInt64, attempt: Int) async {
+        for observer in durable { await observer.sendRetrying(send, startedAt: startedAt, attempt: attempt) }
+    }
+
     /// Records the intents of several sends with every durable observer, together.
     func recordIntents(_ sends: [SendIntent]) async {
         guard !sends.isEmpty else { return }

@@ -100,6 +100,10 @@ struct SendRun: Sendable {
         while true {
             if Task.isCancelled { throw await finish(failure: .cancelled, status: nil, reason: nil) }
             attempt += 1
+            // A retry is journaled before it leaves, as the intent is before
+            // the first attempt: a send the relay dies during is recovered
+            // with every attempt that may have reached APNs.
+            if attempt > 1 { await client.observers.recordRetry(descriptor, startedAt: startedAt, attempt: attempt) }
             // The attempt's span only under a send span that records: a child
             // of one that is not exported is not exported either (the log
             // exporter below `info`, an unsampled trace), and nothing reads

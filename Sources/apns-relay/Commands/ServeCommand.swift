@@ -52,7 +52,10 @@ struct ServeCommand: AsyncParsableCommand {
             APNS_RELAY_APP_<NAME>_KEY_PATH, APNS_RELAY_DISABLE_RETRY, …; see deploy/apns-relay.example.yaml). \
             OpenTelemetry's OTEL_TRACES_EXPORTER (otlp, console, none) and OTEL_SDK_DISABLED win over \
             tracing.exporter; OTEL_EXPORTER_OTLP_* name the collector. \
-            Logs are JSON lines on standard error.
+            Logs are JSON lines on standard error. Standard output gets two lines once the listeners \
+            are bound, and nothing else: 'apns-relay ingress on http://HOST:PORT' and \
+            'apns-relay metrics on http://HOST:PORT/metrics' (the bound port; a stable format for \
+            scripts, docs/operations.md).
 
             SIGTERM or SIGINT: intake stops (new connections are refused, new requests on open ones get 503 Draining, /readyz fails), in-flight \
             sends finish within shutdown.drain_timeout_seconds, every audit row is written to Postgres or \
@@ -79,7 +82,9 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         if benchmarkWithoutAudit { logger.warning("--benchmark-without-audit: sends are not audited (a benchmark reference only)") }
-        // Plain lines on stdout for people and scripts waiting for the ports.
+        // Plain lines on stdout for people and scripts waiting for the ports:
+        // a stable interface, documented in docs/operations.md ("What `serve`
+        // writes") and held to it by ServeProcessTests.banners.
         printUnbuffered("apns-relay ingress on http://\(server.ingressAddress)")
         printUnbuffered("apns-relay metrics on http://\(server.metricsAddress)/metrics")
         // Until SIGTERM or SIGINT has drained every part (the relay's

@@ -20,16 +20,15 @@ def documented_examples(ctx):
     if created is not None and isinstance(created.json, dict):
         channel = created.json.get("channelId")
     guide = list(guide_examples(ctx.args.guide)) if ctx.args.guide and pathlib.Path(ctx.args.guide).exists() else []
-    batch_answers = [json.loads(text) for _, pointer, text in guide if pointer == "/components/schemas/BatchResponse"]
     sent = 0
-    for line, pointer, text in guide:
+    for position, (line, pointer, text) in enumerate(guide):
         route = REQUEST_ROUTES.get(pointer)
         if route is None:
             continue
         body = json.loads(text)
         sent += 1
         send_documented(ctx, f"[d] {ctx.args.guide} line {line}: {route}", route, body, channel,
-                             batch_answers[0] if route.endswith("batch") and batch_answers else None)
+                        shown_answer(guide, position) if route.endswith("batch") else None)
     for pointer, schema_pointer, value in spec_examples(ctx.spec):
         match = re.match(r"^/paths/([^/]+)/post/requestBody/", pointer)
         if not match or not isinstance(value, dict):
@@ -45,6 +44,17 @@ def documented_examples(ctx):
         ctx.call("[d] DELETE /v1/channels/{channelId} (clean up)", f"/v1/channels/{urllib.parse.quote(channel, safe='')}",
                  "DELETE", template="/v1/channels/{channelId}", key=ctx.args.api_key,
                  query={"app": ctx.args.app, "environment": ctx.args.environment}, expect=200)
+
+
+def shown_answer(guide, position):
+    """The BatchResponse the guide shows for the batch example at `position`:
+    the first one after it, before the next request example; None without one."""
+    for _, pointer, text in guide[position + 1:]:
+        if pointer in REQUEST_ROUTES:
+            return None
+        if pointer == "/components/schemas/BatchResponse":
+            return json.loads(text)
+    return None
 
 
 def send_documented(ctx, name, route, body, channel, answer):
