@@ -166,7 +166,8 @@ struct AuditDashboardTests {
                     #expect(panel.sql.contains("$__timeFilter(recorded_at)"), "\(panel.title): filter on recorded_at with $__timeFilter, so Postgres prunes partitions")
                     let result = try connection.execute(sql)
                     #expect(!result.rows.isEmpty, "\(panel.title) shows nothing for \(range):\n\(sql)")
-                    if panel.title.hasPrefix("Look-up") {
+                    // Over 7 days the token's other sends (36 hours away) are in the range too.
+                    if panel.title.hasPrefix("Look-up"), !week {
                         #expect(result.rows.count == 2, "\(panel.title) at \(range): \(result.rows)")
                         #expect(result.rows.contains { $0[result.columns.firstIndex(of: "apns_id")!] == values["apns_id"]?.text })
                     }
@@ -221,6 +222,9 @@ struct AuditDashboardTests {
         if strict {
             #expect(promise.indexes.isSubset(of: used), "\(name) at \(range) does not read \(promise.indexes.sorted()) (reads \(used.sorted())):\n\(plan)")
             for scan in scans where !["Index Scan", "Index Only Scan", "Bitmap Heap Scan"].contains(scan.type) {
+                // An empty partition (a 7-day range reaches days before the
+                // first row) is read whole for free: no page to read.
+                if try connection.execute("SELECT relpages FROM pg_class WHERE relname = '\(scan.relation!)'").rows == [["0"]] { continue }
                 Issue.record("\(name) at \(range) reads \(scan.relation!) with a \(scan.type), not an index:\n\(plan)")
             }
         }
