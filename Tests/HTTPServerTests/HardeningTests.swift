@@ -1,7 +1,12 @@
 import Foundation
 @testable import HTTPServer
+import Synchronization
 import Testing
 import RelayBasics
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Bytes an attacker sends, exactly as sent: each must get a prompt answer
 /// in the JSON error envelope, never a crash, a hang or an HTML page.
@@ -144,6 +149,51 @@ struct HardeningTests {
             port: server.port, "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n7d0\r\n\(chunk)\r\n0\r\n\r\n")
         #expect(answer.status == 413)
         #expect(answer.body.hasPrefix(#"{"error":{"type":"PayloadTooLarge""#))
+        await server.stop()
+    }
+
+    /// Issue 27 asked for a 413 at once for chunk size `ffffffffffffffff`.
+    /// libmicrohttpd 0.9.75 parses the chunk-size line itself and tells the
+    /// handler neither the declared size nor that a chunk began: 16 hex
+    /// digits fit its 64-bit counter and it waits for the data; more than 16
+    /// overflow it and it answers 413 itself. What the relay can do is what
+    /// this holds: the stalled body is cut at the request timeout, nothing
+    /// reaches a handler, and data that does arrive counts against the limit
+    /// (``chunkedTooLarge()``). docs/api.md ("Limits") says the same.
+    @Test("a declared 2^64-1 chunk that stalls is cut at the request timeout, unanswered and never dispatched; 17 hex digits are refused at once")
+    func hugeChunkSize() async throws {
+        let dispatched = Mutex(0)
+        let server = try makeServer({ $0.requestTimeoutSeconds = 1 }, extra: { router in
+            router.add("POST", "/count") { _ in
+                dispatched.withLock { $0 += 1 }
+                return .text(200, "counted")
+            }
+        })
+        let port = server.port
+        let stalled = await offPool { () -> (bytes: Int, closed: Bool) in
+            let fd = RawHTTP.connect(port: port)
+            defer { close(fd) }
+            var limit = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            RawHTTP.send(fd, Array("POST /count HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nabc".utf8))
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = recv(fd, &buffer, buffer.count, 0)
+            return (max(0, count), count == 0)
+        }
+        #expect(stalled.closed && stalled.bytes == 0, "the stalled chunk is cut without an answer: \(stalled)")
+        #expect(server.requestsTimedOut == 1)
+        let overflow = await offPool { () -> String in
+            let fd = RawHTTP.connect(port: port)
+            defer { close(fd) }
+            var limit = timeval(tv_sec: 5, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            RawHTTP.send(fd, Array("POST /count HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1ffffffffffffffff\r\nabc".utf8))
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = recv(fd, &buffer, buffer.count, 0)
+            return String(decoding: buffer[0..<max(0, count)], as: UTF8.self)
+        }
+        #expect(overflow.hasPrefix("HTTP/1.1 413"), "\(overflow.prefix(80))")
+        #expect(dispatched.withLock { $0 } == 0, "neither body reached a handler")
         await server.stop()
     }
 
