@@ -47,6 +47,9 @@ final class LogDrain: @unchecked Sendable {
     // Written by the drain thread (and `append` for drops), read by scrapes.
     private let written = Atomic<Int>(0)
     private let dropped = Atomic<Int>(0)
+    /// Set (by the drain thread only) when a batch was given up on in the
+    /// middle of a line: nothing more is written, or it would continue that line.
+    private var leftPartialLine = false
     /// `MonotonicClock` nanoseconds past which a batch the sink does not take is given up; 0: never.
     private let giveUpAt = Atomic<UInt64>(0)
 
@@ -125,7 +128,7 @@ final class LogDrain: @unchecked Sendable {
                 var tail: [UInt8] = []
                 if unreported > 0 { tail += Self.reportLine(dropped: unreported, total: totals.dropped) }
                 tail += Self.closingLine(totals)
-                _ = put(tail)
+                if !leftPartialLine { _ = put(tail) }
                 condition.lock()
                 closed = true
                 condition.broadcast()
@@ -163,6 +166,7 @@ final class LogDrain: @unchecked Sendable {
     /// Writes `bytes` from first to last; returns how many lines were not
     /// written whole (0, unless the sink failed or the close's deadline passed).
     private func put(_ bytes: [UInt8]) -> Int {
+        guard !leftPartialLine else { return Self.lineCount(bytes[...]) }
         var offset = 0
         bytes.withUnsafeBytes { raw in
             while offset < raw.count {
@@ -184,9 +188,14 @@ final class LogDrain: @unchecked Sendable {
             }
         }
         guard offset < bytes.count else { return 0 }
-        // Every line ends in the one newline it holds (JSON escapes the rest).
+        if offset > 0 && bytes[offset - 1] != UInt8(ascii: "\n") { leftPartialLine = true }
+        return Self.lineCount(bytes[offset...])
+    }
+
+    /// Every line ends in the one newline it holds (JSON escapes the rest).
+    private static func lineCount(_ bytes: ArraySlice<UInt8>) -> Int {
         var lines = 0
-        for byte in bytes[offset...] where byte == UInt8(ascii: "\n") { lines += 1 }
+        for byte in bytes where byte == UInt8(ascii: "\n") { lines += 1 }
         return lines
     }
 
