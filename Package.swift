@@ -108,7 +108,7 @@ let package = Package(
         .target(
             name: "Telemetry",
             dependencies: [
-                "Relay", "APNs", "RelayJSON", "RelayBasics", "HTTPServer",
+                "Relay", "APNs", "RelayBasics", "HTTPServer",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),

@@ -23,14 +23,18 @@ final class RelayProcess: Sendable {
     }
 
     /// - Parameter standardError: a file to write the child's standard error (its JSON logs) to.
-    init(arguments: [String], environment: [String: String] = [:], standardError: String? = nil) throws {
+    /// - Parameter standardErrorPipe: standard error into a pipe whose read end is ``standardErrorReader``
+    ///   (a log collector the test plays, or stalls).
+    init(arguments: [String], environment: [String: String] = [:], standardError: String? = nil, standardErrorPipe: Bool = false) throws {
         child = try ChildProcess(
             [Self.binary] + arguments, environment: environment, standardOutput: .pipe,
-            standardError: standardError.map { .file($0) } ?? .discard)
+            standardError: standardErrorPipe ? .pipe : standardError.map { .file($0) } ?? .discard)
         ChildProcess.collectLines(of: child.standardOutput!) { [collected] line in collected.lines.withLock { $0.append(line) } }
     }
 
     var output: [String] { collected.lines.withLock { $0 } }
+    /// The read end of standard error's pipe (`standardErrorPipe: true`).
+    var standardErrorReader: FileHandle? { child.standardError }
     var exitStatus: Int32? { child.exitStatus }
     /// The child's process id (for /proc/<pid>/status).
     var pid: Int32 { child.pid }

@@ -17,10 +17,10 @@ final class LineCollector: Sendable {
 
 @Suite("JSON span tracer and log handler")
 struct JSONTracerTests {
-    @Test("a child span inherits the remote trace, and each span is one JSON line")
+    @Test("a child span inherits the remote trace, and each span is one JSON line (at debug)")
     func spans() throws {
         let collector = LineCollector()
-        let logger = Logger(label: "trace") { JSONLogHandler(label: $0, sink: collector.sink) }
+        let logger = Logger(label: "trace") { JSONLogHandler(label: $0, sink: collector.sink, level: .debug) }
         let tracer = JSONSpanTracer(logger: logger)
         var context = InstrumentationContext.topLevel
         tracer.extract([HTTPHeader("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")], into: &context, using: HTTPHeaderPropagation())
@@ -78,14 +78,37 @@ struct JSONTracerTests {
         span.end()
         #expect(collector.all.isEmpty)
 
-        // At info the same calls record and write the span.
+        // At info the same calls record, and a span that failed is written.
         let loud = JSONSpanTracer(logger: Logger(label: "trace") { JSONLogHandler(label: $0, sink: collector.sink, level: .info) })
         let written = loud.startSpan("apns.send", context: context)
         #expect(written.isRecording)
         written.attributes["apns.operation"] = "alert"
+        written.setStatus(SpanStatus(code: .error, message: "BadDeviceToken"))
         written.end()
         #expect(!written.isRecording)
         #expect(try collector.parsed().first?["attributes"]?["apns.operation"] == "alert")
+        #expect(try collector.parsed().first?["level"] == "info")
+    }
+
+    @Test("at info a span that went well writes nothing (the send's own line carries its ids and result); one that failed writes its line at info")
+    func onlyFailedSpansAtInfo() throws {
+        let collector = LineCollector()
+        let tracer = JSONSpanTracer(logger: Logger(label: "trace") { JSONLogHandler(label: $0, sink: collector.sink, level: .info) })
+        let send = tracer.startSpan("apns.send", context: .topLevel)
+        let good = tracer.startSpan("apns.attempt", context: send.context)
+        good.setStatus(SpanStatus(code: .ok))
+        good.end()
+        let unset = tracer.startSpan("ingress.request", context: .topLevel)
+        unset.end()
+        #expect(collector.all.isEmpty, "\(collector.all)")
+        let failed = tracer.startSpan("apns.attempt", context: send.context)
+        failed.recordError(SpanTestError())
+        failed.end()
+        send.setStatus(SpanStatus(code: .error, message: "ServiceUnavailable"))
+        send.end()
+        let records = try collector.parsed()
+        #expect(records.map { $0["name"]?.stringValue ?? "" } == ["apns.attempt", "apns.send"])
+        #expect(records.allSatisfy { $0["level"] == "info" })
     }
 
     @Test("log lines written inside a span carry its trace id")
@@ -146,4 +169,8 @@ struct StoredTraceParentTests {
         // Not a carrying span: read from the context.
         #expect(tracer.traceParent(ofSpan: "not a span", context: remote)?.spanID == "00f067aa0ba902b7")
     }
+}
+
+struct SpanTestError: Error, CustomStringConvertible {
+    var description: String { "the stream was reset" }
 }

@@ -1,21 +1,15 @@
-public import Instrumentation
+import Instrumentation
 public import Logging
-import RelayJSON
-import Synchronization
 import RelayBasics
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// A swift-log handler that writes one JSON object per line:
 /// `{"ts":…,"level":…,"logger":…,"msg":…, …metadata}`.
 ///
 /// Metadata keeps its types where swift-log lets it (numbers and booleans
 /// stay JSON numbers and booleans), nested dictionaries become objects, and
-/// keys are sorted so lines diff cleanly.
+/// keys are sorted so lines diff cleanly. The line is written straight into
+/// bytes (``LogLineEncoder``) and handed to the sink, which never blocks the
+/// caller (``LogSink``).
 public struct JSONLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var metadataProvider: Logger.MetadataProvider?
@@ -37,70 +31,13 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var merged = metadata
-        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
-        if let eventMetadata = event.metadata { merged.merge(eventMetadata) { _, new in new } }
-
-        var object = JSONObject()
-        object["ts"] = .string(RFC3339.format(nanoseconds: UnixTime.nowNanoseconds()))
-        object["level"] = .string(event.level.rawValue)
-        object["logger"] = .string(label)
-        object["msg"] = .string(event.message.description)
-        for key in merged.keys.sorted() where object[key] == nil {
-            object[key] = Self.json(merged[key]!)
-        }
-        var line = JSONValue.object(object).encoded()
-        line.append(UInt8(ascii: "\n"))
+        var line: [UInt8] = []
+        line.reserveCapacity(512)
+        LogLineEncoder.encode(
+            timestamp: RFC3339.format(nanoseconds: UnixTime.nowNanoseconds()), level: event.level, label: label,
+            message: event.message.description, handler: metadata, provided: metadataProvider?.get(), event: event.metadata,
+            into: &line)
         sink.write(line)
-    }
-
-    static func json(_ value: Logger.MetadataValue) -> JSONValue {
-        switch value {
-        case .string(let text):
-            return .string(text)
-        case .stringConvertible(let convertible):
-            switch convertible {
-            case let number as Int: return .integer(Int64(number))
-            case let number as Int64: return .integer(number)
-            case let number as Int32: return .integer(Int64(number))
-            case let number as UInt32: return .integer(Int64(number))
-            case let number as Double where number.isFinite: return .double(number)
-            case let flag as Bool: return .bool(flag)
-            default: return .string(convertible.description)
-            }
-        case .dictionary(let dictionary):
-            return .object(JSONObject(dictionary.keys.sorted().map { ($0, json(dictionary[$0]!)) }))
-        case .array(let values):
-            return .array(values.map(json))
-        }
-    }
-}
-
-/// Where JSON log lines go: standard error by default, or a closure (tests
-/// capture every line to scan it for secrets).
-public final class LogSink: Sendable {
-    private let lock = Mutex(())
-    private let writeLine: @Sendable ([UInt8]) -> Void
-
-    public init(_ writeLine: @escaping @Sendable ([UInt8]) -> Void) {
-        self.writeLine = writeLine
-    }
-
-    /// Unbuffered writes to file descriptor 2, one line per write(2) so lines
-    /// from concurrent tasks never interleave.
-    public static let standardError = LogSink { line in
-        line.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Glibc.write(2, bytes.baseAddress! + offset, bytes.count - offset)
-                if written <= 0 { return }
-                offset += written
-            }
-        }
-    }
-
-    func write(_ line: [UInt8]) {
-        lock.withLock { _ in writeLine(line) }
     }
 }
 

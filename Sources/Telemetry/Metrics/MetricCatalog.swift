@@ -97,6 +97,12 @@ public enum MetricCatalog {
         help: "Finished spans never delivered to the OTLP collector, by reason (queue_full: the export queue was full; export_failed: the collector was down, slow or answered an error).",
         labels: SpanDropLabels.self)
 
+    // MARK: Logs
+
+    static let logLinesDroppedTotal = CounterDefinition(
+        "apns_relay_log_lines_dropped_total",
+        help: "Log lines dropped whole because standard error took nothing while the log buffer was full (a stalled or slow log collector), or was given up on at shutdown.")
+
     // MARK: The process
 
     static let buildInfo = GaugeDefinition(
@@ -129,6 +135,7 @@ extension MetricCatalog {
         ingressRequestsTotal.declaration, ingressRequestDuration.declaration, ingressInflightRequests.declaration,
         ingressSendsAdmitted.declaration, ingressBatchSendsRunning.declaration, ingressRequestsTimedOutTotal.declaration,
         batchSendsNotSentTotal.declaration, idempotentReplaysTotal.declaration, spansDroppedTotal.declaration,
+        logLinesDroppedTotal.declaration,
         buildInfo.declaration, residentMemory.declaration, virtualMemory.declaration, cpuSecondsTotal.declaration,
         openFDs.declaration, maxFDs.declaration, startTime.declaration, threads.declaration,
     ]

@@ -13,8 +13,12 @@ public final class RelayMetrics: RelayObserver, Sendable {
     public let registry: PrometheusCollectorRegistry
     private let jwtIssuedAt = Mutex<[String: Int64]>([:])
 
-    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+    public init(
+        registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+        logLinesDropped: @escaping @Sendable () -> Int = { LogSink.standardError.linesDropped }
+    ) {
         self.registry = registry
+        self.logLinesDropped = logLinesDropped
         attempts = SeriesCache { Self.counter(MetricCatalog.attemptsTotal, $0, in: registry) }
         attemptDurations = SeriesCache { Self.histogram(MetricCatalog.attemptDuration, $0, in: registry) }
         retries = SeriesCache { Self.counter(MetricCatalog.retriesTotal, $0, in: registry) }
@@ -209,8 +213,19 @@ public final class RelayMetrics: RelayObserver, Sendable {
                 }
             }
         }
+        let logDropped = logLinesDropped()
+        let logCounter = counter(MetricCatalog.logLinesDroppedTotal)
+        logDroppedTotal.withLock { seen in
+            if logDropped > seen { logCounter.increment(by: Int64(logDropped - seen)) }
+            seen = max(seen, logDropped)
+        }
         ProcessMetrics.update(self)
     }
+
+    /// The process' log lines dropped so far (the standard error sink's; a
+    /// test may read its own sink instead).
+    private let logLinesDropped: @Sendable () -> Int
+    private let logDroppedTotal = Mutex<Int>(0)
 
     private let auditTotals = Mutex<[String: Int]>([:])
     private let notSentTotals = Mutex<[String: Int]>([:])

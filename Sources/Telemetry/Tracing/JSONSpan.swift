@@ -4,7 +4,8 @@ import Synchronization
 public import Tracing
 public import RelayBasics
 
-/// A span from ``JSONSpanTracer``; logs itself as one JSON record when it ends.
+/// A span from ``JSONSpanTracer``; logs itself as one JSON record when it
+/// ends: at info when it failed, at debug otherwise.
 public final class JSONSpan: Span, TraceParentCarrying {
     /// The context the span was started in; ``context`` is it with the
     /// span's identity, made when first read. Most spans' contexts are never
@@ -109,6 +110,14 @@ public final class JSONSpan: Span, TraceParentCarrying {
             state.ended = true
             return state
         }) else { return }
+        // A span that went well adds nothing at info to the send's own line
+        // (`send finished`: apns-id, trace and span ids, outcome, status,
+        // reason, attempts, latency): it is written at debug. A span that
+        // failed (an attempt APNs refused, a transport error, a failed
+        // request) is written at info: its status message and errors are
+        // what on-call looks for.
+        let level: Logger.Level = finished.status?.code == .error || !finished.errors.isEmpty ? .info : .debug
+        guard logger.logLevel <= level else { return }
 
         var attributes: [String: Logger.MetadataValue] = [:]
         finished.attributes.forEach { name, value in attributes[name] = Self.metadata(value) }
@@ -127,7 +136,7 @@ public final class JSONSpan: Span, TraceParentCarrying {
         if let message = finished.status?.message { metadata["status_message"] = .string(message) }
         if !finished.errors.isEmpty { metadata["errors"] = .array(finished.errors.map { .string($0) }) }
         if !finished.events.isEmpty { metadata["events"] = .array(finished.events.map { .string($0.name) }) }
-        logger.info("span", metadata: metadata)
+        logger.log(level: level, "span", metadata: metadata)
     }
 
     static func metadata(_ attribute: SpanAttribute) -> Logger.MetadataValue {

@@ -17,7 +17,10 @@ public struct JSONSpanTracer: Tracer, TraceParentReading {
 
     let logger: Logger
 
-    /// - Parameter logger: where finished spans are written (at `info`).
+    /// - Parameter logger: where finished spans are written: a span whose
+    ///   status is error (or that recorded an error) at `info`, the others at
+    ///   `debug`, so at the default level a send that went well writes only
+    ///   its `send finished` line.
     public init(logger: Logger) {
         self.logger = logger
     }

@@ -6,7 +6,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Benchmarks, each against a reference measured in the same run.",
-        subcommands: [TransportBenchCommand.self, AuditBenchCommand.self, IngressBenchCommand.self, LoadBenchCommand.self, TracingBenchCommand.self]
+        subcommands: [TransportBenchCommand.self, AuditBenchCommand.self, IngressBenchCommand.self, LoadBenchCommand.self, TracingBenchCommand.self, LogLineBenchCommand.self]
     )
 }
 

@@ -61,7 +61,9 @@ struct ServeCommand: AsyncParsableCommand {
             sends finish within shutdown.drain_timeout_seconds, every audit row is written to Postgres or \
             the spool, queued spans are exported, and the process exits 0. The whole drain is bounded by \
             shutdown.drain_timeout_seconds + 10 s; a part that fails, or does not stop within that, is named \
-            in the log and the process exits 1.
+            in the log and the process exits 1. Log lines wait in a bounded buffer (1 MiB) that a thread writes \
+            to standard error: when the log reader stalls, lines are dropped whole and counted \
+            (apns_relay_log_lines_dropped_total), never a send; at exit what is buffered is written within 5 s more.
             """)
 
     @OptionGroup var config: ConfigurationOptions
@@ -89,11 +91,16 @@ struct ServeCommand: AsyncParsableCommand {
         printUnbuffered("apns-relay metrics on http://\(server.metricsAddress)/metrics")
         // Until SIGTERM or SIGINT has drained every part (the relay's
         // ServiceGroup), or a part failed: logged by the server, naming it.
+        // Then the log lines still buffered, and a closing line with the
+        // log's totals, within LogSink.closeBound: a log collector that takes
+        // nothing does not keep the process alive.
         do {
             try await server.run()
         } catch {
+            LogSink.standardError.flush(within: LogSink.closeBound)
             throw ExitCode(1)
         }
+        LogSink.standardError.flush(within: LogSink.closeBound)
     }
 }
 

@@ -1,0 +1,215 @@
+import Foundation
+import RelayBasics
+import Synchronization
+
+/// The bounded buffer behind ``LogSink/standardError`` and the thread that
+/// drains it.
+///
+/// Why a thread of its own: a `write(2)` to a pipe whose reader stopped (a
+/// stalled log collector) blocks for ever, and the relay used to make it on
+/// the thread that logged, under a lock every other logger waited on: after a
+/// pipe's worth of lines every send, probe and the drain hung. Now a line is
+/// appended to `pending` (one copy, under a lock held for that copy only) and
+/// this thread writes everything pending with one `write` per batch. The sink
+/// is written without blocking (see ``LogOutput``): while it takes nothing the
+/// thread waits in `poll` with a timeout, `pending` fills, and lines that do
+/// not fit are dropped whole at once, counted, and reported in one line when
+/// the sink takes lines again. A batch is written from its first byte to its
+/// last before the next, so a line partly written is completed before any
+/// other: lines are never torn or interleaved. Only ``close(within:)`` gives
+/// up on a batch (at its deadline); its lines not written whole are counted
+/// as dropped.
+///
+/// `@unchecked Sendable`: it owns the output's file descriptor; its mutable
+/// state is read and written only under `condition`'s lock, the counters are
+/// atomics.
+final class LogDrain: @unchecked Sendable {
+    /// Totals since the start, in lines of the relay (drop reports and the
+    /// closing line are the sink's own and not counted).
+    struct Counts {
+        var produced: Int
+        var written: Int
+        var dropped: Int
+    }
+
+    let capacity: Int
+    private let output: LogOutput
+    private let condition = MonotonicCondition()
+    // Guarded by `condition`'s lock:
+    private var pending: [UInt8] = []
+    private var pendingLines = 0
+    private var produced = 0
+    private var droppedUnreported = 0
+    private var started = false
+    private var sleeping = false
+    private var closing = false
+    private var closed = false
+    // Written by the drain thread (and `append` for drops), read by scrapes.
+    private let written = Atomic<Int>(0)
+    private let dropped = Atomic<Int>(0)
+    /// Set (by the drain thread only) when a batch was given up on in the
+    /// middle of a line: nothing more is written, or it would continue that line.
+    private var leftPartialLine = false
+    /// `MonotonicClock` nanoseconds past which a batch the sink does not take is given up; 0: never.
+    private let giveUpAt = Atomic<UInt64>(0)
+
+    init(fileDescriptor fd: Int32, capacity: Int) {
+        self.capacity = capacity
+        output = LogOutput(fileDescriptor: fd)
+    }
+
+    var counts: Counts {
+        condition.lock()
+        defer { condition.unlock() }
+        return Counts(
+            produced: produced, written: written.load(ordering: .relaxed), dropped: dropped.load(ordering: .relaxed))
+    }
+
+    /// Copies the line into the buffer, or drops it whole when it does not fit.
+    func append(_ line: [UInt8]) {
+        condition.lock()
+        produced += 1
+        if closed || pending.count + line.count > capacity {
+            droppedUnreported += 1
+            dropped.add(1, ordering: .relaxed)
+            condition.unlock()
+            return
+        }
+        if !started {
+            started = true
+            pending.reserveCapacity(capacity)
+            Thread.detachNewThread { [self] in run() }
+        }
+        pending.append(contentsOf: line)
+        pendingLines += 1
+        if sleeping { condition.signal() }
+        condition.unlock()
+    }
+
+    /// Writes what is pending and the closing line within `seconds`; see ``LogSink/flush(within:)``.
+    func close(within seconds: Double) -> Bool {
+        let start = MonotonicClock.now()
+        let deadline = start + MonotonicClock.nanoseconds(seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        if !started {
+            // Nothing was ever logged: no thread to write the closing line either.
+            closed = true
+            return true
+        }
+        // The thread gives up on the sink a little before the deadline, so
+        // that it has counted what it dropped when the caller reads the totals.
+        giveUpAt.store(start + MonotonicClock.nanoseconds(seconds * 0.9), ordering: .relaxed)
+        closing = true
+        condition.broadcast()
+        while !closed && MonotonicClock.now() < deadline { condition.wait(until: deadline) }
+        return closed && dropped.load(ordering: .relaxed) == 0
+    }
+
+    // MARK: The drain thread
+
+    private func run() {
+        var batch: [UInt8] = []
+        batch.reserveCapacity(capacity)
+        while true {
+            condition.lock()
+            while pending.isEmpty && !closing {
+                sleeping = true
+                condition.wait(until: MonotonicClock.now() + 1_000_000_000)
+                sleeping = false
+            }
+            if pending.isEmpty {
+                // Closing, and everything was written or given up on.
+                let unreported = droppedUnreported
+                droppedUnreported = 0
+                let totals = Counts(
+                    produced: produced, written: written.load(ordering: .relaxed), dropped: dropped.load(ordering: .relaxed))
+                condition.unlock()
+                var tail: [UInt8] = []
+                if unreported > 0 { tail += Self.reportLine(dropped: unreported, total: totals.dropped) }
+                tail += Self.closingLine(totals)
+                if !leftPartialLine { _ = put(tail) }
+                condition.lock()
+                closed = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+            swap(&batch, &pending)
+            let lines = pendingLines
+            pendingLines = 0
+            condition.unlock()
+
+            let lost = put(batch)
+            batch.removeAll(keepingCapacity: true)
+            written.add(lines - lost, ordering: .relaxed)
+            if lost > 0 { dropped.add(lost, ordering: .relaxed) }
+
+            condition.lock()
+            if lost > 0 { droppedUnreported += lost }
+            // The sink took a whole batch: it works again; say what it missed.
+            let unreported = lost == 0 ? droppedUnreported : 0
+            if lost == 0 { droppedUnreported = 0 }
+            let total = dropped.load(ordering: .relaxed)
+            condition.unlock()
+            if unreported > 0 {
+                let report = Self.reportLine(dropped: unreported, total: total)
+                if put(report) > 0 {
+                    condition.lock()
+                    droppedUnreported += unreported
+                    condition.unlock()
+                }
+            }
+        }
+    }
+
+    /// Writes `bytes` from first to last; returns how many lines were not
+    /// written whole (0, unless the sink failed or the close's deadline passed).
+    private func put(_ bytes: [UInt8]) -> Int {
+        guard !leftPartialLine else { return Self.lineCount(bytes[...]) }
+        var offset = 0
+        bytes.withUnsafeBytes { raw in
+            while offset < raw.count {
+                switch output.write(raw.baseAddress! + offset, count: raw.count - offset) {
+                case .wrote(let count):
+                    offset += count
+                case .full:
+                    let deadline = giveUpAt.load(ordering: .relaxed)
+                    var wait: Int32 = 200
+                    if deadline != 0 {
+                        let now = MonotonicClock.now()
+                        if now >= deadline { return }
+                        wait = Int32(min(200, (deadline - now) / 1_000_000 + 1))
+                    }
+                    output.waitWritable(milliseconds: wait)
+                case .failed:
+                    return
+                }
+            }
+        }
+        guard offset < bytes.count else { return 0 }
+        if offset > 0 && bytes[offset - 1] != UInt8(ascii: "\n") { leftPartialLine = true }
+        return Self.lineCount(bytes[offset...])
+    }
+
+    /// Every line ends in the one newline it holds (JSON escapes the rest).
+    private static func lineCount(_ bytes: ArraySlice<UInt8>) -> Int {
+        var lines = 0
+        for byte in bytes where byte == UInt8(ascii: "\n") { lines += 1 }
+        return lines
+    }
+
+    static func reportLine(dropped: Int, total: Int) -> [UInt8] {
+        Array(
+            (#"{"ts":"\#(RFC3339.format(nanoseconds: UnixTime.nowNanoseconds()))","level":"warning","logger":"apns-relay.log","#
+                + #""msg":"log lines dropped: the log sink took nothing while the buffer was full","dropped":\#(dropped),"dropped_total":\#(total)}"#
+                + "\n").utf8)
+    }
+
+    static func closingLine(_ counts: Counts) -> [UInt8] {
+        Array(
+            (#"{"ts":"\#(RFC3339.format(nanoseconds: UnixTime.nowNanoseconds()))","level":"info","logger":"apns-relay.log","#
+                + #""msg":"log sink closed","lines_produced":\#(counts.produced),"lines_written":\#(counts.written),"lines_dropped":\#(counts.dropped)}"#
+                + "\n").utf8)
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Logging
+import RelayJSON
+import Synchronization
+import Telemetry
+import Testing
+import TestSupport
+
+/// The standard error sink's bounded buffer and drain thread, on a real pipe.
+@Suite("log sink: bounded, never blocking")
+struct LogSinkTests {
+    /// Line `index`, about 200 bytes, its number inside.
+    static func line(_ index: Int) -> [UInt8] {
+        Array(#"{"msg":"line","n":\#(index),"pad":"\#(String(repeating: "x", count: 180))"}"#.utf8) + [UInt8(ascii: "\n")]
+    }
+
+    @Test("a pipe nobody reads: 20,000 lines (4 MB) are taken without blocking, those past the buffer dropped whole and counted; once read, the report of the drops and a closing line whose totals agree with the lines read; no line torn")
+    func stalledThenRead() async throws {
+        let pipe = Pipe()
+        let sink = LogSink(fileDescriptor: pipe.fileHandleForWriting.fileDescriptor, capacity: 64 * 1024)
+        // With the old blocking write this loop never ended (the pipe holds 64 KiB).
+        let total = 20_000
+        for index in 0..<total { sink.write(Self.line(index)) }
+        #expect(sink.linesDropped > 0)
+        #expect(sink.linesDropped < total)
+
+        // The collector recovers: everything it reads until the closing line.
+        let reader = pipe.fileHandleForReading
+        let text = Mutex<String>("")
+        let done = Atomic<Bool>(false)
+        Thread.detachNewThread {
+            var bytes: [UInt8] = []
+            while case let chunk = reader.availableData, !chunk.isEmpty {
+                bytes += chunk
+                if String(decoding: bytes.suffix(400), as: UTF8.self).contains(#""msg":"log sink closed""#) { break }
+            }
+            text.withLock { $0 = String(decoding: bytes, as: UTF8.self) }
+            done.store(true, ordering: .sequentiallyConsistent)
+        }
+        #expect(await Self.offPool { sink.flush(within: 60) } == false, "lines were dropped, so not everything was written")
+        #expect(await eventually(60) { done.load(ordering: .sequentiallyConsistent) })
+
+        var numbers: [Int] = []
+        var reported = 0
+        var closing: JSONValue?
+        let lines = text.withLock { $0 }.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.last == "", "the output ends with a whole line")
+        for line in lines.dropLast() {
+            let json = try #require(try? JSONParser.parse(String(line)), "not torn: \(line.prefix(120))")
+            if let number = json["n"]?.integerValue {
+                numbers.append(Int(number))
+            } else if json["msg"]?.stringValue == "log sink closed" {
+                closing = json
+            } else {
+                #expect(json["level"]?.stringValue == "warning")
+                reported += Int(json["dropped"]?.integerValue ?? 0)
+            }
+        }
+        #expect(numbers == numbers.sorted(), "lines keep their order")
+        let closingLine = try #require(closing)
+        #expect(closingLine["lines_produced"]?.integerValue == Int64(total))
+        #expect(closingLine["lines_written"]?.integerValue == Int64(numbers.count))
+        #expect(closingLine["lines_dropped"]?.integerValue == Int64(sink.linesDropped))
+        #expect(numbers.count + sink.linesDropped == total, "written + dropped = produced")
+        #expect(reported == sink.linesDropped, "every drop reported")
+        #expect(sink.linesWritten == numbers.count)
+    }
+
+    @Test("a sink that never takes anything is given up on within the close's bound, its lines counted as dropped")
+    func deadSinkGivenUp() async throws {
+        let pipe = Pipe()
+        let sink = LogSink(fileDescriptor: pipe.fileHandleForWriting.fileDescriptor, capacity: 256 * 1024)
+        let total = 2_000  // 400 KB: more than the pipe, less than pipe + buffer
+        for index in 0..<total { sink.write(Self.line(index)) }
+        #expect(await Self.offPool { sink.flush(within: 0.5) } == false)
+        #expect(sink.linesWritten + sink.linesDropped == total)
+        #expect(sink.linesDropped > 0)
+        // What reached the pipe starts with whole lines, in order.
+        let held = pipe.fileHandleForReading.availableData
+        let lines = String(decoding: held, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count > 1)
+        for line in lines.dropLast() { #expect((try? JSONParser.parse(String(line))) != nil) }
+    }
+
+    /// Runs a call that waits (a flush) on a thread of its own, not the cooperative pool.
+    static func offPool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: body()) }
+        }
+    }
+
+    @Test("the encoder writes the lines the JSONValue encoder wrote: sorted keys, typed numbers and booleans, escapes, the event's metadata over the provider's over the handler's")
+    func encoding() throws {
+        var line: [UInt8] = []
+        LogLineEncoder.encode(
+            timestamp: "2026-01-02T03:04:05.000Z", level: .info, label: "l", message: "a \"quoted\"\nline\u{1}",
+            handler: ["zeta": "h", "both": "handler", "msg": "ignored"],
+            provided: ["trace_id": "t", "both": "provider"],
+            event: ["count": .stringConvertible(3), "ratio": .stringConvertible(1.5), "whole": .stringConvertible(2.0),
+                    "flag": .stringConvertible(true), "nested": ["b": "2", "a": ["x", "y"]], "both": "event"],
+            into: &line)
+        #expect(String(decoding: line, as: UTF8.self) == #"{"ts":"2026-01-02T03:04:05.000Z","level":"info","logger":"l","msg":"a \"quoted\"\nline\u0001","both":"event","count":3,"flag":true,"nested":{"a":["x","y"],"b":"2"},"ratio":1.5,"trace_id":"t","whole":2,"zeta":"h"}"# + "\n")
+    }
+}
