@@ -123,6 +123,10 @@ extension SendRun {
             "outcome": "\(event.outcome.rawValue)", "attempts": "\(event.attempts)",
             "latency_ms": "\((event.latencySeconds * 1000 * 1000).rounded() / 1000)",
         ]
+        // The device (as its fingerprint, never the token) or the channel: on-call
+        // asks "what happened to pushes to this device" of the logs too.
+        if let fingerprint = event.send.tokenFingerprint { metadata["token_fingerprint"] = "\(fingerprint)" }
+        if let channel = event.send.channelID { metadata["channel_id"] = "\(channel)" }
         if let status = event.status { metadata["status"] = "\(status)" }
         if let reason = event.reason ?? event.errorType { metadata["reason"] = "\(reason)" }
         if let traceparent = client.tracer.traceParent(ofSpan: span, context: span.context) {
