@@ -172,7 +172,8 @@ struct AuditCopyLineTests {
         var line: [UInt8] = []
         layout.appendIntentLine(send, startedAt: Self.startedAt, key: key.bytes, relayInstance: "r", to: &line)
         let id = AuditRecord.derivedID(key.text)
-        #expect(String(decoding: line, as: UTF8.self) == "\(id)\tunknown\t0\n")
+        // attempts 1: the intent is journaled just before the first attempt leaves (issue 28.3).
+        #expect(String(decoding: line, as: UTF8.self) == "\(id)\tunknown\t1\n")
     }
 
     @Test("the journal key's text is `apns-id/started-at`, the start as Swift prints it, byte for byte")

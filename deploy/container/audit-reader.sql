@@ -1,5 +1,6 @@
 -- The role Grafana's audit data source logs in as: it may read the audit table
--- and nothing else (apns_dead_tokens holds raw device tokens), and a query of
+-- and the device-send counts the stale-token ratio panel reads (migration
+-- 0007; app, minute, counts) and nothing else (apns_dead_tokens holds raw device tokens), and a query of
 -- its own (Explore) cannot hold the database for long. Run by the audit-reader
 -- service of docker-compose.yml once the relay has migrated the schema;
 -- idempotent. Elsewhere, run the same with your own password.
@@ -14,3 +15,5 @@ ALTER ROLE grafana_audit SET statement_timeout = '10s';
 GRANT CONNECT ON DATABASE apns_relay TO grafana_audit;
 GRANT USAGE ON SCHEMA public TO grafana_audit;
 GRANT SELECT ON apns_audit TO grafana_audit;
+GRANT SELECT ON apns_audit_token_minutes TO grafana_audit;
+GRANT SELECT ON apns_audit_token_hours TO grafana_audit;
