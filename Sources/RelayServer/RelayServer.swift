@@ -172,6 +172,15 @@ public final class RelayServer: Sendable {
         ingressServerConfiguration.requestTimeoutSeconds = configuration.ingress.requestTimeoutSeconds
         ingressServerConfiguration.connectionsPerClientLimit = configuration.ingress.maximumConnectionsPerClient
         ingressServerConfiguration.connectionLimit = max(64, configuration.ingress.maximumConcurrentRequests * 2)
+        // Every connection libmicrohttpd accepts is a descriptor; with room
+        // for the APNs, Postgres, metrics and journal ones beside them.
+        let descriptorsNeeded = HTTPServer.acceptLimit(ingressServerConfiguration.connectionLimit) + 1024
+        let descriptorLimit = FileDescriptorLimit.raise(toAtLeast: descriptorsNeeded)
+        if descriptorLimit < descriptorsNeeded {
+            logger.warning("the open-file limit is below what the ingress connection limit needs; accept may fail before shedding makes room", metadata: [
+                "open_file_limit": "\(descriptorLimit)", "needed": "\(descriptorsNeeded)",
+            ])
+        }
         ingressServerConfiguration.threads = configuration.ingress.threads
         // The ingress words the server's own errors and stamps every answer's traceparent.
         ingress.prepare(&ingressServerConfiguration)

@@ -213,6 +213,13 @@ struct LargeFieldProcessTests {
         let serve = try RelayProcess(arguments: ["serve", "--config", config], standardError: relay.directory + "/large-fields.err")
         let port = try await serve.port(after: "apns-relay ingress on")
         let pid = serve.pid
+        // The relay raised its open-file limit for the ingress' connections
+        // (2048 kept, 2304 accepted, plus 1024 for everything else), as far as the hard limit allows.
+        let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+        let openFiles = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }?
+            .split(separator: " ").compactMap { Int($0) } ?? []
+        try #require(openFiles.count == 2, "\(limits)")
+        #expect(openFiles[0] >= min(openFiles[1], 2304 + 1024), "soft open-file limit \(openFiles[0]), hard \(openFiles[1])")
 
         // Warm-up: every path once in a while, so pools and caches reach their size.
         let warmUp = await Self.drive(port: port, key: key, range: 0..<200, connections: 4)
