@@ -38,7 +38,7 @@ struct ServeProcessTests {
 
     static func writeConfiguration(
         directory: String, mock: MockAPNsServer, keyPath: String, instance: String, databaseURL: String, spool: String,
-        journalSync: String = "interval"
+        journalSync: String = "interval", logLevel: String = "info"
     ) throws -> String {
         let hash = Fingerprint.sha256Hex(Array(TestRelay.keys["backend"]!.utf8))
         let yaml = """
@@ -72,7 +72,7 @@ struct ServeProcessTests {
             shutdown:
               drain_timeout_seconds: 20
             logging:
-              level: info
+              level: \(logLevel)
             """
         let path = directory + "/relay.yaml"
         try yaml.write(toFile: path, atomically: true, encoding: .utf8)
@@ -332,7 +332,8 @@ struct ServeProcessTests {
         defer { Task { await relay.stop() } }
         let config = try Self.writeConfiguration(
             directory: relay.directory, mock: relay.mock, keyPath: relay.keyPath, instance: "logs",
-            databaseURL: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=1", spool: relay.directory + "/spool-logs")
+            databaseURL: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=1", spool: relay.directory + "/spool-logs",
+            logLevel: "debug")  // every span's line too, so their attributes are searched for secrets
         let logFile = relay.directory + "/serve.log"
         let serve = try RelayProcess(arguments: ["serve", "--config", config], standardError: logFile)
         let port = try await serve.port(after: "apns-relay ingress on")
@@ -352,6 +353,7 @@ struct ServeProcessTests {
         #expect(lines.count > 4, "\(logs.prefix(500))")
         for line in lines { #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil, "not JSON: \(line)") }
         #expect(logs.contains(traceID), "spans continue the caller's trace")
+        #expect(logs.contains(#""record":"span""#), "at debug the spans are written")
         #expect(logs.contains(Fingerprint.of(good)), "tokens appear as fingerprints")
         let key = try String(contentsOfFile: relay.keyPath, encoding: .utf8)
         let keyBody = key.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()

@@ -78,8 +78,8 @@ struct JSONTracerTests {
         span.end()
         #expect(collector.all.isEmpty)
 
-        // At info the same calls record, and a span that failed is written.
-        let loud = JSONSpanTracer(logger: Logger(label: "trace") { JSONLogHandler(label: $0, sink: collector.sink, level: .info) })
+        // At debug the same calls record, and the span is written.
+        let loud = JSONSpanTracer(logger: Logger(label: "trace") { JSONLogHandler(label: $0, sink: collector.sink, level: .debug) })
         let written = loud.startSpan("apns.send", context: context)
         #expect(written.isRecording)
         written.attributes["apns.operation"] = "alert"
@@ -87,28 +87,30 @@ struct JSONTracerTests {
         written.end()
         #expect(!written.isRecording)
         #expect(try collector.parsed().first?["attributes"]?["apns.operation"] == "alert")
-        #expect(try collector.parsed().first?["level"] == "info")
+        #expect(try collector.parsed().first?["level"] == "debug")
     }
 
-    @Test("at info a span that went well writes nothing (the send's own line carries its ids and result); one that failed writes its line at info")
-    func onlyFailedSpansAtInfo() throws {
+    @Test("at info no span records or writes, failed or not (the send's own line carries its ids and result, the audit row every attempt); at debug every span is written")
+    func spansAtDebugOnly() throws {
         let collector = LineCollector()
-        let tracer = JSONSpanTracer(logger: Logger(label: "trace") { JSONLogHandler(label: $0, sink: collector.sink, level: .info) })
-        let send = tracer.startSpan("apns.send", context: .topLevel)
-        let good = tracer.startSpan("apns.attempt", context: send.context)
-        good.setStatus(SpanStatus(code: .ok))
-        good.end()
-        let unset = tracer.startSpan("ingress.request", context: .topLevel)
-        unset.end()
-        #expect(collector.all.isEmpty, "\(collector.all)")
-        let failed = tracer.startSpan("apns.attempt", context: send.context)
-        failed.recordError(SpanTestError())
-        failed.end()
-        send.setStatus(SpanStatus(code: .error, message: "ServiceUnavailable"))
-        send.end()
+        for level in [Logger.Level.info, .debug] {
+            let tracer = JSONSpanTracer(logger: Logger(label: "trace") { JSONLogHandler(label: $0, sink: collector.sink, level: level) })
+            let send = tracer.startSpan("apns.send", context: .topLevel)
+            #expect(send.isRecording == (level == .debug))
+            let good = tracer.startSpan("apns.attempt", context: send.context)
+            good.setStatus(SpanStatus(code: .ok))
+            good.end()
+            let failed = tracer.startSpan("apns.attempt", context: send.context)
+            failed.recordError(SpanTestError())
+            failed.end()
+            send.setStatus(SpanStatus(code: .error, message: "ServiceUnavailable"))
+            send.end()
+            if level == .info { #expect(collector.all.isEmpty, "\(collector.all)") }
+        }
         let records = try collector.parsed()
-        #expect(records.map { $0["name"]?.stringValue ?? "" } == ["apns.attempt", "apns.send"])
-        #expect(records.allSatisfy { $0["level"] == "info" })
+        #expect(records.map { $0["name"]?.stringValue ?? "" } == ["apns.attempt", "apns.attempt", "apns.send"])
+        #expect(records.allSatisfy { $0["level"] == "debug" })
+        #expect(records[1]["errors"] != nil)
     }
 
     @Test("log lines written inside a span carry its trace id")

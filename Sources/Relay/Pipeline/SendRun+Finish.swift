@@ -114,7 +114,7 @@ extension SendRun {
             await client.observers.publishDurably(event)
         }
         // One line per send, with the ids that find it in the tracing backend
-        // and the audit (failed spans' lines of the `log` exporter aside, a send logs
+        // and the audit (span lines of the `log` exporter are written at debug; a send logs
         // nothing else when it goes well). The send's span is not the task's
         // current context, so its ids are given here.
         guard client.logger.logLevel <= .info else { return }

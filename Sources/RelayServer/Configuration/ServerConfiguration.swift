@@ -90,7 +90,7 @@ public struct ServerConfiguration: Sendable {
         public enum Exporter: String, Sendable, CaseIterable {
             /// OTLP/HTTP with protobuf to a collector, batched in the background.
             case otlp
-            /// One JSON log line per span on standard error (the default): spans that failed at info, all at debug.
+            /// One JSON log line per span on standard error (the default): at `logging.level: debug`.
             case log
             /// No spans anywhere; trace ids still reach the audit and the logs.
             case none

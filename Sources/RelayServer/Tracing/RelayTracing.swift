@@ -13,7 +13,7 @@ public import Tracing
 ///   (protobuf) exporter. Spans wait in a bounded queue and are exported in
 ///   the background; a full queue or a failed export drops them (counted in
 ///   `apns_relay_spans_dropped_total`), never a send.
-/// - `log`: ``JSONSpanTracer``, one JSON log line per span (failed spans at info, the rest at debug).
+/// - `log`: ``JSONSpanTracer``, one JSON log line per span at debug.
 /// - `none`: ``JSONSpanTracer`` writing nowhere, so a caller's trace id still
 ///   reaches the audit row and the log lines.
 public final class RelayTracing: Sendable {

@@ -82,7 +82,10 @@ final class LogDrain: @unchecked Sendable {
         }
         pending.append(contentsOf: line)
         pendingLines += 1
-        if sleeping { condition.signal() }
+        // The thread is woken for the first line after a quiet spell, or
+        // when half the buffer is taken; otherwise it picks the lines up at
+        // the end of its linger (see `run`), without a wake-up per line.
+        if sleeping || pending.count >= capacity / 2 { condition.signal() }
         condition.unlock()
     }
 
@@ -160,8 +163,21 @@ final class LogDrain: @unchecked Sendable {
                     condition.unlock()
                 }
             }
+            // Linger before the next batch: lines logged meanwhile gather
+            // without waking this thread (a busy relay logs a line per send;
+            // a futex wake and two context switches per line cost more than
+            // the line). A close, or half the buffer taken, ends it early.
+            condition.lock()
+            if !closing && pending.count < capacity / 2 {
+                condition.wait(until: MonotonicClock.now() + Self.lingerNanoseconds)
+            }
+            condition.unlock()
         }
     }
+
+    /// How long the thread gathers lines after writing a batch: the most a
+    /// line waits behind a busy log, far below what a log reader notices.
+    static let lingerNanoseconds: UInt64 = 5_000_000
 
     /// Writes `bytes` from first to last; returns how many lines were not
     /// written whole (0, unless the sink failed or the close's deadline passed).

@@ -4,8 +4,15 @@ import Synchronization
 public import Tracing
 public import RelayBasics
 
-/// A span from ``JSONSpanTracer``; logs itself as one JSON record when it
-/// ends: at info when it failed, at debug otherwise.
+/// A span from ``JSONSpanTracer``; logs itself as one JSON record at debug
+/// when it ends.
+///
+/// Why debug: at info a send writes one line, `send finished` (apns-id,
+/// trace and span ids, token fingerprint, outcome, status, reason, attempts,
+/// latency), and its audit row keeps every attempt's status and reason
+/// (`attempt_log`). Span lines at info added little to those and cost more
+/// than the rest of the send: recording three spans' attributes, then
+/// encoding them.
 public final class JSONSpan: Span, TraceParentCarrying {
     /// The context the span was started in; ``context`` is it with the
     /// span's identity, made when first read. Most spans' contexts are never
@@ -18,7 +25,7 @@ public final class JSONSpan: Span, TraceParentCarrying {
     private let startNanoseconds: UInt64
     private let logger: Logger
     /// Whether the span will be written when it ends: its logger takes
-    /// `info`. A span that will not be written keeps its identity (the trace
+    /// `debug`. A span that will not be written keeps its identity (the trace
     /// id still reaches the audit row, the answer's `traceparent` and the log
     /// lines) but stores nothing else, and says so through `isRecording`, so
     /// callers need not build attributes nobody reads.
@@ -46,7 +53,7 @@ public final class JSONSpan: Span, TraceParentCarrying {
         self.kind = kind
         self.startNanoseconds = startNanoseconds
         self.logger = logger
-        self.records = logger.logLevel <= .info
+        self.records = logger.logLevel <= .debug
         self.state = Mutex(State(operationName: operationName))
     }
 
@@ -110,14 +117,6 @@ public final class JSONSpan: Span, TraceParentCarrying {
             state.ended = true
             return state
         }) else { return }
-        // A span that went well adds nothing at info to the send's own line
-        // (`send finished`: apns-id, trace and span ids, outcome, status,
-        // reason, attempts, latency): it is written at debug. A span that
-        // failed (an attempt APNs refused, a transport error, a failed
-        // request) is written at info: its status message and errors are
-        // what on-call looks for.
-        let level: Logger.Level = finished.status?.code == .error || !finished.errors.isEmpty ? .info : .debug
-        guard logger.logLevel <= level else { return }
 
         var attributes: [String: Logger.MetadataValue] = [:]
         finished.attributes.forEach { name, value in attributes[name] = Self.metadata(value) }
@@ -136,7 +135,7 @@ public final class JSONSpan: Span, TraceParentCarrying {
         if let message = finished.status?.message { metadata["status_message"] = .string(message) }
         if !finished.errors.isEmpty { metadata["errors"] = .array(finished.errors.map { .string($0) }) }
         if !finished.events.isEmpty { metadata["events"] = .array(finished.events.map { .string($0.name) }) }
-        logger.log(level: level, "span", metadata: metadata)
+        logger.debug("span", metadata: metadata)
     }
 
     static func metadata(_ attribute: SpanAttribute) -> Logger.MetadataValue {
