@@ -52,7 +52,7 @@ def write_shipped_config(path, *, root, instance, mock_port, ca_file, key_path, 
     free loopback ports, the bench app and API key in place of the example's,
     the mock APNs as origin, the spool and database given here.
 
-    Everything else stays as shipped (logs at info, spans as log lines, the
+    Everything else stays as shipped (logs at info, tracing.exporter log, the
     audit on, journal_sync interval, retries, limits), except the example
     key's rate limit (1000/s, burst 2000), which would refuse a benchmark's
     load with 429s: it is lifted for the bench key. `log_level` and

@@ -22,7 +22,7 @@ such a frame anywhere on its stack). Every figure prints as one
 
 --shipped profiles the relay in the shipped example configuration
 (deploy/apns-relay.example.yaml with its placeholders filled in, as the bench's
-defaults section runs it: logs at info into a file, spans as log lines)
+defaults section runs it: logs at info into a file, tracing.exporter log)
 instead of the benchmarks' quiet one (logs at error).
 """
 import argparse, collections, os, re, shutil, signal, subprocess, sys, tempfile, time
@@ -180,7 +180,7 @@ def main():
     parser.add_argument("--sends", type=int, default=20000, help="sends in each of the two measured runs")
     parser.add_argument("--batch", type=int, default=0, help="items per POST /v1/send/batch (0: single POST /v1/send)")
     parser.add_argument("--connections", type=int, default=8, help="client connections of the load generator")
-    parser.add_argument("--shipped", action="store_true", help="the shipped example configuration (logs at info, spans as log lines)")
+    parser.add_argument("--shipped", action="store_true", help="the shipped example configuration (logs at info, tracing.exporter log)")
     parser.add_argument("--no-audit", action="store_true", help="the relay with `serve --benchmark-without-audit` (no journal, no writer)")
     parser.add_argument("--frequency", type=int, default=2000, help="perf's samples per second of CPU time")
     parser.add_argument("--top", type=int, default=30, help="flat symbols to list")

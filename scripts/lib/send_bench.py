@@ -267,7 +267,7 @@ class Bench:
     def defaults(self):
         """The headline: the relay as users run it, the shipped example
         configuration (deploy/apns-relay.example.yaml, placeholders filled
-        in: logs at info into a file, spans as log lines, the audit on), beside
+        in: logs at info into a file, tracing.exporter log, the audit on), beside
         quieter variants of it, each a fresh relay, in alternating rounds:
 
           defaults        as shipped
