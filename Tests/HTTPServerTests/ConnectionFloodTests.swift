@@ -41,27 +41,7 @@ final class ManyAddressFlood: Sendable {
     /// A socket from `source` connected to the server, or -1; connect waits
     /// at most 200 ms (a full backlog must not stall the flood loop).
     static func connect(port: UInt16, source: String, timeoutMilliseconds: Int = 200) -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return -1 }
-        var limit = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: Int((timeoutMilliseconds % 1000) * 1000))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        var local = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        inet_pton(AF_INET, source, &local.sin_addr)
-        var remote = sockaddr_in()
-        remote.sin_family = sa_family_t(AF_INET)
-        remote.sin_port = port.bigEndian
-        inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr)
-        let size = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) } }
-        let connected = withUnsafePointer(to: &remote) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, size) }
-        }
-        guard bound == 0, connected == 0 else {
-            close(fd)
-            return -1
-        }
-        return fd
+        RawHTTP.connect(port: port, source: source, timeoutMilliseconds: timeoutMilliseconds)
     }
 
     /// Opens every socket (even ones idle, odd ones dribbling a head), yields

@@ -18,10 +18,15 @@ enum RawHTTP {
         var closed: Bool
     }
 
-    /// A connected socket from `source` (any 127.x address) to 127.0.0.1:`port`, or -1.
-    static func connect(port: UInt16, source: String = "127.0.0.1") -> Int32 {
+    /// A connected socket from `source` (any 127.x address) to 127.0.0.1:`port`, or -1;
+    /// with `timeoutMilliseconds`, connect (and later sends) wait at most that long.
+    static func connect(port: UInt16, source: String = "127.0.0.1", timeoutMilliseconds: Int? = nil) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return -1 }
+        if let timeoutMilliseconds {
+            var limit = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: Int((timeoutMilliseconds % 1000) * 1000))
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        }
         var local = sockaddr_in()
         local.sin_family = sa_family_t(AF_INET)
         inet_pton(AF_INET, source, &local.sin_addr)
