@@ -70,6 +70,8 @@ public final class Ingress: Sendable {
     let deadTokens: (any DeadTokenSource)?
     /// Where `Idempotency-Key`s are kept; nil: keyed sends are refused (503).
     let idempotency: (any IdempotencyStore)?
+    /// Answers of keyed sends the store could not record yet.
+    let unsettledKeys = UnsettledKeyAnswers()
     /// Called with the app of each send answered from an earlier one's key (a metric).
     let onReplay: (@Sendable (_ app: String) -> Void)?
     let tracer: any Tracer

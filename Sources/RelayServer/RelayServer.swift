@@ -248,6 +248,11 @@ public final class RelayServer: Sendable {
         guard statistics.connected || spoolWritable else {
             return "the audit log can be written neither to Postgres nor to the spool (\(spoolDirectory))"
         }
+        // Sends are refused (503) meanwhile: a relay that cannot make its
+        // sends durable takes none, and leaves rotation so others take them.
+        if let problem = statistics.durabilityProblem {
+            return "\(problem) (\(spoolDirectory)); sends are refused until it can"
+        }
         // Rows are safe on disk either way. When Postgres answers and this
         // relay's rows still do not land, the fault is local: take it out
         // of rotation. A Postgres outage does not fail readiness (every

@@ -23,10 +23,14 @@ final class IntentGroupRecorder: DurableSendObserver {
 
     func attemptFinished(_ event: AttemptEvent) {}
     func sendFinished(_ event: SendEvent) { calls.withLock { $0.append(.completion(event.send.apnsID)) } }
-    func sendStarting(_ send: SendDescriptor, startedAt: UInt64) async { calls.withLock { $0.append(.intent(send.apnsID)) } }
-    func sendsStarting(_ sends: [SendIntent]) async {
+    func sendStarting(_ send: SendDescriptor, startedAt: UInt64) async -> Bool {
+        calls.withLock { $0.append(.intent(send.apnsID)) }
+        return true
+    }
+    func sendsStarting(_ sends: [SendIntent]) async -> Bool {
         let seen = engine.log.total
         calls.withLock { $0.append(.intents(sends.map(\.send.apnsID), requestsSeen: seen)) }
+        return true
     }
     func sendFinishedDurably(_ event: SendEvent) async { sendFinished(event) }
     func sendsFinishedDurably(_ events: [SendEvent]) async { calls.withLock { $0.append(.completions(events.map(\.send.apnsID))) } }

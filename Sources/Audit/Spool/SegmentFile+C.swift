@@ -54,6 +54,20 @@ struct SegmentFile: @unchecked Sendable {
         _ = Glibc.close(descriptor)
     }
 
+    /// Whether the file system takes a small write and its sync now: writes
+    /// 4 KiB to `path` (created or truncated), `fdatasync`s it and removes it.
+    static func probe(_ path: String) throws(SegmentFileError) {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw SegmentFileError("open", path: path, code: errno) }
+        let file = SegmentFile(descriptor: descriptor, path: path)
+        defer {
+            file.close()
+            _ = unlink(path)
+        }
+        try file.append([UInt8](repeating: 0, count: 4096))
+        try file.syncData()
+    }
+
     /// Makes the directory's entries (a new segment's name) survive a power
     /// cut. Best effort: not every file system lets a directory be synced.
     static func syncDirectory(_ path: String) {

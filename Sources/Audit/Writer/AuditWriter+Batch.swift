@@ -7,11 +7,14 @@ extension AuditWriter {
     /// one `write(2)` under one lock for all of them, on the calling thread,
     /// without suspending; with `.always` one hand-over to the journal
     /// thread, whose next group writes and `fdatasync`s them together.
-    public func sendsStarting(_ sends: [SendIntent]) async {
+    /// False when they could not be made durable (see ``sendStarting(_:startedAt:)``).
+    public func sendsStarting(_ sends: [SendIntent]) async -> Bool {
         guard configuration.journalSync == .interval else {
             return await journalTogether(sends.lazy.map { .intent($0.send, startedAt: $0.startedAt) })
         }
-        appendTogether(sends.count) { index, bytes in encodeIntent(sends[index].send, startedAt: sends[index].startedAt, into: &bytes) }
+        return appendTogether(sends.count, intents: true) { index, bytes in
+            encodeIntent(sends[index].send, startedAt: sends[index].startedAt, into: &bytes)
+        }
     }
 
     /// Journals the completions of several sends that ran together (a
@@ -22,9 +25,10 @@ extension AuditWriter {
     /// answered in the ledger, exactly as ``sendFinishedDurably(_:)`` does one.
     public func sendsFinishedDurably(_ events: [SendEvent]) async {
         guard configuration.journalSync == .interval else {
-            return await journalTogether(events.lazy.map { .completion($0) })
+            _ = await journalTogether(events.lazy.map { .completion($0) })
+            return
         }
-        appendTogether(events.count) { index, bytes in encodeCompletion(events[index], into: &bytes) }
+        appendTogether(events.count, intents: false) { index, bytes in encodeCompletion(events[index], into: &bytes) }
     }
 
     /// `.interval`: encodes `count` records (`encode` the one at an index)
@@ -32,20 +36,22 @@ extension AuditWriter {
     /// the caller's sends and events, as a single send's append is: a
     /// ``JournalEntry`` per record copied each (a retain and a release of
     /// every string of the send) and destroyed it again.
-    private func appendTogether(_ count: Int, _ encode: (Int, inout [UInt8]) -> JournalItem) {
-        guard count > 0 else { return }
+    @discardableResult
+    private func appendTogether(_ count: Int, intents: Bool, _ encode: (Int, inout [UInt8]) -> JournalItem) -> Bool {
+        guard count > 0 else { return true }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(count * 1024)
         var items: [JournalItem] = []
         items.reserveCapacity(count)
         for index in 0..<count { items.append(encode(index, &bytes)) }
-        appendEncodedToJournal(bytes, items: items)
+        return appendEncodedToJournal(bytes, items: items, intents: intents)
     }
 
-    /// `.always`: hands `entries` to the journal thread together and returns once all are durable.
-    private func journalTogether(_ entries: some Collection<JournalEntry>) async {
-        guard !entries.isEmpty else { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+    /// `.always`: hands `entries` to the journal thread together and returns
+    /// once all are durable (true) or were refused (false).
+    private func journalTogether(_ entries: some Collection<JournalEntry>) async -> Bool {
+        guard !entries.isEmpty else { return true }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             journalCondition.lock()
             // Handed over under one lock, so the journal thread takes them in
             // one group: the last one's continuation resumes once all are synced.
@@ -66,10 +72,19 @@ extension AuditWriter {
     /// so the ledger and the segment the records went to agree, whoever
     /// appends and trims. See ``appendIntentToJournal(_:startedAt:)`` for why a small
     /// buffered write may run on the cooperative pool.
-    func appendEncodedToJournal(_ bytes: [UInt8], items: some Collection<JournalItem>) {
+    ///
+    /// Intents (`intents` true) are refused, nothing written, while the
+    /// journal is failing or answered sends' rows wait in memory only
+    /// (``intentsAccepted``). Returns whether the records are in the journal.
+    @discardableResult
+    func appendEncodedToJournal(_ bytes: [UInt8], items: some Collection<JournalItem>, intents: Bool) -> Bool {
         var failure: (any Error)?
         var segment: Int?
         condition.lock()
+        if intents, !intentsAccepted {
+            condition.unlock()
+            return false
+        }
         do {
             segment = try journal.append(encoded: bytes, sync: false)
         } catch {
@@ -81,12 +96,15 @@ extension AuditWriter {
         if let segment { journalCurrentSegment = segment }
         for item in items { enterInLedger(item, segment: segment) }
         if queue.count - queueHead >= configuration.batchSize || stopping { condition.broadcast() }
+        // The disk refused: intents are refused (their sends do not leave);
+        // completions' rows still go to the writer, held in memory until
+        // written or spooled, and no new send is taken meanwhile.
+        let change = noteJournal(sync: false, failure: failure)
+        let late = lateUndurable
+        lateUndurable = []
         condition.unlock()
-        if let failure {
-            // The disk refused: the rows still go to the writer (Postgres
-            // or the spool); only a crash before then would lose them.
-            logger.critical("audit journal write failed; rows are not crash-safe until written", metadata: ["error": "\(failure)"])
-        }
+        log(change)
+        giveUp(late)
         if wake {
             // The first append since the last sync: the journal thread may be
             // idle. At most once per sync interval, so a second lock is cheap.
@@ -96,5 +114,6 @@ extension AuditWriter {
             journalCondition.signal()
             journalCondition.unlock()
         }
+        return segment != nil
     }
 }

@@ -87,6 +87,7 @@ extension AuditWriter {
             }
             return
         }
+        guard segment != nil else { return enterUndurable(item) }
         let format = configuration.rowLayout.format
         queue.append(Row(kind: .audit, format: format, line: item.audit, journalSegment: segment))
         if let dead = item.dead {
@@ -97,6 +98,27 @@ extension AuditWriter {
         // completion's own segment does (deletion is oldest first).
         if let intentSegment = openIntents.removeValue(forKey: item.key) {
             journalOutstanding[intentSegment, default: 0] -= 1
+        }
+    }
+
+    /// Queues a completion's rows the journal refused (see ``Row/undurable``):
+    /// held in memory until written or spooled, and held in the ledger by
+    /// their intent's segment, so a crash meanwhile still recovers the send
+    /// (as outcome `unknown`) rather than nothing. Called with `condition` held.
+    private func enterUndurable(_ item: JournalItem) {
+        let format = configuration.rowLayout.format
+        // The intent's hold on its segment passes to the rows.
+        let hold = openIntents.removeValue(forKey: item.key)
+        var rows = [Row(kind: .audit, format: format, line: item.audit, journalSegment: hold, undurable: true)]
+        if let dead = item.dead { rows.append(Row(kind: .deadToken, format: format, line: dead, journalSegment: hold, undurable: true)) }
+        if let hold { journalOutstanding[hold, default: 0] += rows.count - 1 }
+        counters.undurableRows += rows.count
+        if finished {
+            // No writer left to write them: given up (counted, logged) by
+            // the caller once the lock is released.
+            lateUndurable.append(contentsOf: rows)
+        } else {
+            queue.append(contentsOf: rows)
         }
     }
 
@@ -118,21 +140,23 @@ extension AuditWriter {
     /// The send is encoded straight from the caller's descriptor, not
     /// wrapped in a ``JournalEntry`` first: that copy retained and released
     /// each of its strings once more per record.
-    func appendIntentToJournal(_ send: SendDescriptor, startedAt: UInt64, attempts: Int = 1) {
-        appendOne { encodeIntent(send, startedAt: startedAt, attempts: attempts, into: &$0) }
+    @discardableResult
+    func appendIntentToJournal(_ send: SendDescriptor, startedAt: UInt64, attempts: Int = 1) -> Bool {
+        appendOne(intent: true) { encodeIntent(send, startedAt: startedAt, attempts: attempts, into: &$0) }
     }
 
     /// ``appendIntentToJournal(_:startedAt:)`` for a finished send's record.
     func appendCompletionToJournal(_ event: SendEvent) {
-        appendOne { encodeCompletion(event, into: &$0) }
+        appendOne(intent: false) { encodeCompletion(event, into: &$0) }
     }
 
     /// One record, encoded by `encode`, appended with one `write(2)`.
-    private func appendOne(_ encode: (inout [UInt8]) -> JournalItem) {
+    @discardableResult
+    private func appendOne(intent: Bool, _ encode: (inout [UInt8]) -> JournalItem) -> Bool {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(1024)
         let item = encode(&bytes)
-        appendEncodedToJournal(bytes, items: CollectionOfOne(item))
+        return appendEncodedToJournal(bytes, items: CollectionOfOne(item), intents: intent)
     }
 
     /// The journal thread with `.interval`: `fdatasync` what the sending
@@ -150,6 +174,7 @@ extension AuditWriter {
             let exiting = writerExited
             journalCondition.unlock()
 
+            probeJournalIfFailing()
             let synced = syncJournal()
             condition.lock()
             counters.journalSyncChecks += 1
@@ -209,14 +234,15 @@ extension AuditWriter {
             do { try current.syncData() } catch { failure = error }
         }
         if work.directory { SegmentFile.syncDirectory(journal.directory.path) }
+        // A failed sync: the bytes are still in the page cache (a process
+        // crash loses nothing) and the writer brings the rows to Postgres or
+        // the spool, but the disk is not taking what it is given: no new
+        // sends until a sync (or the probe) succeeds again.
         condition.lock()
         counters.journalSyncs += 1
+        let change = noteJournal(sync: true, failure: failure)
         condition.unlock()
-        if let failure {
-            // The bytes are still in the page cache (a process crash loses
-            // nothing); the writer brings the rows to Postgres or the spool.
-            logger.critical("audit journal sync failed; rows are not safe from a machine crash until written", metadata: ["error": "\(failure)"])
-        }
+        log(change)
         return true
     }
 
@@ -233,6 +259,7 @@ extension AuditWriter {
             if journalPending.isEmpty {
                 let exiting = writerExited
                 journalCondition.unlock()
+                probeJournalIfFailing()
                 trimJournal()
                 // Unless a late entry arrived during the trim: handle it first.
                 if exiting, endJournalThread(unless: { !journalPending.isEmpty }) { return }
@@ -243,15 +270,22 @@ extension AuditWriter {
             journalBusy = true
             journalCondition.unlock()
 
+            // Intents are refused, nothing written, while the journal is
+            // failing or answered sends' rows wait in memory only.
+            condition.lock()
+            let intentsRefused = !intentsAccepted
+            condition.unlock()
             var items: [JournalItem] = []
             items.reserveCapacity(entries.count)
             var bytes: [UInt8] = []
             bytes.reserveCapacity(entries.count * 1024)
             for (entry, _) in entries {
+                if intentsRefused, case .intent = entry { continue }
                 if let item = encodeJournal(entry, into: &bytes) { items.append(item) }
             }
             var segment: Int?
             var synced = false
+            var failure: (any Error)?
             do {
                 // A group of barriers only has nothing to write (and must not start a segment).
                 if !bytes.isEmpty {
@@ -259,9 +293,10 @@ extension AuditWriter {
                     synced = true
                 }
             } catch {
-                // The disk refused: the rows still go to the writer (Postgres
-                // or the spool); only a crash before then would lose them.
-                logger.critical("audit journal write failed; rows are not crash-safe until written", metadata: ["error": "\(error)"])
+                // The disk refused: intents are refused (their sends do not
+                // leave); completions' rows still go to the writer, held in
+                // memory until written or spooled.
+                failure = error
             }
 
             condition.lock()
@@ -271,13 +306,24 @@ extension AuditWriter {
             for item in items { enterInLedger(item, segment: segment) }
             if queue.count - queueHead >= configuration.batchSize || stopping { condition.broadcast() }
             let commits = counters.journalCommits
+            let change = bytes.isEmpty ? nil : noteJournal(sync: false, failure: failure)
+            let late = lateUndurable
+            lateUndurable = []
             condition.unlock()
+            log(change)
+            giveUp(late)
             // Only now: the writer exits once the journal is idle and its
             // queue empty, so the rows must be queued before this flips.
             journalCondition.lock()
             journalBusy = false
             journalCondition.unlock()
-            for case (_, let continuation?) in entries { continuation.resume() }
+            for case (let entry, let continuation?) in entries {
+                if case .intent = entry {
+                    continuation.resume(returning: !intentsRefused && segment != nil)
+                } else {
+                    continuation.resume(returning: true)
+                }
+            }
             // Under steady load the idle branch above never runs: trim now
             // and then, and whenever a new segment was started.
             if commits % 256 == 0 || (segment != nil && segment != lastTrimmedSegment) {
@@ -292,6 +338,7 @@ extension AuditWriter {
     func settleInJournal(_ rows: some Collection<Row>) {
         for row in rows {
             if let segment = row.journalSegment { journalOutstanding[segment, default: 0] -= 1 }
+            if row.undurable { counters.undurableRows -= 1 }
         }
     }
 
@@ -347,7 +394,7 @@ extension AuditWriter {
     /// Runs on the writer thread before its first batch; reads only the
     /// given (leftover) segments and deletes them by path, never touching
     /// the journal's current segment, which the journal thread owns.
-    func recoverJournal(_ segments: [URL]) throws -> (completed: Int, unknown: Int) {
+    func recoverJournal(_ segments: [URL], store: ([AuditSpool.Record]) throws -> Void) throws -> (completed: Int, unknown: Int) {
         guard !segments.isEmpty else { return (0, 0) }
         var intents: [String: (format: AuditRowFormat, line: [UInt8])] = [:]
         var intentOrder: [String] = []
@@ -385,10 +432,7 @@ extension AuditWriter {
             records.append(AuditSpool.Record(kind: .audit, format: intent.format, line: intent.line))
             unknown += 1
         }
-        if !records.isEmpty {
-            try spool.append(records)
-            spool.sealCurrent()
-        }
+        if !records.isEmpty { try store(records) }
         for url in segments { try FileManager.default.removeItem(at: url) }
         logger.notice(
             "recovered the audit journal of a relay that stopped without flushing it",

@@ -51,6 +51,7 @@ extension AuditWriter {
                 unsettled = []
             }
             connectIfDue()
+            recoverLeftoverJournal()
             // One listing of the spool directory per batch (it was three):
             // only this thread adds spool segments, so what it does between
             // here and `updateBehind` is known without listing again.
@@ -74,9 +75,18 @@ extension AuditWriter {
             updateBehind(spoolHoldsRows: spoolHoldsRows)
             if exiting, unsettled.isEmpty { break }
             if exiting {
-                // The spool refused the last rows: they stay in the journal
-                // for the next start rather than being counted lost.
-                logger.critical("audit rows could be neither written nor spooled; they stay in the journal for the next start", metadata: ["rows": "\(unsettled.count)"])
+                // The spool refused the last rows. Those the journal holds
+                // stay there for the next start; those it refused (in
+                // memory only) are given up: counted and logged by apns-id.
+                let lost = unsettled.filter(\.undurable)
+                let kept = unsettled.count - lost.count
+                if kept > 0 {
+                    logger.critical(
+                        "audit rows could be neither written nor spooled; they stay in the journal for the next start",
+                        metadata: ["rows": "\(kept)"])
+                }
+                giveUp(lost)
+                unsettled = []
                 break
             }
         }
@@ -104,11 +114,43 @@ extension AuditWriter {
     }
 
     /// Moves a previous run's journal to the spool, then releases the
-    /// segments' holds. On failure they stay (held) for the next start.
-    private func recoverLeftoverJournal() {
-        guard !leftoverJournal.isEmpty else { return }
+    /// segments' holds. On failure they stay (held) and recovery is tried
+    /// again, at most once a second, until it succeeds.
+    ///
+    /// A spool that has no room for the recovered rows (a nearly full disk:
+    /// the leftover journal itself fills it) does not wedge it: the rows
+    /// then go straight to Postgres, idempotently as replay does, and the
+    /// journal segments are deleted, which frees the room; with Postgres
+    /// away too, it waits for one of them.
+    func recoverLeftoverJournal() {
+        guard !leftoverJournal.isEmpty, MonotonicClock.now() >= nextRecoveryAttempt else { return }
         do {
-            let recovered = try recoverJournal(leftoverJournal)
+            let recovered = try recoverJournal(leftoverJournal) { records in
+                do {
+                    try spool.append(records)
+                    spool.sealCurrent()
+                } catch {
+                    spool.sealCurrent()
+                    connectIfDue()
+                    guard let connection else { throw error }
+                    logger.warning(
+                        "no room in the spool for the recovered audit journal; writing its rows straight to Postgres",
+                        metadata: ["error": "\(error)", "rows": "\(records.count)"])
+                    let rows = records.map {
+                        Row(kind: $0.kind == .deadToken ? .deadToken : .audit, format: $0.format, line: $0.line, journalSegment: nil)
+                    }
+                    do {
+                        try insert(rows[...], replay: true, on: connection)
+                    } catch let failure {
+                        connection.rollbackIfNeeded()
+                        dropConnection(after: failure)
+                        throw failure
+                    }
+                    condition.lock()
+                    counters.replayed += rows.count { $0.kind != .deadToken }
+                    condition.unlock()
+                }
+            }
             let bytes = spool.totalBytes()
             condition.lock()
             counters.recoveredCompleted = recovered.completed
@@ -119,7 +161,14 @@ extension AuditWriter {
             }
             condition.unlock()
         } catch {
-            logger.critical("could not recover the audit journal a previous run left; it stays for the next start", metadata: ["error": "\(error)"])
+            nextRecoveryAttempt = MonotonicClock.now() + MonotonicClock.nanoseconds(1)
+            if !recoveryFailureLogged {
+                recoveryFailureLogged = true
+                logger.critical(
+                    "could not recover the audit journal a previous run left; retrying (it stays on disk meanwhile)",
+                    metadata: ["error": "\(error)"])
+            }
+            return
         }
         leftoverJournal = []
     }
@@ -137,7 +186,7 @@ extension AuditWriter {
         return journalPending.isEmpty && !journalBusy
     }
 
-    private func connectIfDue() {
+    func connectIfDue() {
         guard connection == nil, MonotonicClock.now() >= nextConnectAttempt else { return }
         // No database configured: every row stays in the spool until a relay
         // with a database replays it.
@@ -162,7 +211,7 @@ extension AuditWriter {
         }
     }
 
-    private func dropConnection(after error: any Error) {
+    func dropConnection(after error: any Error) {
         connection = nil
         nextConnectAttempt = MonotonicClock.now() + MonotonicClock.nanoseconds(reconnectDelay)
         setConnected(false)
@@ -230,7 +279,7 @@ extension AuditWriter {
     ///
     /// Audit rows are copied with the columns of their format: a row spooled
     /// before a migration added a column gets that column's default.
-    private func insert(_ rows: ArraySlice<Row>, replay: Bool, on connection: PostgresConnection) throws {
+    func insert(_ rows: ArraySlice<Row>, replay: Bool, on connection: PostgresConnection) throws {
         let layout = configuration.rowLayout
         // Consecutive rows of one format share a COPY (live batches are all one).
         var audit: [(format: AuditRowFormat, lines: [UInt8])] = []
@@ -345,7 +394,10 @@ extension AuditWriter {
             condition.unlock()
         } catch {
             unsettled.append(contentsOf: batch)
-            logger.critical("audit spool write failed; rows kept in the journal and retried", metadata: ["rows": "\(batch.count)", "error": "\(error)"])
+            let inMemory = batch.count(where: \.undurable)
+            logger.critical(
+                "audit spool write failed; rows kept and retried (those the journal holds stay there meanwhile)",
+                metadata: ["rows": "\(batch.count)", "rows_in_memory_only": "\(inMemory)", "error": "\(error)"])
         }
     }
 

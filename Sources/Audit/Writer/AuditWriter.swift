@@ -92,6 +92,11 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         var format: AuditRowFormat
         var line: [UInt8]
         var journalSegment: Int?
+        /// Its completion could not be journaled: until it is written or
+        /// spooled it is in memory only (its segment, if any, is its
+        /// intent's, held so the send is at least recovered as `unknown`),
+        /// and the relay takes no new sends.
+        var undurable = false
     }
 
     /// When a journal record counts as durable.
@@ -136,7 +141,7 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     // Journal thread's input, guarded by `journalCondition` (its own, so a
     // send handing over an entry wakes the journal thread and not the writer).
     let journalCondition = MonotonicCondition()
-    var journalPending: [(JournalEntry, CheckedContinuation<Void, Never>?)] = []
+    var journalPending: [(JournalEntry, CheckedContinuation<Bool, Never>?)] = []
     var journalBusy = false
     var journalThreadRunning = false
     /// Set by the writer thread as it exits: the journal thread may stop when idle.
@@ -157,6 +162,13 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     var journalCurrentSegment: Int?
     /// `.interval`: appends since the journal thread last took the journal to sync.
     var journalUnsynced = 0
+    /// Rows the journal refused after the writer had exited: given up.
+    var lateUndurable: [Row] = []
+    /// The journal's last write (an append) or its last sync failed; cleared
+    /// by a write, or a sync, or the journal thread's probe that succeeds.
+    /// Guarded by `condition`; ``AuditStatistics/journalFailing`` is either.
+    var journalWriteFailed = false
+    var journalSyncFailed = false
     /// Journal thread only: the segment current at its last trim.
     var lastTrimmedSegment: Int?
 
@@ -176,6 +188,9 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     var lastTake: UInt64 = 0
     /// Rows a failed spool write left behind, retried first.
     var unsettled: [Row] = []
+    /// Not before this is recovering the leftover journal tried again.
+    var nextRecoveryAttempt: UInt64 = 0
+    var recoveryFailureLogged = false
     /// Journal segments a previous run left, for the writer thread to recover.
     var leftoverJournal: [URL] = []
     /// Spool segments holding rows of a format newer than this build knows
@@ -225,18 +240,23 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
 
     /// Journals the send's row and returns once it is durable: appended
     /// (`.interval`, without suspending) or synced (`.always`).
+    /// A completion the journal refuses is still queued for the writer,
+    /// held in memory (see ``Row/undurable``): the send already went out.
     public func sendFinishedDurably(_ event: SendEvent) async {
         if configuration.journalSync == .interval { return appendCompletionToJournal(event) }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        _ = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             enqueueJournal(.completion(event), continuation: continuation)
         }
     }
 
     /// Journals the send's intent and returns once it is durable: appended
-    /// (`.interval`, without suspending) or synced (`.always`).
-    public func sendStarting(_ send: SendDescriptor, startedAt: UInt64) async {
+    /// (`.interval`, without suspending) or synced (`.always`). False, and
+    /// nothing written, while the journal cannot take records (a write or
+    /// sync failed and no probe has succeeded since) or rows of answered
+    /// sends wait in memory only; false too when this write fails.
+    public func sendStarting(_ send: SendDescriptor, startedAt: UInt64) async -> Bool {
         if configuration.journalSync == .interval { return appendIntentToJournal(send, startedAt: startedAt) }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             enqueueJournal(.intent(send, startedAt: startedAt), continuation: continuation)
         }
     }
@@ -248,7 +268,7 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// of a key. Only retries write one: the first attempt is the intent's.
     public func sendRetrying(_ send: SendDescriptor, startedAt: UInt64, attempt: Int) async {
         if configuration.journalSync == .interval { return appendIntentToJournal(send, startedAt: startedAt, attempts: attempt) }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        _ = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             enqueueJournal(.retry(send, startedAt: startedAt, attempt: attempt), continuation: continuation)
         }
     }
@@ -257,12 +277,12 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// `.interval`: every record was appended before its call returned.
     public func waitUntilDurable() async {
         if configuration.journalSync == .interval { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        _ = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             enqueueJournal(.barrier, continuation: continuation)
         }
     }
 
-    private func enqueueJournal(_ entry: JournalEntry, continuation: CheckedContinuation<Void, Never>?) {
+    private func enqueueJournal(_ entry: JournalEntry, continuation: CheckedContinuation<Bool, Never>?) {
         journalCondition.lock()
         journalPending.append((entry, continuation))
         startJournalThreadIfNeeded()
@@ -320,9 +340,18 @@ public struct AuditStatistics: Sendable, Hashable {
     public var written = 0
     public var spooled = 0
     public var replayed = 0
-    /// Rows lost: only when the journal and the spool both failed to write
-    /// and the process then exited. Zero on a healthy disk.
+    /// Rows given up: answered sends whose completion no journal holds and
+    /// that could be neither written nor spooled before the writer exited
+    /// (each logged with its apns-id; a send whose intent was journaled is
+    /// still recovered, as outcome `unknown`). Zero on a healthy disk.
     public var dropped = 0
+    /// The journal's last write or sync failed and no write or probe has
+    /// succeeded since: new sends are refused (503) and `/readyz` fails.
+    public var journalFailing = false
+    /// Rows (and dead-token upserts) of answered sends held in memory only,
+    /// their completion refused by the journal: new sends are refused until
+    /// they are written or spooled.
+    public var undurableRows = 0
     /// Rows Postgres refused for their data, kept in the quarantine file.
     public var quarantined = 0
     /// Rows recovered from a previous run's journal: sends that finished
@@ -364,6 +393,14 @@ public struct AuditStatistics: Sendable, Hashable {
     public var journalSyncChecks = 0
 
     public init() {}
+
+    /// Why new sends are refused, or nil: the journal cannot be written, or
+    /// answered sends' rows wait in memory only.
+    public var durabilityProblem: String? {
+        if journalFailing { return "the audit journal cannot be written (full, read-only or failing disk)" }
+        if undurableRows > 0 { return "\(undurableRows) audit rows of answered sends are in memory only (the journal refused them)" }
+        return nil
+    }
 
     /// True when rows have been behind for over `limit` seconds although
     /// Postgres accepted a connection meanwhile: the fault is this relay's

@@ -109,6 +109,9 @@ extension IngressError {
             self.init(status: 500, type: .credentials, message: "the relay could not sign for this app: \(message)")
         case .configuration(let message):
             self.init(status: 400, type: .invalidRequest, message: message)
+        case .auditUnavailable(let message):
+            self.init(status: 503, type: .unavailable, message: "\(message); retry later")
+            retryAfter = 5
         }
         apnsID = failure.apnsID
         attempts = failure.attempts

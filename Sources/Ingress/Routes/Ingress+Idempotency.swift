@@ -91,6 +91,13 @@ extension Ingress {
         guard let store = idempotency else {
             throw Self.storeUnavailable(keyed, "idempotency keys need the audit database (audit.database_url)", retryAfter: 30)
         }
+        // Answered on this relay while the store was away: that answer,
+        // whatever the store's lease on the key says meanwhile.
+        if let held = unsettledKeys.answer(for: keyed.claim) {
+            guard held.claim.requestHash == keyed.claim.requestHash else { throw Self.keyReused(keyed) }
+            onReplay?(keyed.app)
+            return .replay(held.answer)
+        }
         let verdict: IdempotencyVerdict
         do {
             verdict = try await store.claim(keyed.claim)
@@ -181,9 +188,19 @@ extension Ingress {
                 try await store.release(keyed.claim)
             }
         } catch {
-            logger.error("idempotency key answer could not be stored; a repeat is refused until the claim's lease ends", metadata: [
+            guard let answer else {
+                logger.error("idempotency key could not be given back; a repeat is refused until the claim's lease ends", metadata: [
+                    "caller": "\(keyed.claim.caller)", "error": "\(error)",
+                ])
+                return nil
+            }
+            // The send went out: its answer must not be lost with the store
+            // away, or the key sends again once its lease ends. Held here
+            // (repeats on this relay get it) and recorded when the store answers.
+            logger.error("idempotency key answer could not be stored; held and recorded once the store answers", metadata: [
                 "caller": "\(keyed.claim.caller)", "error": "\(error)",
             ])
+            unsettledKeys.hold(keyed.claim, answer, store: store, logger: logger)
         }
         return answer
     }

@@ -10,17 +10,21 @@
 public protocol DurableSendObserver: RelayObserver {
     /// Called once per send before its first attempt leaves. Returns once the
     /// intent is durable, so a crash after APNs answered (and before the
-    /// result was recorded) still leaves a trace of the send.
-    func sendStarting(_ send: SendDescriptor, startedAt: UInt64) async
+    /// result was recorded) still leaves a trace of the send. Returns false
+    /// when it could not be made durable (the journal's disk refused, or
+    /// rows of answered sends wait in memory only): the send must then not
+    /// leave, since nothing would prove it did.
+    func sendStarting(_ send: SendDescriptor, startedAt: UInt64) async -> Bool
     /// ``sendStarting(_:startedAt:)`` for several sends about to start
     /// together (a batch's): returns once every intent is durable. The
     /// default records them one by one; the audit journal appends them with
-    /// one write.
-    func sendsStarting(_ sends: [SendIntent]) async
+    /// one write. False: none of them is durable, none may leave.
+    func sendsStarting(_ sends: [SendIntent]) async -> Bool
     /// Called before attempt `attempt` (2, 3, …) of a send whose intent was
     /// recorded leaves; returns once that is durable, so a send the relay
     /// never finished is recovered with every attempt that may have reached
     /// APNs (the intent stands for the first). The default records nothing.
+    /// The attempt leaves either way: the send is already out.
     func sendRetrying(_ send: SendDescriptor, startedAt: UInt64, attempt: Int) async
     /// Called instead of ``RelayObserver/sendFinished(_:)`` where the send can
     /// wait; returns once the event is durable. The caller answers after it.
@@ -50,8 +54,9 @@ public struct SendIntent: Sendable {
 extension DurableSendObserver {
     public func sendRetrying(_ send: SendDescriptor, startedAt: UInt64, attempt: Int) async {}
 
-    public func sendsStarting(_ sends: [SendIntent]) async {
-        for intent in sends { await sendStarting(intent.send, startedAt: intent.startedAt) }
+    public func sendsStarting(_ sends: [SendIntent]) async -> Bool {
+        for intent in sends where !(await sendStarting(intent.send, startedAt: intent.startedAt)) { return false }
+        return true
     }
 
     public func sendsFinishedDurably(_ events: [SendEvent]) async {

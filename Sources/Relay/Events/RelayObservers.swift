@@ -45,9 +45,11 @@ struct RelayObservers: Sendable {
         for observer in durable { await observer.sendsFinishedDurably(events) }
     }
 
-    /// Records a send's intent with every durable observer.
-    func recordIntent(_ send: SendDescriptor, startedAt: UInt64) async {
-        for observer in durable { await observer.sendStarting(send, startedAt: startedAt) }
+    /// Records a send's intent with every durable observer; false when one
+    /// of them could not make it durable (the send must not leave).
+    func recordIntent(_ send: SendDescriptor, startedAt: UInt64) async -> Bool {
+        for observer in durable where !(await observer.sendStarting(send, startedAt: startedAt)) { return false }
+        return true
     }
 
     /// Records that a send's attempt `attempt` (2, 3, …) is about to leave, with every durable observer.
@@ -55,10 +57,12 @@ struct RelayObservers: Sendable {
         for observer in durable { await observer.sendRetrying(send, startedAt: startedAt, attempt: attempt) }
     }
 
-    /// Records the intents of several sends with every durable observer, together.
-    func recordIntents(_ sends: [SendIntent]) async {
-        guard !sends.isEmpty else { return }
-        for observer in durable { await observer.sendsStarting(sends) }
+    /// Records the intents of several sends with every durable observer,
+    /// together; false when they could not be made durable (none may leave).
+    func recordIntents(_ sends: [SendIntent]) async -> Bool {
+        guard !sends.isEmpty else { return true }
+        for observer in durable where !(await observer.sendsStarting(sends)) { return false }
+        return true
     }
 
     /// Waits until every durable observer holds what it was given.

@@ -89,7 +89,9 @@ struct SendRun: Sendable {
         // The intent is durable before anything leaves: if the relay dies
         // after APNs answered and before the result is recorded, the send
         // still gets a row (outcome `unknown`) instead of none.
-        await client.observers.recordIntent(descriptor, startedAt: startedAt)
+        // And when it cannot be made durable, nothing leaves: a send the
+        // relay could not prove it made is refused (503), not sent blind.
+        guard await client.observers.recordIntent(descriptor, startedAt: startedAt) else { throw refuseUndurable() }
         return try await executeAnnounced()
     }
 

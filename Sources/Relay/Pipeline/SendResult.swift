@@ -39,6 +39,10 @@ public struct SendFailure: Error, Sendable, CustomStringConvertible {
         case invalidSnapshot(SnapshotValidationError)
         /// The request names an app or environment the relay does not serve.
         case configuration(String)
+        /// Nothing was sent: the send's intent could not be made durable
+        /// (the audit journal's write or sync failed), so no row could
+        /// prove it went out. Retry later.
+        case auditUnavailable(String)
     }
 
     public var cause: Cause
@@ -71,6 +75,7 @@ public struct SendFailure: Error, Sendable, CustomStringConvertible {
         case deadlineExceeded = "deadline_exceeded"
         case invalidSnapshot = "InvalidSnapshot"
         case configuration
+        case auditUnavailable = "audit_unavailable"
     }
 
     /// Every `error_type` a failure can carry, by construction: APNs reasons
@@ -94,6 +99,7 @@ public struct SendFailure: Error, Sendable, CustomStringConvertible {
         case .deadlineExceeded: OwnErrorType.deadlineExceeded.rawValue
         case .invalidSnapshot: OwnErrorType.invalidSnapshot.rawValue
         case .configuration: OwnErrorType.configuration.rawValue
+        case .auditUnavailable: OwnErrorType.auditUnavailable.rawValue
         }
     }
 
@@ -106,6 +112,7 @@ public struct SendFailure: Error, Sendable, CustomStringConvertible {
         case .deadlineExceeded: "deadline exceeded after \(attempts) attempt(s)"
         case .invalidSnapshot(let error): "\(error)"
         case .configuration(let message): message
+        case .auditUnavailable(let message): message
         }
     }
 }

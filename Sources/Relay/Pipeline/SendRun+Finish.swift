@@ -55,6 +55,7 @@ extension SendRun {
         case .cancelled: .cancelled
         case .transport, .credentials, .deadlineExceeded: .failed
         case .invalidSnapshot, .configuration: .rejected
+        case .auditUnavailable: .failed
         }
         if span.isRecording {
             span.attributes["apns.attempts"] = attempt
@@ -70,6 +71,28 @@ extension SendRun {
             attempts: attempt, trapHits: trapHits, latencySeconds: latency, startedAt: startedAt,
             finishedAt: finishedAt, apnsUniqueID: nil, unregisteredAt: error?.unregisteredAt,
             dropsToken: error?.dropsToken ?? false, attemptLog: attemptLog, deadToken: deadToken(error)))
+        return failure
+    }
+
+    /// Ends a send whose intent could not be made durable, before its first
+    /// attempt: nothing was sent. Only the plain observers (metrics) hear
+    /// of it: the journal that refused its intent would refuse its row too,
+    /// and a row held in memory for every refusal would grow without bound
+    /// while the disk stays full.
+    func refuseUndurable() -> SendFailure {
+        let finishedAt = UnixTime.nowNanoseconds()
+        let failure = SendFailure(
+            cause: .auditUnavailable("the audit journal cannot be written (its disk is full, read-only or failing): nothing was sent"),
+            apnsID: request.apnsID, attempts: 0, latencyMilliseconds: elapsedSeconds * 1000, trapHits: [],
+            timestamp: Int64(finishedAt / 1_000_000))
+        span.attributes["error.type"] = failure.errorType
+        span.setStatus(SpanStatus(code: .error, message: failure.errorType))
+        span.end()
+        client.observers.publishToPlainObservers(SendEvent(
+            send: descriptor, outcome: .failed, status: nil, reason: nil, errorType: failure.errorType,
+            attempts: 0, trapHits: [], latencySeconds: elapsedSeconds, startedAt: startedAt,
+            finishedAt: finishedAt, apnsUniqueID: nil, unregisteredAt: nil,
+            dropsToken: false, attemptLog: [], deadToken: nil))
         return failure
     }
 

@@ -84,7 +84,17 @@ extension RelayService {
         }
         if refused > 0 { inFlight.subtract(refused, ordering: .acquiringAndReleasing) }
         // Every client of one relay shares the observers: the intents go in one call.
-        await observers.recordIntents(intents)
+        guard await observers.recordIntents(intents) else {
+            // Not durable: none of them leaves (each is refused, 503).
+            var started = 0
+            results = results.map { result in
+                guard case .success(let send) = result else { return result }
+                started += 1
+                return .failure(send.run.refuseUndurable())
+            }
+            if started > 0 { inFlight.subtract(started, ordering: .acquiringAndReleasing) }
+            return results
+        }
         return results
     }
 
