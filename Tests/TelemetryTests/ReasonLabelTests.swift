@@ -41,6 +41,7 @@ struct ReasonLabelTests {
             case .deadlineExceeded: failures.append(.deadlineExceeded)
             case .invalidSnapshot: failures.append(.invalidSnapshot(SnapshotValidationError(issues: [])))
             case .configuration: failures.append(.configuration("no such app"))
+            case .auditUnavailable: failures.append(.auditUnavailable("the journal cannot be written"))
             }
         }
         var labels = Set<String>()

@@ -267,7 +267,7 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// `unknown` row saying `attempt` attempts; recovery keeps the last intent
     /// of a key. Only retries write one: the first attempt is the intent's.
     public func sendRetrying(_ send: SendDescriptor, startedAt: UInt64, attempt: Int) async {
-        if configuration.journalSync == .interval { return appendIntentToJournal(send, startedAt: startedAt, attempts: attempt) }
+        if configuration.journalSync == .interval { appendIntentToJournal(send, startedAt: startedAt, attempts: attempt); return }
         _ = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             enqueueJournal(.retry(send, startedAt: startedAt, attempt: attempt), continuation: continuation)
         }
