@@ -72,6 +72,9 @@ public final class Ingress: Sendable {
     let idempotency: (any IdempotencyStore)?
     /// Answers of keyed sends the store could not record yet.
     let unsettledKeys = UnsettledKeyAnswers()
+
+    /// Stops recording held idempotency answers (the drain); returns how many were left.
+    public func stopSettlingKeys() -> Int { unsettledKeys.stop() }
     /// Called with the app of each send answered from an earlier one's key (a metric).
     let onReplay: (@Sendable (_ app: String) -> Void)?
     let tracer: any Tracer

@@ -51,7 +51,7 @@ public final class PostgresIdempotencyStore: IdempotencyStore {
                     claim.caller, claim.keyHash, claim.requestHash, claim.token, String(at), String(self.leaseSeconds), String(self.windowSeconds),
                 ])
                 if !inserted.rows.isEmpty { return .claimed }
-                let found = try connection.execute(Self.readSQL, [claim.caller, claim.keyHash])
+                let found = try connection.execute(Self.readSQL, [claim.caller, claim.keyHash, String(at)])
                 // Purged between the two statements: claim again.
                 guard let row = found.rows.first else { continue }
                 return Self.verdict(row, claim: claim)
@@ -65,6 +65,16 @@ public final class PostgresIdempotencyStore: IdempotencyStore {
         try await run { connection in
             try connection.execute(Self.completeSQL, [
                 claim.caller, claim.keyHash, claim.token, answer.apnsID, answer.status.map(String.init), answer.reason, String(answer.attempts),
+                String(answer.httpStatus), headers, String(decoding: answer.body, as: UTF8.self),
+            ])
+        }
+    }
+
+    public func settle(_ claim: IdempotencyClaim, over owner: String, answer: IdempotentAnswer) async throws {
+        let headers = JSONValue.array(answer.headers.map { .array([.string($0.name), .string($0.value)]) }).encodedString()
+        try await run { connection in
+            try connection.execute(Self.settleSQL, [
+                claim.caller, claim.keyHash, owner, answer.apnsID, answer.status.map(String.init), answer.reason, String(answer.attempts),
                 String(answer.httpStatus), headers, String(decoding: answer.body, as: UTF8.self),
             ])
         }
@@ -108,13 +118,42 @@ public final class PostgresIdempotencyStore: IdempotencyStore {
             lease_until = EXCLUDED.lease_until, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,
             apns_id = NULL, status = NULL, reason = NULL, attempts = NULL,
             answer_status = NULL, answer_headers = NULL, answer_body = NULL
-        WHERE k.expires_at <= EXCLUDED.created_at OR (k.state = 'in_flight' AND k.lease_until <= EXCLUDED.created_at)
+        WHERE k.expires_at <= EXCLUDED.created_at
+           OR (k.state = 'in_flight' AND k.lease_until <= EXCLUDED.created_at AND NOT EXISTS (\(sentSQL)))
         RETURNING 1
         """
 
+    /// The audit row of the send that holds key `k`, if it finished: a lease
+    /// that ran out without an answer recorded is claimed over only when
+    /// there is none, so a send whose answer the store missed (Postgres
+    /// away when it was answered) is never sent twice. Its rows reach the
+    /// table from the relay's journal; `apns_audit_idempotency_key` (0008)
+    /// makes this an index probe.
+    static let sentSQL = """
+        SELECT 1 FROM apns_audit a
+        WHERE a.caller = k.caller AND a.idempotency_key_hash = k.key_hash AND a.recorded_at >= k.created_at
+        """
+
+    /// The key's row and, when its lease ran out with no answer recorded,
+    /// the audit row of its send (see ``sentSQL``).
     static let readSQL = """
-        SELECT request_hash, state, apns_id, status, reason, attempts, answer_status, answer_headers, answer_body, owner
-        FROM apns_idempotency_keys WHERE caller = $1 AND key_hash = $2
+        SELECT k.request_hash, k.state, k.apns_id, k.status, k.reason, k.attempts, k.answer_status, k.answer_headers, k.answer_body, k.owner,
+               a.apns_id, a.outcome, a.status, a.reason, a.error_type, a.attempts, a.latency_ms, a.retried,
+               array_to_string(a.trap_ids, ','), a.apns_unique_id
+        FROM apns_idempotency_keys k
+        LEFT JOIN LATERAL (
+            SELECT * FROM apns_audit a
+            WHERE k.state = 'in_flight' AND k.lease_until <= to_timestamp($3::double precision / 1000)
+              AND a.caller = k.caller AND a.idempotency_key_hash = k.key_hash AND a.recorded_at >= k.created_at
+            ORDER BY a.recorded_at LIMIT 1
+        ) a ON true
+        WHERE k.caller = $1 AND k.key_hash = $2
+        """
+
+    static let settleSQL = """
+        UPDATE apns_idempotency_keys SET state = 'done', apns_id = $4, status = $5::integer, reason = $6, attempts = $7::integer,
+            answer_status = $8::integer, answer_headers = $9, answer_body = $10
+        WHERE caller = $1 AND key_hash = $2 AND owner = $3 AND state = 'in_flight'
         """
 
     static let completeSQL = """
@@ -127,7 +166,11 @@ public final class PostgresIdempotencyStore: IdempotencyStore {
         guard row[0] == claim.requestHash else { return .reused }
         // This claim's own row: its INSERT committed before the connection
         // broke and the claim was run again on a fresh one.
-        guard row[1] == "done" else { return row[9] == claim.token ? .claimed : .inFlight }
+        guard row[1] == "done" else {
+            if row[9] == claim.token { return .claimed }
+            if let sent = recoveredSend(row) { return .recovered(sent) }
+            return .inFlight
+        }
         var headers: [(name: String, value: String)] = []
         if let text = row[7], case .array(let pairs)? = try? JSONParser.parse(Array(text.utf8)) {
             for pair in pairs {
@@ -139,6 +182,15 @@ public final class PostgresIdempotencyStore: IdempotencyStore {
         return .done(IdempotentAnswer(
             apnsID: row[2], status: row[3].flatMap { Int($0) }, reason: row[4], attempts: row[5].flatMap { Int($0) } ?? 0,
             httpStatus: row[6].flatMap { Int($0) } ?? 200, headers: headers, body: Array((row[8] ?? "").utf8)))
+    }
+
+    /// The audit row ``readSQL`` joined to an `in_flight` key, if any.
+    static func recoveredSend(_ row: [String?]) -> IdempotencyRecoveredSend? {
+        guard row.count >= 20, let owner = row[9], let apnsID = row[10], let outcome = row[11] else { return nil }
+        return IdempotencyRecoveredSend(
+            owner: owner, apnsID: apnsID, outcome: outcome, status: row[12].flatMap { Int($0) }, reason: row[13], errorType: row[14],
+            attempts: row[15].flatMap { Int($0) } ?? 0, latencyMilliseconds: row[16].flatMap { Double($0) } ?? 0, retried: row[17] == "t",
+            trapIDs: (row[18] ?? "").split(separator: ",").map(String.init), apnsUniqueID: row[19])
     }
 
     /// Runs `body` on the store's queue with a pooled connection.

@@ -117,6 +117,23 @@ extension Ingress {
         case .done(let answer):
             onReplay?(keyed.app)
             return .replay(answer)
+        case .recovered(let sent):
+            // Sent and answered, its answer never recorded: the audit row
+            // is what went out. Answered from it; the key is settled so the
+            // next repeat reads it without the audit.
+            let answer = Self.recoveredAnswer(sent)
+            do {
+                try await store.settle(keyed.claim, over: sent.owner, answer: answer)
+            } catch {
+                logger.warning("idempotency key answered from its audit row but not settled; the next repeat reads the row again", metadata: [
+                    "caller": "\(keyed.claim.caller)", "apns_id": "\(sent.apnsID)", "error": "\(error)",
+                ])
+            }
+            logger.notice("idempotency key answered from its send's audit row (its answer was never recorded); nothing sent again", metadata: [
+                "caller": "\(keyed.claim.caller)", "apns_id": "\(sent.apnsID)", "outcome": "\(sent.outcome)",
+            ])
+            onReplay?(keyed.app)
+            return .replay(answer)
         case .inFlight:
             var error = IngressError(
                 status: 409, type: .idempotencyKeyInFlight,
@@ -209,6 +226,36 @@ extension Ingress {
         IdempotentAnswer(
             apnsID: apnsID, status: status, reason: reason, attempts: attempts, httpStatus: response.status,
             headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
+    }
+
+    /// The answer of a send recovered from its audit row: the success
+    /// answer `/v1/send` gives, or for any other outcome an error naming the
+    /// first send's apns-id, outcome and reason. Never a cue to send again:
+    /// a send that ended `unknown` (the relay stopped mid-send) may have
+    /// reached the device.
+    static func recoveredAnswer(_ sent: IdempotencyRecoveredSend) -> IdempotentAnswer {
+        let apnsID = APNsID(sent.apnsID)
+        if sent.outcome == SendOutcome.success.rawValue, let apnsID {
+            let result = SendResult(
+                apnsID: apnsID, status: sent.status ?? 200, timestamp: 0, attempts: sent.attempts, latencyMilliseconds: sent.latencyMilliseconds,
+                trapHits: sent.trapIDs.map(TrapID.init(rawValue:)), apnsUniqueID: sent.apnsUniqueID)
+            return answer(successResponse(result), apnsID: sent.apnsID, status: sent.status, reason: nil, attempts: sent.attempts)
+        }
+        var error: IngressError
+        let what = "the first send with this key (apns-id \(sent.apnsID)) ended \(sent.outcome)\(sent.reason.map { " (\($0))" } ?? "")"
+        if sent.outcome == SendOutcome.rejected.rawValue, let status = sent.status, (400..<500).contains(status) {
+            error = IngressError(status: status, type: .apnsRejected, message: "\(what); nothing was sent again")
+        } else {
+            error = IngressError(
+                status: 502, type: .upstream,
+                message: "\(what); it may have reached the device, so nothing was sent again (use a new key to send anew)")
+        }
+        error.reason = sent.reason
+        error.apnsStatus = sent.status
+        error.apnsID = apnsID
+        error.attempts = sent.attempts
+        error.trapHits = sent.trapIDs.map(TrapID.init(rawValue:))
+        return answer(error.response, apnsID: sent.apnsID, status: sent.status, reason: sent.reason, attempts: sent.attempts)
     }
 
     /// The first answer again, marked as a replay.

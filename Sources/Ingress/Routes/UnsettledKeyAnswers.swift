@@ -23,6 +23,8 @@ final class UnsettledKeyAnswers: Sendable {
     static let limit = 100_000
 
     private let entries = Mutex<(byKey: [String: Entry], order: [String], retrying: Bool)>(([:], [], false))
+    /// The task recording held answers, while one runs; nil once stopped.
+    private let recorder = Mutex<(task: Task<Void, Never>?, stopped: Bool)>((nil, false))
 
     /// The answer held for the key `claim` names (its caller's hash), if any.
     func answer(for claim: IdempotencyClaim) -> Entry? {
@@ -46,7 +48,25 @@ final class UnsettledKeyAnswers: Sendable {
             return !state.retrying
         }
         guard start else { return }
-        Task { await self.retry(store: store, logger: logger) }
+        recorder.withLock { state in
+            guard !state.stopped else { return }
+            state.task = Task { await self.retry(store: store, logger: logger) }
+        }
+    }
+
+    /// Stops recording at drain. Answers still held are not lost to a
+    /// repeat: their sends' audit rows are durable (journal, spool or
+    /// table), and a repeat after the lease is answered from the row
+    /// (``IdempotencyVerdict/recovered(_:)``). Returns how many were held.
+    @discardableResult
+    func stop() -> Int {
+        let task = recorder.withLock { state in
+            state.stopped = true
+            defer { state.task = nil }
+            return state.task
+        }
+        task?.cancel()
+        return count
     }
 
     /// Records every held answer in the store, waiting longer after each
@@ -55,6 +75,7 @@ final class UnsettledKeyAnswers: Sendable {
         var delay = 0.2
         while true {
             try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+            if Task.isCancelled { return }
             let pending = entries.withLock { state in state.order.compactMap { state.byKey[$0] } }
             var recorded: [String] = []
             for entry in pending {

@@ -21,6 +21,21 @@ public struct SendResult: Sendable, Hashable {
     public var channelID: String?
     /// The response body when APNs sent one (channel list).
     public var body: [UInt8]
+
+    public init(
+        apnsID: APNsID, status: Int, timestamp: Int64, attempts: Int, latencyMilliseconds: Double, trapHits: [TrapID],
+        apnsUniqueID: String? = nil, channelID: String? = nil, body: [UInt8] = []
+    ) {
+        self.apnsID = apnsID
+        self.status = status
+        self.timestamp = timestamp
+        self.attempts = attempts
+        self.latencyMilliseconds = latencyMilliseconds
+        self.trapHits = trapHits
+        self.apnsUniqueID = apnsUniqueID
+        self.channelID = channelID
+        self.body = body
+    }
 }
 
 /// A send that did not succeed. Carries the same fields as ``SendResult``

@@ -66,6 +66,10 @@ public enum IdempotencyVerdict: Sendable, Hashable {
     case reused
     /// The first send's answer: give it back, send nothing.
     case done(IdempotentAnswer)
+    /// The key's lease ran out with no answer recorded, but the audit holds
+    /// the row of its send: answer from that row (and settle the key with
+    /// ``IdempotencyStore/settle(_:over:answer:)``), send nothing.
+    case recovered(IdempotencyRecoveredSend)
 }
 
 /// Where the ingress keeps `Idempotency-Key`s, so a repeated key is answered
@@ -84,4 +88,8 @@ public protocol IdempotencyStore: Sendable {
     /// Gives a claimed key back unused: nothing was sent (refused before the
     /// first attempt), so a retry with the key may send.
     func release(_ claim: IdempotencyClaim) async throws
+    /// Records `answer` for a key whose send was ``IdempotencyVerdict/recovered(_:)``
+    /// from the audit, over the claim `owner` that sent it (and never
+    /// recorded its answer). A key another request settled meanwhile is left alone.
+    func settle(_ claim: IdempotencyClaim, over owner: String, answer: IdempotentAnswer) async throws
 }

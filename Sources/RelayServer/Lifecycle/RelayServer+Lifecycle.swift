@@ -76,6 +76,10 @@ extension RelayServer {
                 logger.error("sends still running when the audit writer stopped; their rows stay in the journal for the next start", metadata: ["sends": "\(service.sendsInFlight)"])
             }
             purge?.cancel()
+            let unsettled = ingress.stopSettlingKeys()
+            if unsettled > 0 {
+                logger.warning("idempotency answers the store never took; repeats of their keys are answered from the audit rows", metadata: ["keys": "\(unsettled)"])
+            }
             await audit.shutdown()
             let statistics = audit.statistics
             logger.notice("drained", metadata: [
