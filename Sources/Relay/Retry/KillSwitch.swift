@@ -1,10 +1,5 @@
+import RelayBasics
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// The retry kill switch: while engaged, every send gets zero retries,
 /// whatever its policy says.
@@ -30,7 +25,7 @@ public final class KillSwitch: Sendable {
 
     /// Reads the process environment.
     public convenience init() {
-        self.init(environment: { name in getenv(name).map { String(cString: $0) } })
+        self.init(environment: ProcessEnvironment.value)
     }
 
     /// Reads variables through `environment` (tests pass a dictionary lookup).

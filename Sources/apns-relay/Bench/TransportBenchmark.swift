@@ -4,10 +4,6 @@ import HTTP2
 import MockAPNs
 import RelayBasics
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Measures the HTTP/2 client against h2load on one mock APNs.
 struct TransportBenchmark {
     let requests: Int
@@ -168,7 +164,7 @@ struct TransportBenchmark {
     static func residentMegabytes() -> Double {
         guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
         let pages = Double(statm.split(separator: " ")[1]) ?? 0
-        return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+        return pages * SystemInfo.pageSize / 1_048_576
     }
 }
 
