@@ -219,13 +219,14 @@ public final class RelayMetrics: RelayObserver, Sendable {
             if logDropped > seen { logCounter.increment(by: Int64(logDropped - seen)) }
             seen = max(seen, logDropped)
         }
-        ProcessMetrics.update(self)
+        process.update(self)
     }
 
     /// The process' log lines dropped so far (the standard error sink's; a
     /// test may read its own sink instead).
     private let logLinesDropped: @Sendable () -> Int
     private let logDroppedTotal = Mutex<Int>(0)
+    private let process = ProcessMetrics()
 
     private let auditTotals = Mutex<[String: Int]>([:])
     private let notSentTotals = Mutex<[String: Int]>([:])
