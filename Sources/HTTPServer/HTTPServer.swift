@@ -55,7 +55,7 @@ public final class HTTPServer: Sendable {
     /// Renders an error the server answers itself: status, a stable `type`
     /// (`InvalidRequest`, `PayloadTooLarge`, `NotImplemented`, `Draining`), a message,
     /// and the header at fault when one is (a control character in its value).
-    public typealias ErrorRenderer = @Sendable (_ status: Int, _ type: String, _ message: String, _ field: String?) -> HTTPResponse
+    public typealias ErrorRenderer = @Sendable (_ status: Int, _ type: HTTPRefusalType, _ message: String, _ field: String?) -> HTTPResponse
 
     /// Adjusts a response before it is sent; `request` has no body.
     public typealias ResponseFinisher = @Sendable (_ request: HTTPRequest, _ response: inout HTTPResponse) -> Void
@@ -63,7 +63,7 @@ public final class HTTPServer: Sendable {
     /// `{"error":{"type":…,"message":…}}`, the envelope the ingress answers with.
     public static let jsonErrorEnvelope: ErrorRenderer = { status, type, message, field in
         let fieldMember = field.map { #","field":\#(jsonString($0))"# } ?? ""
-        return .json(status, Array(#"{"error":{"type":\#(jsonString(type)),"message":\#(jsonString(message))\#(fieldMember)}}"#.utf8))
+        return .json(status, Array(#"{"error":{"type":\#(jsonString(type.rawValue)),"message":\#(jsonString(message))\#(fieldMember)}}"#.utf8))
     }
 
     /// `text` as a JSON string literal, quotes included.
@@ -135,7 +135,7 @@ public final class HTTPServer: Sendable {
             // Past the drain timeout, or a request that came in just before the
             // intake closed: answer what is left (libmicrohttpd cannot stop with
             // suspended connections) and give it a moment to go out.
-            var draining = daemon.core.configuration.errorRenderer(503, "Draining", "the relay stopped before this request finished", nil)
+            var draining = daemon.core.configuration.errorRenderer(503, .draining, "the relay stopped before this request finished", nil)
             draining.headers.append(HTTPHeader("retry-after", "1"))
             daemon.resumeSuspended(with: draining)
             let flushed = clock.now + .seconds(2)

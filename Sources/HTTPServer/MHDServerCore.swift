@@ -53,7 +53,7 @@ final class MHDServerCore: Sendable {
     /// The server's own refusal, in the configured error envelope and
     /// closing the connection (after a framing error nothing else on it can
     /// be trusted).
-    func refusal(_ status: Int, _ type: String, _ message: String, field: String? = nil) -> HTTPResponse {
+    func refusal(_ status: Int, _ type: HTTPRefusalType, _ message: String, field: String? = nil) -> HTTPResponse {
         var response = configuration.errorRenderer(status, type, message, field)
         response.headers.append(HTTPHeader("connection", "close"))
         return response

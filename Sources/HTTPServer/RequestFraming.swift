@@ -18,7 +18,7 @@ enum RequestFraming {
     /// Why a request head is refused.
     struct Refusal: Equatable, Sendable {
         var status: Int
-        var type: String
+        var type: HTTPRefusalType
         var message: String
         /// The header at fault, when one header is.
         var field: String? = nil
@@ -77,7 +77,7 @@ enum RequestFraming {
             let value = coding.value.trimmingSpaces()
             guard value.lowercased() == "chunked" else {
                 return Refusal(
-                    status: 501, type: "NotImplemented",
+                    status: 501, type: .notImplemented,
                     message: "Transfer-Encoding \(quoted(value)) is not supported; send the body with Content-Length or Transfer-Encoding: chunked")
             }
         }
@@ -89,7 +89,7 @@ enum RequestFraming {
             // Over 18 digits cannot fit an Int, and is over any limit anyway.
             if digits.utf8.count > 18 || Int(digits).map({ $0 > maximumBodyBytes }) ?? true {
                 return Refusal(
-                    status: 413, type: "PayloadTooLarge",
+                    status: 413, type: .payloadTooLarge,
                     message: "the declared Content-Length is over the \(maximumBodyBytes)-byte limit")
             }
         }
@@ -97,7 +97,7 @@ enum RequestFraming {
     }
 
     private static func invalid(_ message: String, field: String? = nil) -> Refusal {
-        Refusal(status: 400, type: "InvalidRequest", message: message, field: field)
+        Refusal(status: 400, type: .invalidRequest, message: message, field: field)
     }
 
     /// tchar (RFC 9110 §5.6.2): letters, digits and !#$%&'*+-.^_`|~

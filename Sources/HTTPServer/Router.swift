@@ -86,11 +86,11 @@ public struct Router: Sendable {
             return await handler(request)
         case .methodNotAllowed(let allowed):
             let allow = allowed.joined(separator: ", ")
-            var response = errors(405, "MethodNotAllowed", "use \(allow)", nil)
+            var response = errors(405, .methodNotAllowed, "use \(allow)", nil)
             response.headers.append(HTTPHeader("allow", allow))
             return response
         case .notFound:
-            return errors(404, "NotFound", "no route for this path", nil)
+            return errors(404, .notFound, "no route for this path", nil)
         }
     }
 

@@ -48,7 +48,7 @@ extension IngressError {
             field = documented
             message = message.replacing("'\(named)'", with: "'\(documented)'")
         }
-        return IngressError(status: status, type: Code(rawValue: type), message: message, field: field).response
+        return IngressError(status: status, type: Code(type), message: message, field: field).response
     }
 
     /// Request headers docs/api.md spells other than in lowercase, by their lowercase name.

@@ -214,7 +214,7 @@ struct HardeningTests {
     @Test("the error renderer words the server's own errors")
     func customRenderer() async throws {
         let server = try Self.server { configuration in
-            configuration.errorRenderer = { status, type, message, _ in .text(status, "custom \(type): \(message)") }
+            configuration.errorRenderer = { status, type, message, _ in .text(status, "custom \(type.rawValue): \(message)") }
         }
         let answer = try await RawHTTP.exchange(port: server.port, "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n")
         #expect(answer.status == 501)
@@ -224,12 +224,12 @@ struct HardeningTests {
 
     @Test("the default envelope escapes what it quotes")
     func envelopeEscapes() throws {
-        let response = HTTPServer.jsonErrorEnvelope(400, "InvalidRequest", "name 'a\"b\\c\u{1}\n' bad", nil)
+        let response = HTTPServer.jsonErrorEnvelope(400, .invalidRequest, "name 'a\"b\\c\u{1}\n' bad", nil)
         let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: [String: String]]
         #expect(object?["error"]?["message"] == "name 'a\"b\\c\u{1}\n' bad")
         #expect(object?["error"]?["type"] == "InvalidRequest")
         #expect(object?["error"]?["field"] == nil)
-        let named = HTTPServer.jsonErrorEnvelope(400, "InvalidRequest", "bad header", "x-\"a\"")
+        let named = HTTPServer.jsonErrorEnvelope(400, .invalidRequest, "bad header", "x-\"a\"")
         let namedObject = try JSONSerialization.jsonObject(with: Data(named.body)) as? [String: [String: String]]
         #expect(namedObject?["error"]?["field"] == "x-\"a\"")
     }

@@ -43,7 +43,7 @@ struct RouterTests {
 
     @Test("404 and 405 are worded by the error renderer the server is configured with")
     func renderer() async {
-        let renderer: HTTPServer.ErrorRenderer = { status, type, message, _ in .text(status, "\(type): \(message)") }
+        let renderer: HTTPServer.ErrorRenderer = { status, type, message, _ in .text(status, "\(type.rawValue): \(message)") }
         let response = await Self.router().respond(to: HTTPRequest(method: "GET", path: "/3/device/x"), errors: renderer)
         #expect(response.status == 405)
         #expect(Self.text(response) == "MethodNotAllowed: use POST, PUT")

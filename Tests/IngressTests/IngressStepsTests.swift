@@ -145,14 +145,23 @@ struct IngressStepsTests {
     @Test("the server's own refusals and the router's 404/405 come in the ingress envelope, byte for byte as before")
     func serverErrors() async {
         let renderer = IngressError.serverErrorRenderer
-        let tooLarge = renderer(413, "PayloadTooLarge", "request body is over the 10-byte limit", nil)
+        let tooLarge = renderer(413, .payloadTooLarge, "request body is over the 10-byte limit", nil)
         #expect(Self.body(tooLarge) == #"{"error":{"type":"PayloadTooLarge","message":"request body is over the 10-byte limit"}}"#)
-        let badHeader = renderer(400, "InvalidRequest", "a \"quoted\" control", "x-h")
+        let badHeader = renderer(400, .invalidRequest, "a \"quoted\" control", "x-h")
         #expect(Self.body(badHeader) == #"{"error":{"type":"InvalidRequest","message":"a \"quoted\" control","field":"x-h"}}"#)
         #expect(badHeader.headers.map(\.name) == ["content-type"])
         // The same bytes as HTTPServer's own envelope, which the metrics listener uses.
-        for (status, type, message, field) in [(404, "NotFound", "no route for this path", String?.none), (400, "InvalidRequest", "tab\there", "path")] {
+        for (status, type, message, field) in [(404, HTTPRefusalType.notFound, "no route for this path", String?.none), (400, .invalidRequest, "tab\there", "path")] {
             #expect(renderer(status, type, message, field).body == HTTPServer.jsonErrorEnvelope(status, type, message, field).body)
+        }
+    }
+
+    @Test("every refusal the HTTP server can give maps to an ingress code of the same wire name, one of the documented set")
+    func serverRefusalsAreCodes() {
+        for refusal in HTTPRefusalType.allCases {
+            let code = IngressError.Code(refusal)
+            #expect(code.rawValue == refusal.rawValue)
+            #expect(IngressError.Code.all.contains(code), "\(refusal)")
         }
     }
 }

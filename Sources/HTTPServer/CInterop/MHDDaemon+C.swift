@@ -197,7 +197,7 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
             // so a slow reader's error answer is not cut (the idle timeout still is).
             core.deadlines.requestReceived(connection)
             let message = "the request target has a malformed percent-escape, bytes that are not UTF-8, or an encoded control character"
-            return queue(core.refusal(400, "InvalidRequest", message, field: undecodable), for: exchange, on: connection, core: core)
+            return queue(core.refusal(400, .invalidRequest, message, field: undecodable), for: exchange, on: connection, core: core)
         }
         // Refused before any body byte is read: libmicrohttpd sends the
         // answer and closes the connection without reading the body.
@@ -242,7 +242,7 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
     if exchange.tooLarge {
         // A chunked body has no declared length to refuse up front.
         let limit = core.configuration.maximumBodyBytes
-        let response = core.refusal(413, "PayloadTooLarge", "request body is over the \(limit)-byte limit")
+        let response = core.refusal(413, .payloadTooLarge, "request body is over the \(limit)-byte limit")
         return queue(response, for: exchange, on: connection, core: core)
     }
     if exchange.dispatched { return MHD_Result.YES }
@@ -268,7 +268,7 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
     }
     guard accepted else {
         exchange.dispatched = false
-        var refusal = core.refusal(503, "Draining", "this relay instance is shutting down; retry on another")
+        var refusal = core.refusal(503, .draining, "this relay instance is shutting down; retry on another")
         refusal.headers.append(HTTPHeader("retry-after", "1"))
         return queue(refusal, for: exchange, on: connection, core: core)
     }
@@ -319,7 +319,7 @@ private func queue(_ response: HTTPResponse, for exchange: PendingExchange, on c
 {
     var response = response
     if !(100...599).contains(response.status) {
-        response = core.configuration.errorRenderer(500, "Internal", "the handler answered with status \(response.status)", nil)
+        response = core.configuration.errorRenderer(500, .internal, "the handler answered with status \(response.status)", nil)
     }
     if let finish = core.configuration.responseFinisher {
         finish(HTTPRequest(method: exchange.method, path: exchange.path, query: exchange.query, headers: exchange.headers), &response)

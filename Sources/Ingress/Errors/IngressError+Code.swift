@@ -1,15 +1,17 @@
+import HTTPServer
+
 extension IngressError {
     /// The stable name of an ingress error, the `type` member of the error
     /// envelope. The wire strings are part of the API: docs/api.md lists each
     /// one (its "type" table), and `IngressTests` holds this list against it.
     ///
-    /// Not expressible by a string literal, so a new name cannot slip in
-    /// without a constant here (and a row in docs/api.md).
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// Closed: no public initializer and not expressible by a string
+    /// literal, so a new name cannot slip in without a constant here (and a
+    /// row in docs/api.md). The HTTP server's own refusals arrive as
+    /// ``HTTPRefusalType`` and map to a constant with ``init(_:)-(HTTPRefusalType)``.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The wire name.
         public let rawValue: String
-        /// A code by its wire name: for names another layer chose, such as the
-        /// HTTP server's own refusals (`HTTPServer.Configuration.errorRenderer`).
-        public init(rawValue: String) { self.rawValue = rawValue }
         init(_ rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
@@ -68,6 +70,19 @@ extension IngressError {
         public static let `internal` = Code("Internal")
         /// 503: the dead-token feed has no answering audit database.
         public static let unavailable = Code("Unavailable")
+
+        /// The code of one of the HTTP server's own refusals.
+        init(_ refusal: HTTPRefusalType) {
+            self = switch refusal {
+            case .invalidRequest: .invalidRequest
+            case .payloadTooLarge: .payloadTooLarge
+            case .notImplemented: .notImplemented
+            case .notFound: .notFound
+            case .methodNotAllowed: .methodNotAllowed
+            case .draining: .draining
+            case .internal: .internal
+            }
+        }
 
         /// Every code, in docs/api.md's order.
         public static let all: [Code] = [
