@@ -22,22 +22,33 @@ struct AuditTally: CustomStringConvertible {
         "answered \(answered), rows \(rows), missing \(missing), duplicated ids \(duplicated), unknown rows \(unknown), answered-but-unknown \(answeredButUnknown)"
     }
 
-    private static func values(_ ids: Set<String>) -> String { ids.map { "('\($0)')" }.joined(separator: ",") }
+    /// Runs `sql` with the ids in a temporary table `answered(id)`, loaded
+    /// with `\copy` from a file: a load of many thousand sends (the old
+    /// relay answered 200 to every send on a full disk) would not fit in one
+    /// psql argument.
+    private static func query(_ database: String, ids: Set<String>, _ sql: String) async throws -> String {
+        let directory = NSTemporaryDirectory() + "apns-relay-tally-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let idFile = directory + "/ids", script = directory + "/tally.sql"
+        try ids.sorted().map { $0 + "\n" }.joined().write(toFile: idFile, atomically: true, encoding: .utf8)
+        try "CREATE TEMP TABLE answered(id text PRIMARY KEY);\n\\copy answered FROM '\(idFile)'\n\(sql);\n".write(toFile: script, atomically: true, encoding: .utf8)
+        let (status, output) = try await ProcessRunner.runOffPool(["psql", database, "-q", "-At", "-v", "ON_ERROR_STOP=1", "-f", script])
+        guard status == 0 else { throw TestRelayError("psql: \(output)") }
+        return output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 
     /// Waits until every answered send has a row (a restarted relay replays its journal in the background).
     static func waitForRows(of ids: Set<String>, in database: String, timeout: Double = 120) async -> Bool {
-        let list = values(ids)
-        return await eventually(timeout) {
-            let count = try? await ServeProcessTests.scalar(
-                database, "SELECT count(DISTINCT a.apns_id) FROM apns_audit a JOIN (VALUES \(list)) AS v(id) ON a.apns_id = v.id")
+        await eventually(timeout) {
+            let count = try? await query(database, ids: ids, "SELECT count(DISTINCT a.apns_id) FROM apns_audit a JOIN answered v ON a.apns_id = v.id")
             return count == String(ids.count)
         }
     }
 
     static func of(_ ids: Set<String>, in database: String) async throws -> AuditTally {
-        let summary = try await ServeProcessTests.scalar(database, """
-            WITH answered(id) AS (VALUES \(values(ids))),
-                 per_id AS (SELECT apns_id, count(*) AS n, bool_or(outcome = 'unknown') AS unknown FROM apns_audit GROUP BY apns_id)
+        let summary = try await query(database, ids: ids, """
+            WITH per_id AS (SELECT apns_id, count(*) AS n, bool_or(outcome = 'unknown') AS unknown FROM apns_audit GROUP BY apns_id)
             SELECT (SELECT count(*) FROM answered),
                    (SELECT count(*) FROM apns_audit),
                    (SELECT count(*) FROM answered WHERE id NOT IN (SELECT apns_id FROM apns_audit)),
