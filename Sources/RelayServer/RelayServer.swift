@@ -22,8 +22,9 @@ public final class RelayServer: Sendable {
     public let metrics: RelayMetrics
     /// The `Idempotency-Key` store; nil without an audit database (keyed sends are then refused).
     public let idempotency: PostgresIdempotencyStore?
-    /// Deletes expired idempotency keys now and then; cancelled by the drain.
-    let purge: Task<Void, Never>?
+    /// Deletes expired idempotency keys now and then, as one of the parts:
+    /// it runs only once the relay has started.
+    let purge: IdempotencyPurge?
     let transport: HTTP2Transport
     let ingressServer: HTTPServer
     let metricsServer: HTTPServer
@@ -145,22 +146,7 @@ public final class RelayServer: Sendable {
             tracer: tracer, logger: logger, readiness: readiness,
             observer: { route, status, seconds in metrics.ingressRequest(route: route, status: status, seconds: seconds) },
             idempotency: idempotency, onReplay: { app in metrics.idempotentReplay(app: app) })
-        purge = idempotency.map { [logger] store in
-            Task {
-                // Bounded: statements of at most 1000 rows, at most 100 a minute
-                // per relay, so no statement holds the table long.
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(60))
-                    do {
-                        for _ in 0..<100 where !Task.isCancelled {
-                            guard try await store.purgeExpired(limit: 1000) == 1000 else { break }
-                        }
-                    } catch {
-                        logger.warning("expired idempotency keys could not be purged", metadata: ["error": "\(error)"])
-                    }
-                }
-            }
-        }
+        purge = idempotency.map { IdempotencyPurge(store: $0, interval: configuration.ingress.idempotencyPurgeIntervalSeconds, logger: logger) }
 
         var ingressRouter = Router()
         ingress.install(on: &ingressRouter)

@@ -35,6 +35,9 @@ public struct ServerConfiguration: Sendable {
         /// The idempotency store's clock (unix ms). Not a YAML setting: tests
         /// move it past the window instead of waiting.
         public var idempotencyClock: (@Sendable () -> Int64)?
+        /// Seconds between purges of expired idempotency keys. Not a YAML
+        /// setting: tests shorten it to see the purge run (or not).
+        public var idempotencyPurgeIntervalSeconds = 60.0
         public var connectionTimeoutSeconds = 30
         /// Seconds a client has to send one whole request (slowloris bound).
         public var requestTimeoutSeconds = 15

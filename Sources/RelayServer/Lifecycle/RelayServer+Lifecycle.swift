@@ -37,10 +37,11 @@ extension RelayServer {
     ///    requests in flight finish within the drain timeout; the APNs pools
     ///    close shortly before it ends so running sends end with a result.
     /// 2. APNs pool: closed (in-flight streams get 5 s; after the cut-off there are none).
-    /// 3. audit writer: waits for the relay's sends to publish their events,
+    /// 3. idempotency purge (with an audit database): its loop ends.
+    /// 4. audit writer: waits for the relay's sends to publish their events,
     ///    then writes every journaled row to Postgres or the spool.
-    /// 4. metrics listener: stopped.
-    /// 5. trace exporter (`tracing.exporter: otlp`): what is queued, the
+    /// 5. metrics listener: stopped.
+    /// 6. trace exporter (`tracing.exporter: otlp`): what is queued, the
     ///    drain's own spans included, is exported within what is left of the
     ///    drain timeout, 1 s at least.
     ///
@@ -75,7 +76,6 @@ extension RelayServer {
             if service.sendsInFlight > 0 {
                 logger.error("sends still running when the audit writer stopped; their rows stay in the journal for the next start", metadata: ["sends": "\(service.sendsInFlight)"])
             }
-            purge?.cancel()
             let unsettled = ingress.stopSettlingKeys()
             if unsettled > 0 {
                 logger.warning("idempotency answers the store never took; repeats of their keys are answered from the audit rows", metadata: ["keys": "\(unsettled)"])
@@ -87,6 +87,10 @@ extension RelayServer {
                 "audit_quarantined": "\(statistics.quarantined)", "audit_dropped": "\(statistics.dropped)",
             ])
         }))
+        if let purge {
+            // After the audit writer: shut down before it, with nothing to flush.
+            parts.append(part("idempotency purge", .service(purge, within: { 1 })))
+        }
         parts.append(part("APNs pool", .stoppedBy {
             await transport.close(drainTimeout: 5)
         }))
