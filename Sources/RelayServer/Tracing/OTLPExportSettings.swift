@@ -176,7 +176,8 @@ struct OTLPExportSettings {
                 key = key.lowercased()
                 let token = key.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "!#$%&'*+-.^_`|~".unicodeScalars.contains($0)) }
                 guard token else { throw ConfigurationError(field: variable, "\(key) is not a valid header name") }
-                guard !decoded.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
+                // Unicode scalars: "\r\n" is one Character, equal to neither "\r" nor "\n".
+                guard !decoded.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
                     throw ConfigurationError(field: variable, "the value of \(key) holds a line break")
                 }
             }
