@@ -226,7 +226,7 @@ let package = Package(
         .testTarget(
             name: "RelayServerTests",
             dependencies: [
-                "RelayServer", "Audit", "APNs", "Telemetry", "TestSupport",
+                "RelayServer", "Audit", "APNs", "Telemetry", "HTTP2", "TestSupport",
                 // Stand-in parts (a Service that fails) for the lifecycle tests.
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -8,10 +8,11 @@ relay's authors wrote) and appends one JSON line per span to OUTPUT:
   {"trace_id", "span_id", "parent_span_id", "name", "kind", "status",
    "start_ns", "end_ns", "attributes": {...}, "resource": {...}, "scope"}
 
-Usage: otlp_receiver.py OUTPUT [--status CODE]
+Usage: otlp_receiver.py OUTPUT [--status CODE] [--tls CERT KEY]
 Listens on 127.0.0.1, port 0, and prints "otlp-receiver on PORT" once ready.
 --status answers every request with CODE (an erroring collector) after
-reading it, writing nothing.
+reading it, writing nothing. --tls serves HTTPS with that PEM certificate
+and key (an https:// collector).
 
 SIGTERM stops it cleanly: the listening socket closes (later exports are
 refused), a request being handled is finished (its spans written AND
@@ -21,6 +22,7 @@ never written: the relay's drop counter can be held to the exact count.
 import gzip
 import json
 import signal
+import ssl
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -102,6 +104,12 @@ def main():
             self.wfile.write(answer)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if "--tls" in sys.argv:
+        index = sys.argv.index("--tls")
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[index + 1], sys.argv[index + 2])
+        context.set_alpn_protocols(["http/1.1"])
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     server.daemon_threads = False
     server.block_on_close = True  # server_close() waits for requests being handled
 
