@@ -165,37 +165,44 @@ enum Protobuf {
     /// A bytes field from a hex id (trace or span id); a malformed id (never
     /// made by the relay's tracer) is written as its UTF-8 bytes.
     static func hexBytes(field: UInt64, _ hex: String, into out: inout [UInt8]) {
-        let utf8 = hex.utf8
-        guard utf8.count % 2 == 0, utf8.allSatisfy(Hex.isDigit) else {
-            string(field: field, hex, into: &out)
-            return
-        }
-        tag(field, .lengthDelimited, into: &out)
-        varint(UInt64(utf8.count / 2), into: &out)
-        var high: UInt8?
-        for digit in utf8 {
-            let value = Hex.value(of: digit)!
-            if let first = high {
-                out.append(first << 4 | value)
-                high = nil
-            } else {
-                high = value
+        var hex = hex
+        let written: Bool = hex.withUTF8 { digits in
+            guard digits.count % 2 == 0, digits.count <= 64 else { return false }
+            var bytes: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            return withUnsafeMutableBytes(of: &bytes) { raw in
+                var index = 0
+                while index < digits.count {
+                    let high = hexValues[Int(digits[index])], low = hexValues[Int(digits[index + 1])]
+                    guard high < 16, low < 16 else { return false }
+                    raw[index / 2] = high << 4 | low
+                    index += 2
+                }
+                tag(field, .lengthDelimited, into: &out)
+                varint(UInt64(digits.count / 2), into: &out)
+                out.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[0..<(digits.count / 2)]))
+                return true
             }
         }
+        if !written { string(field: field, hex, into: &out) }
     }
+
+    /// Each byte's value as a hex digit, 0xFF for a byte that is not one.
+    static let hexValues: [UInt8] = (0...255).map { byte in Hex.value(of: UInt8(byte)) ?? 0xFF }
 
     // MARK: Attributes
 
     /// A KeyValue field.
     static func keyValue(field: UInt64, key: String, value: SpanAttribute, into out: inout [UInt8]) {
-        let valueSize = anyValueSize(value)
+        // A scalar (nearly every attribute) is converted once, for its size and its bytes.
+        let scalarValue = single(value)
+        let valueSize = scalarValue.map(scalarSize) ?? anyValueSize(value)
         let size = stringFieldSize(key) + tagSize(2) + varintSize(UInt64(valueSize)) + valueSize
         tag(field, .lengthDelimited, into: &out)
         varint(UInt64(size), into: &out)
         string(field: 1, key, into: &out)
         tag(2, .lengthDelimited, into: &out)
         varint(UInt64(valueSize), into: &out)
-        anyValue(value, into: &out)
+        if let scalarValue { scalar(scalarValue, into: &out) } else { anyValue(value, into: &out) }
     }
 
     static func scalars(_ attribute: SpanAttribute) -> (single: Scalar?, array: [Scalar]?) {
@@ -216,17 +223,29 @@ enum Protobuf {
         }
     }
 
+    /// The attribute as one scalar, without building the array `scalars` would (the usual case).
+    static func single(_ attribute: SpanAttribute) -> Scalar? {
+        switch attribute {
+        case .int32(let value): .int(Int64(value))
+        case .int64(let value): .int(value)
+        case .double(let value): .double(value)
+        case .bool(let value): .bool(value)
+        case .string(let value): .string(value)
+        case .stringConvertible(let value): .string(value.description)
+        default: nil
+        }
+    }
+
     /// The AnyValue message's body size.
     static func anyValueSize(_ attribute: SpanAttribute) -> Int {
-        let (single, array) = scalars(attribute)
-        if let single { return scalarSize(single) }
-        let body = arrayBodySize(array ?? [])
+        if let single = single(attribute) { return scalarSize(single) }
+        let body = arrayBodySize(scalars(attribute).array ?? [])
         return tagSize(5) + varintSize(UInt64(body)) + body
     }
 
     static func anyValue(_ attribute: SpanAttribute, into out: inout [UInt8]) {
-        let (single, array) = scalars(attribute)
-        if let single { return scalar(single, into: &out) }
+        if let single = single(attribute) { return scalar(single, into: &out) }
+        let (_, array) = scalars(attribute)
         let values = array ?? []
         tag(5, .lengthDelimited, into: &out)
         varint(UInt64(arrayBodySize(values)), into: &out)

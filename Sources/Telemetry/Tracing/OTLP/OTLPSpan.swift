@@ -19,7 +19,8 @@ public final class OTLPSpan: Span, TraceParentCarrying {
 
     private struct State {
         var operationName: String
-        var attributes = SpanAttributes()
+        /// Room for a send's attributes from the start: growing a dictionary rehashes it.
+        var attributes = SpanAttributes(Dictionary(minimumCapacity: 16))
         var status: SpanStatus?
         var ended = false
         var context: InstrumentationContext?
@@ -62,6 +63,22 @@ public final class OTLPSpan: Span, TraceParentCarrying {
         set {
             guard exporter != nil else { return }
             state.withLock { $0.attributes = newValue }
+        }
+        // `span.attributes["x"] = y`: a get and a set would copy the whole
+        // dictionary for every attribute (the copy the getter returns shares
+        // the stored one). The dictionary is taken out while the caller
+        // changes it in place, then put back. A span is changed by one task
+        // at a time; a reader meanwhile would see it empty, none does.
+        _modify {
+            var taken = state.withLock { state in
+                let attributes = state.attributes
+                state.attributes = SpanAttributes()
+                return attributes
+            }
+            defer {
+                if exporter != nil { state.withLock { $0.attributes = taken } }
+            }
+            yield &taken
         }
     }
 
