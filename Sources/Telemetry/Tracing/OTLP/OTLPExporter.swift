@@ -87,6 +87,9 @@ public final class OTLPExporter: @unchecked Sendable {
     private let droppedQueueFull = Atomic<Int>(0)
     private let droppedExportFailed = Atomic<Int>(0)
     // The thread's own:
+    private var lastFailureLog: UInt64 = 0
+    /// Batches failed since the last failure was logged (this one included).
+    private var failedSinceLog = 0
     private var client: OTLPHTTPClient
     private var encoder: OTLPRequestEncoder
 
@@ -94,7 +97,8 @@ public final class OTLPExporter: @unchecked Sendable {
     /// - Parameters:
     ///   - opener: how to reach the endpoint (``OTLPPlainOpener`` for http).
     ///   - dropped: called with every loss, when it happens (the drop metric).
-    ///   - logger: export failures, at most one line per failed batch (never a header value).
+    ///   - logger: export failures, one line every 10 s at most, with the
+    ///     count of batches failed since the last (never a header value).
     public init(
         configuration: Configuration, opener: any OTLPStreamOpener, scopeVersion: String, logger: Logger,
         dropped: @escaping @Sendable (Drop, Int) -> Void
@@ -244,9 +248,20 @@ public final class OTLPExporter: @unchecked Sendable {
             condition.unlock()
             backoff *= 2
         }
-        logger.warning(
-            "span export failed; the batch is dropped",
-            metadata: ["endpoint": "\(configuration.endpoint)", "error": "\(last.description)"])
+        // One line per failure at most every 10 s: a collector that is away
+        // fails a batch every few hundred milliseconds; the counter has every one.
+        failedSinceLog += 1
+        let now = MonotonicClock.now()
+        if lastFailureLog == 0 || now - lastFailureLog >= 10_000_000_000 {
+            logger.warning(
+                "span export failed; the batch is dropped",
+                metadata: [
+                    "endpoint": "\(configuration.endpoint)", "error": "\(last.description)",
+                    "batches_failed": "\(failedSinceLog)",
+                ])
+            lastFailureLog = now
+            failedSinceLog = 0
+        }
         return false
     }
 }
