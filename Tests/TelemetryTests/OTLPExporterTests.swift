@@ -294,6 +294,21 @@ struct OTLPExporterTests {
         #expect(exporter.counts.dropped + exporter.counts.exported == exporter.counts.recorded)
     }
 
+    @Test("the close exports what is buffered: nothing went out before it (a 10-minute schedule delay), everything after")
+    func closeFlushesTheBuffer() async throws {
+        let file = NSTemporaryDirectory() + "otlp-flush-\(UUID().uuidString).jsonl"
+        let receiver = try await Self.receiver(file)
+        defer { receiver.child.terminate() }
+        let drops = DropCounter()
+        let exporter = Self.exporter(port: receiver.port, queue: 1000, batch: 1000, delay: 600_000, drops: drops)
+        for index in 0..<250 { exporter.record(Self.record(index)) }
+        #expect(exporter.counts.exported == 0 && Self.lines(file).isEmpty)
+        #expect(await Self.finishes { exporter.shutdown(within: 20) })
+        let counts = exporter.counts
+        #expect(counts.recorded == 250 && counts.exported == 250 && counts.dropped == 0, "\(counts)")
+        #expect(Self.lines(file).count == 250)
+    }
+
     /// Runs a blocking call on a thread of its own (never the cooperative pool).
     static func finishes(_ work: @escaping @Sendable () -> Bool) async -> Bool {
         await withCheckedContinuation { continuation in
