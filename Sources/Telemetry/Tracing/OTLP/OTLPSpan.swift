@@ -19,8 +19,7 @@ public final class OTLPSpan: Span, TraceParentCarrying {
 
     private struct State {
         var operationName: String
-        /// Room for a send's attributes from the start: growing a dictionary rehashes it.
-        var attributes = SpanAttributes(Dictionary(minimumCapacity: 16))
+        var attributes: SpanAttributes
         var status: SpanStatus?
         var ended = false
         var context: InstrumentationContext?
@@ -37,7 +36,10 @@ public final class OTLPSpan: Span, TraceParentCarrying {
         self.kind = kind
         self.startNanoseconds = startNanoseconds
         self.exporter = exporter
-        self.state = Mutex(State(operationName: operationName))
+        // A recorded span has room for a send's attributes from the start
+        // (growing a dictionary rehashes it); one that records nothing, none.
+        let attributes = exporter == nil ? SpanAttributes() : SpanAttributes(Dictionary(minimumCapacity: 16))
+        self.state = Mutex(State(operationName: operationName, attributes: attributes))
     }
 
     /// The context the span was started in, with the span's identity (made when first read).
@@ -105,15 +107,19 @@ public final class OTLPSpan: Span, TraceParentCarrying {
     public func end<Instant: TracerInstant>(at instant: @autoclosure () -> Instant) {
         guard let exporter else { return }
         let endNanoseconds = instant().nanosecondsSinceEpoch
-        guard let finished = state.withLock({ state -> State? in
+        // The attributes are moved out, not copied: the span records nothing more.
+        guard let finished = state.withLock({ state -> (String, SpanAttributes, SpanStatus?)? in
             guard !state.ended else { return nil }
             state.ended = true
-            return state
+            let attributes = state.attributes
+            state.attributes = SpanAttributes()
+            return (state.operationName, attributes, state.status)
         }) else { return }
+        let (name, attributes, status) = finished
         exporter.record(
             OTLPSpanRecord(
                 traceID: identity.traceID, spanID: identity.spanID, parentSpanID: identity.parentSpanID,
-                name: finished.operationName, kind: kind, startNanoseconds: startNanoseconds, endNanoseconds: endNanoseconds,
-                attributes: finished.attributes, status: finished.status?.code, statusMessage: finished.status?.message))
+                name: name, kind: kind, startNanoseconds: startNanoseconds, endNanoseconds: endNanoseconds,
+                attributes: attributes, status: status?.code, statusMessage: status?.message))
     }
 }
