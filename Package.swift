@@ -19,11 +19,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
-        // OTLP trace export; only the OTLP/HTTP (protobuf) exporter: the gRPC trait
-        // would pull in grpc-swift and double the build.
-        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
-        // Already swift-otel's own dependency: its exporter is a lifecycle
-        // Service, which the drain shuts down gracefully (RelayTracing).
+        // The relay's parts run as lifecycle Services in one ServiceGroup:
+        // signals, the drain's order and its bound (RelayServer/Lifecycle).
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
@@ -137,7 +134,6 @@ let package = Package(
             dependencies: [
                 "Ingress", "Relay", "APNs", "HTTP2", "HTTPServer", "Telemetry", "Audit", "RelayJSON", "RelayBasics",
                 .product(name: "Yams", package: "Yams"),
-                .product(name: "OTel", package: "swift-otel"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
@@ -230,7 +226,7 @@ let package = Package(
         .testTarget(
             name: "RelayServerTests",
             dependencies: [
-                "RelayServer", "Audit", "APNs", "TestSupport",
+                "RelayServer", "Audit", "APNs", "Telemetry", "HTTP2", "TestSupport",
                 // Stand-in parts (a Service that fails) for the lifecycle tests.
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -60,11 +60,12 @@ public final class RelayServer: Sendable {
             settings: configuration.tracing, instance: configuration.instance, version: RelayVersion.current, logger: logger,
             dropped: { drop, count in metrics.spansDropped(reason: drop.rawValue, count: count) })
         self.tracing = tracing
-        // OTEL_TRACES_EXPORTER / OTEL_SDK_DISABLED values the relay ignored (the specification's "warn and ignore").
+        // OTEL_* values the relay ignored (the specification's "warn and ignore").
         for warning in configuration.tracing.environmentWarnings { logger.warning("\(warning)", metadata: ["setting": "tracing.exporter"]) }
+        for warning in tracing.warnings { logger.warning("\(warning)", metadata: ["setting": "tracing"]) }
         if configuration.tracing.exporter == .otlp {
             // The series exist from the start, so rate() and the alert see the first drop.
-            for drop in OTelDiagnostics.Drop.allCases { metrics.spansDropped(reason: drop.rawValue, count: 0) }
+            for drop in OTLPExporter.Drop.allCases { metrics.spansDropped(reason: drop.rawValue, count: 0) }
         }
         // Log lines written inside a span carry its trace id, whichever tracer made it.
         var logger = logger

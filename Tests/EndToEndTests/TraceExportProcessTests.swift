@@ -44,7 +44,8 @@ struct TraceExportProcessTests {
     }
 
     static func configuration(
-        relay: TestRelay, receiverPort: UInt16, instance: String, database: String, spool: String, scheduleDelayMilliseconds: Int = 50
+        relay: TestRelay, receiverPort: UInt16, instance: String, database: String, spool: String, scheduleDelayMilliseconds: Int = 50,
+        exportTimeoutMilliseconds: Int = 2000, queue: (size: Int, batch: Int) = (2048, 512)
     ) throws -> String {
         let path = try ServeProcessTests.writeConfiguration(
             directory: relay.directory, mock: relay.mock, keyPath: relay.keyPath, instance: instance, databaseURL: database, spool: spool)
@@ -54,7 +55,9 @@ struct TraceExportProcessTests {
               exporter: otlp
               endpoint: http://127.0.0.1:\(receiverPort)
               schedule_delay_ms: \(scheduleDelayMilliseconds)
-              export_timeout_ms: 2000
+              export_timeout_ms: \(exportTimeoutMilliseconds)
+              max_queue_size: \(queue.size)
+              max_export_batch_size: \(queue.batch)
               sampling:
                 ratio: 1.0
                 parent_based: true
@@ -216,5 +219,54 @@ struct TraceExportProcessTests {
 
         serve.signal(SIGTERM)
         #expect(await serve.waitForExit() == 0)
+    }
+
+    @Test("a collector that accepts and never reads: sends go on, and the spans refused by the full buffer are counted by the time the sends are answered (issue 28 item 6: no lag)")
+    func dropsCountedWithoutLag() async throws {
+        guard let url = ServeProcessTests.databaseURL else { return }
+        let database = try await ServeProcessTests.freshDatabase(url)
+        let relay = try await TestRelay.start()
+        defer { Task { await relay.stop() } }
+        // The kernel accepts from the backlog; nobody ever reads.
+        let code = "import socket, time\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(64)\nprint('stalled on', s.getsockname()[1], flush=True)\ntime.sleep(3600)"
+        let stalled = try ChildProcess(["python3", "-c", code], standardOutput: .pipe, standardError: .inherit)
+        defer { stalled.terminate() }
+        let lines = Mutex<[String]>([])
+        ChildProcess.collectLines(of: stalled.standardOutput!) { line in lines.withLock { $0.append(line) } }
+        var stalledPort: UInt16?
+        _ = await eventually(30) {
+            stalledPort = lines.withLock { $0 }.first { $0.hasPrefix("stalled on ") }.flatMap { UInt16($0.dropFirst(11)) }
+            return stalledPort != nil
+        }
+        let port = try #require(stalledPort)
+        let instance = "otlp-stalled-\(UUID().uuidString.prefix(6))"
+        // The first batch goes out and hangs for a minute: the buffer (100) is all that is left.
+        let config = try Self.configuration(
+            relay: relay, receiverPort: port, instance: instance, database: database, spool: relay.directory + "/spool-stalled",
+            scheduleDelayMilliseconds: 10, exportTimeoutMilliseconds: 60_000, queue: (100, 50))
+        let serve = try RelayProcess(arguments: ["serve", "--config", config], standardError: relay.directory + "/serve.log")
+        let base = "http://127.0.0.1:\(try await serve.port(after: "apns-relay ingress on"))"
+        let metrics = "http://127.0.0.1:\(try await serve.port(after: "apns-relay metrics on"))"
+
+        let batches = 3, perBatch = 500
+        var attempts = 0
+        for index in 0..<batches {
+            let answer = try await relay.curl("POST", "/v1/send/batch", body: ServeProcessTests.batch(perBatch, offset: index * perBatch), base: base)
+            #expect(answer.status == 200, "\(answer.description.prefix(300))")
+            let results = answer.json?["results"]?.arrayValue ?? []
+            #expect(results.filter { $0["status"] == 200 }.count == perBatch, "every send succeeded with the collector stalled")
+            attempts += results.reduce(0) { $0 + Int($1["attempts"]?.integerValue ?? 0) }
+        }
+        // A send's spans end before its answer (the batch's ingress.request ends just after its answer is written).
+        let endedBeforeAnswers = batches * perBatch + attempts
+        // Read at once: no export tick or failed batch has to come first. At most the buffer (100)
+        // and the batch in flight (50) are neither exported nor dropped; nothing was exported.
+        let scrape = try await relay.curl("GET", "/metrics", key: nil, base: metrics)
+        let dropped = Self.droppedSpans(scrape.body)
+        #expect((dropped["queue_full"] ?? 0) >= endedBeforeAnswers - 150, "\(dropped) of \(endedBeforeAnswers) spans ended")
+        #expect((dropped["export_failed"] ?? 0) == 0, "\(dropped)")
+
+        serve.signal(SIGTERM)
+        #expect(await serve.waitForExit() == 0, "the drain gives up on the stalled collector within its bound")
     }
 }

@@ -27,7 +27,7 @@ struct RelayPartTests {
         }, logger: logger, started: {})
     }
 
-    /// A lifecycle service that fails once running, as swift-otel's could.
+    /// A lifecycle service that fails once running, as swift-otel's exporter could.
     struct FailingService: Service {
         struct Broken: Error {}
         func run() async throws {

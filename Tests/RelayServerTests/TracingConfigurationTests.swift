@@ -1,10 +1,9 @@
-import Logging
 @testable import RelayServer
-import Synchronization
+import Telemetry
 import Testing
 
-/// The `tracing:` block, and how swift-otel's diagnostic records become the drop counter.
-@Suite("Tracing configuration and swift-otel diagnostics")
+/// The `tracing:` block, and the OTLP exporter's settings with the `OTEL_*` variables over it.
+@Suite("Tracing configuration and the OTLP exporter's settings")
 struct TracingConfigurationTests {
     /// The least a configuration file must hold (one app, one API key).
     static let apps = ConfigurationTests.apps
@@ -29,13 +28,13 @@ struct TracingConfigurationTests {
         #expect(configuration.tracing.scheduleDelayMilliseconds == 200)
         #expect(configuration.maskedDescription.contains("exporter: otlp"))
         // A base URL, like OTEL_EXPORTER_OTLP_ENDPOINT: the traces path is appended.
-        let otel = RelayTracing.otelConfiguration(
-            configuration.tracing, instance: "relay-1", version: "1.2.3", diagnostics: Logger(label: "x"))
-        #expect(otel.traces.otlpExporter.endpoint == "http://collector:4318/v1/traces")
-        #expect(RelayTracing.tracesURL(base: "https://c.example/otlp/") == "https://c.example/otlp/v1/traces")
-        #expect(otel.resourceAttributes == ["service.version": "1.2.3", "service.instance.id": "relay-1"])
-        #expect(otel.serviceName == "apns-relay")
-        #expect(otel.traces.batchSpanProcessor.maxQueueSize == 4096)
+        let export = try OTLPExportSettings.resolve(configuration.tracing, instance: "relay-1", version: "1.2.3", environment: [:])
+        #expect(export.endpoint.description == "http://collector:4318/v1/traces")
+        #expect(OTLPEndpoint.tracesURL(base: "https://c.example/otlp/") == "https://c.example/otlp/v1/traces")
+        #expect(export.resource.map { "\($0.0)=\($0.1)" } == ["service.name=apns-relay", "service.version=1.2.3", "service.instance.id=relay-1"])
+        #expect(export.maximumQueueSize == 4096)
+        #expect(export.scheduleDelayMilliseconds == 200)
+        #expect(export.sampler == OTLPSampler(root: .traceIDRatio(0.25), parentBased: false))
 
         for (bad, field) in [
             ("tracing:\n  exporter: jaeger\n", "tracing.exporter"),
@@ -52,56 +51,76 @@ struct TracingConfigurationTests {
         }
     }
 
-    @Test("swift-otel's drop records count spans; other records count nothing")
-    func dropRecords() {
-        let counted = Box<[String: Int]>([:])
-        var logger = Logger(label: "swift-otel") { _ in
-            OTelDiagnostics(relayLogger: Logger(label: "x") { _ in SwiftLogNoOpLogHandler() }) { drop, count in
-                counted.value.withLock { $0[drop.rawValue, default: 0] += count }
+    @Test("the OTEL_* variables win over tracing: endpoint, headers, timeout, batching, resource, sampler")
+    func environmentOverFile() throws {
+        let file = try ServerConfiguration.parse(
+            yaml: Self.apps + "tracing:\n  exporter: otlp\n  endpoint: http://file:4318\n", file: "/tmp/relay.yaml", environment: [:]).tracing
+        func resolve(_ environment: [String: String]) throws -> OTLPExportSettings {
+            try OTLPExportSettings.resolve(file, instance: "i-1", version: "9.9", environment: environment)
+        }
+        #expect(try resolve([:]).endpoint.description == "http://file:4318/v1/traces")
+        #expect(try resolve(["OTEL_EXPORTER_OTLP_ENDPOINT": "http://env:1234/base"]).endpoint.description == "http://env:1234/base/v1/traces")
+        // The traces variable is the URL as it is, and wins over the base one.
+        let traces = try resolve(["OTEL_EXPORTER_OTLP_ENDPOINT": "http://env:1234", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://t.example/x/traces"])
+        #expect(traces.endpoint == OTLPEndpoint(url: "https://t.example:443/x/traces"))
+        #expect(traces.endpoint.path == "/x/traces")
+
+        let headers = try resolve([
+            "OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20abc, x-tenant = a",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-tenant=b",
+        ]).headers
+        #expect(headers.map { "\($0.0): \($0.1)" } == ["authorization: Bearer abc", "x-tenant: b"])
+
+        let batching = try resolve([
+            "OTEL_BSP_SCHEDULE_DELAY": "50", "OTEL_BSP_MAX_QUEUE_SIZE": "100", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "10",
+            "OTEL_EXPORTER_OTLP_TIMEOUT": "700", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        ])
+        #expect(batching.scheduleDelayMilliseconds == 50 && batching.maximumQueueSize == 100 && batching.maximumExportBatchSize == 10)
+        #expect(batching.exportTimeoutMilliseconds == 700 && batching.warnings.isEmpty)
+        #expect(try resolve(["OTEL_EXPORTER_OTLP_TIMEOUT": "700", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "300"]).exportTimeoutMilliseconds == 300)
+        let bad = try resolve(["OTEL_BSP_SCHEDULE_DELAY": "soon"])
+        #expect(bad.scheduleDelayMilliseconds == 1000 && bad.warnings.first?.contains("OTEL_BSP_SCHEDULE_DELAY") == true)
+
+        let resource = try resolve(["OTEL_RESOURCE_ATTRIBUTES": "k8s.pod.name=relay-0,service.name=from-attributes", "OTEL_SERVICE_NAME": "svc"])
+        #expect(resource.resource.map { "\($0.0)=\($0.1)" } == ["service.name=svc", "service.version=9.9", "service.instance.id=i-1", "k8s.pod.name=relay-0"])
+
+        #expect(try resolve(["OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.5"]).sampler
+            == OTLPSampler(root: .traceIDRatio(0.5), parentBased: true))
+        #expect(try resolve(["OTEL_TRACES_SAMPLER": "always_off"]).sampler == OTLPSampler(root: .alwaysOff, parentBased: false))
+        let unknown = try resolve(["OTEL_TRACES_SAMPLER": "xray"])
+        #expect(unknown.sampler == OTLPSampler(root: .traceIDRatio(1), parentBased: true) && unknown.warnings.count == 1)
+    }
+
+    @Test("a bad endpoint, protocol or header list is refused naming the variable; a header's value never appears in the error")
+    func environmentRefusals() throws {
+        let file = ServerConfiguration.TracingSettings()
+        for (environment, field) in [
+            (["OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"], "OTEL_EXPORTER_OTLP_ENDPOINT"),
+            (["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "grpc://c:4317"], "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+            (["OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"], "OTEL_EXPORTER_OTLP_PROTOCOL"),
+            (["OTEL_EXPORTER_OTLP_HEADERS": "api-key"], "OTEL_EXPORTER_OTLP_HEADERS"),
+            (["OTEL_EXPORTER_OTLP_HEADERS": "api-key=s3cret%0d%0aInjected: yes"], "OTEL_EXPORTER_OTLP_HEADERS"),
+            (["OTEL_EXPORTER_OTLP_TRACES_HEADERS": "bad key=s3cret"], "OTEL_EXPORTER_OTLP_TRACES_HEADERS"),
+        ] {
+            #expect {
+                try OTLPExportSettings.resolve(file, instance: "i", version: "v", environment: environment)
+            } throws: { error in
+                guard let error = error as? ConfigurationError else { return false }
+                return error.field == field && !error.description.contains("s3cret")
             }
         }
-        // OTEL_LOG_LEVEL=error must not silence the counter.
-        logger.logLevel = .error
-        logger.warning("Spans were dropped this iteration because queue was full", metadata: ["queue_size": "2048", "dropped_count": "17"])
-        var batchLogger = logger
-        batchLogger[metadataKey: "batch_id"] = "3"
-        batchLogger[metadataKey: "batch_size"] = "512"
-        batchLogger.warning("Failed to export batch.", metadata: ["error": "connection refused"])
-        batchLogger.warning("Force flush failed.")
-        logger.info("Configuration updated from environment")
-        #expect(counted.value.withLock { $0 } == ["queue_full": 17, "export_failed": 512])
     }
 
-    @Test("the value of an OTEL_*_HEADERS variable never reaches the log")
-    func headersRedacted() {
-        let lines = Box<[String]>([])
-        let relayLogger = Logger(label: "relay") { _ in RecordingHandler(lines: lines) }
-        var logger = Logger(label: "swift-otel") { _ in OTelDiagnostics(relayLogger: relayLogger) { _, _ in } }
-        logger[metadataKey: "environment_key"] = "OTEL_EXPORTER_OTLP_HEADERS"
-        logger[metadataKey: "environment_value"] = "api-key=s3cret"
-        logger[metadataKey: "new_value"] = "[(\"api-key\", \"s3cret\")]"
-        logger.warning("Failed to update configuration from environment")
-        let written = lines.value.withLock { $0 }
-        #expect(written.count == 1)
-        #expect(!written.joined().contains("s3cret"), "\(written)")
-    }
-
-    private final class Box<Value: Sendable>: Sendable {
-        let value: Mutex<Value>
-        init(_ value: Value) { self.value = Mutex(value) }
-    }
-
-    private struct RecordingHandler: LogHandler {
-        let lines: Box<[String]>
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            let all = metadata.merging(event.metadata ?? [:]) { _, new in new }
-            lines.value.withLock { $0.append("\(event.message) \(all)") }
-        }
+    @Test("the sampler: parent-based follows the caller's flag; a ratio decides by trace id, the same for every span of a trace")
+    func sampler() {
+        let half = OTLPSampler(root: .traceIDRatio(0.5), parentBased: true)
+        #expect(half.isSampled(traceID: "4bf92f3577b34da6a3ce929d0e0e4736", parentSampled: true))
+        #expect(!half.isSampled(traceID: "4bf92f3577b34da6a3ce929d0e0e4736", parentSampled: false))
+        // Low 8 bytes below half of 2^64: in; above: out.
+        #expect(half.isSampled(traceID: "ffffffffffffffff0000000000000001", parentSampled: nil))
+        #expect(!half.isSampled(traceID: "0000000000000000ffffffffffffffff", parentSampled: nil))
+        let ratioOnly = OTLPSampler(root: .traceIDRatio(0.5), parentBased: false)
+        #expect(!ratioOnly.isSampled(traceID: "0000000000000000ffffffffffffffff", parentSampled: true))
+        #expect(OTLPSampler(root: .alwaysOff, parentBased: true).isSampled(traceID: "0000000000000000ffffffffffffffff", parentSampled: true))
     }
 }

@@ -8,10 +8,14 @@ relay's authors wrote) and appends one JSON line per span to OUTPUT:
   {"trace_id", "span_id", "parent_span_id", "name", "kind", "status",
    "start_ns", "end_ns", "attributes": {...}, "resource": {...}, "scope"}
 
-Usage: otlp_receiver.py OUTPUT [--status CODE]
+Usage: otlp_receiver.py OUTPUT [--status CODE] [--tls CERT KEY]
 Listens on 127.0.0.1, port 0, and prints "otlp-receiver on PORT" once ready.
+OUTPUT /dev/null (the bench's collector) parses every request the same
+way but builds no JSON: the receiver's own CPU stays off the two cores the
+relay is measured on, as a collector on another host would.
 --status answers every request with CODE (an erroring collector) after
-reading it, writing nothing.
+reading it, writing nothing. --tls serves HTTPS with that PEM certificate
+and key (an https:// collector).
 
 SIGTERM stops it cleanly: the listening socket closes (later exports are
 refused), a request being handled is finished (its spans written AND
@@ -20,7 +24,9 @@ never written: the relay's drop counter can be held to the exact count.
 """
 import gzip
 import json
+import os
 import signal
+import ssl
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,6 +54,7 @@ def main():
     status = 200
     if "--status" in sys.argv:
         status = int(sys.argv[sys.argv.index("--status") + 1])
+    discard = output == os.devnull
     lock = threading.Lock()
     sink = open(output, "a", encoding="utf-8")
 
@@ -73,7 +80,7 @@ def main():
             request = trace_service_pb2.ExportTraceServiceRequest()
             request.ParseFromString(body)
             lines = []
-            for resource_spans in request.resource_spans:
+            for resource_spans in ([] if discard else request.resource_spans):
                 resource = attributes(resource_spans.resource.attributes)
                 for scope_spans in resource_spans.scope_spans:
                     for span in scope_spans.spans:
@@ -102,6 +109,12 @@ def main():
             self.wfile.write(answer)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if "--tls" in sys.argv:
+        index = sys.argv.index("--tls")
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[index + 1], sys.argv[index + 2])
+        context.set_alpn_protocols(["http/1.1"])
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     server.daemon_threads = False
     server.block_on_close = True  # server_close() waits for requests being handled
 

@@ -18,16 +18,18 @@ of named frames (threads, libraries, modules, ingress steps: every sample with
 such a frame anywhere on its stack). Every figure prints as one
 `figure NAME: VALUE UNIT` line, like send_bench.py's.
 
-    scripts/lib/profile_send.py --binary .build/release/apns-relay --database-url URL [--sends 20000] [--batch 0] [--no-audit] [--shipped]
+    scripts/lib/profile_send.py --binary .build/release/apns-relay --database-url URL [--sends 20000] [--batch 0] [--no-audit] [--shipped [--otlp]]
 
 --shipped profiles the relay in the shipped example configuration
 (deploy/apns-relay.example.yaml with its placeholders filled in, as the bench's
 defaults section runs it: logs at info into a file, tracing.exporter log)
-instead of the benchmarks' quiet one (logs at error).
+instead of the benchmarks' quiet one (logs at error); with --otlp, its
+tracing.exporter is otlp, to a live receiver (scripts/lib/otlp_receiver.py), as
+the defaults section's otlp configuration.
 """
 import argparse, collections, os, re, shutil, signal, subprocess, sys, tempfile, time
 
-from send_bench import Bench, Mock, figure, log
+from send_bench import Bench, Mock, OTLPReceiver, figure, log
 
 # Named frames: a label and a regular expression matched against each frame's
 # demangled name (module-qualified: `Audit.AuditWriter.runJournal() -> ()`) or
@@ -52,6 +54,8 @@ FRAMES = [
     ("logging (Telemetry logging, swift-log)", r"\bTelemetry\.(JSONLogHandler|LogSink|LogLine|LogBuffer)|\bLogging\."),
     ("spans (Telemetry tracing, swift-distributed-tracing)", r"\bTelemetry\.(JSONSpan|SpanIdentity)|\bTracing\."),
     ("swift-otel (OTLP spans: processor, protobuf, HTTP client)", r"\bOTel\.|\bSwiftProtobuf\.|\bNIO(Core|Posix|HTTP1)?\.|\bAsyncHTTPClient\."),
+    ("OTLP exporter (Telemetry.OTLP*: spans, buffer, encoder, HTTP client)", r"\bTelemetry\.OTLP"),
+    ("  OTLP exporter thread", r"\bTelemetry\.OTLPExporter\.run\(\)"),
     ("metrics (Telemetry metrics, swift-metrics)", r"\bTelemetry\.(RelayMetrics|Metric)|\bCoreMetrics\."),
     ("audit record (AuditRecord, row layout, COPY line)", r"\bAudit\.(AuditRecord|AuditRowLayout|CopyLineWriter|DeadTokenRecord)\b"),
     ("JWT / OpenSSL (libcrypto, libssl)", r"^lib(crypto|ssl)\.so"),
@@ -181,6 +185,7 @@ def main():
     parser.add_argument("--batch", type=int, default=0, help="items per POST /v1/send/batch (0: single POST /v1/send)")
     parser.add_argument("--connections", type=int, default=8, help="client connections of the load generator")
     parser.add_argument("--shipped", action="store_true", help="the shipped example configuration (logs at info, tracing.exporter log)")
+    parser.add_argument("--otlp", action="store_true", help="with --shipped: tracing.exporter otlp to a live receiver")
     parser.add_argument("--no-audit", action="store_true", help="the relay with `serve --benchmark-without-audit` (no journal, no writer)")
     parser.add_argument("--frequency", type=int, default=2000, help="perf's samples per second of CPU time")
     parser.add_argument("--top", type=int, default=30, help="flat symbols to list")
@@ -191,9 +196,12 @@ def main():
 
     bench = Bench(argparse.Namespace(binary=args.binary, database_url=args.database_url, quick=False, smoke=False, venv=None))
     mock = Mock(args.binary, bench.work, bench.key)
-    relay = bench.relay(mock, audit=not args.no_audit, shipped={} if args.shipped else None)
+    receiver = OTLPReceiver() if args.otlp else None
+    shipped = ({"tracing": {"exporter": "otlp"}} if args.otlp else {}) if args.shipped else None
+    relay = bench.relay(mock, audit=not args.no_audit, shipped=shipped,
+                        environment={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint} if receiver else None)
     data = args.output or os.path.join(bench.work, "perf.data")
-    shape = f"{'batches of ' + str(args.batch) if args.batch else 'single sends'}, {args.connections} connections, audit {'off' if args.no_audit else 'on'}{', shipped configuration' if args.shipped else ''}"
+    shape = f"{'batches of ' + str(args.batch) if args.batch else 'single sends'}, {args.connections} connections, audit {'off' if args.no_audit else 'on'}{', shipped configuration' if args.shipped else ''}{', tracing otlp' if args.otlp else ''}"
     load = lambda: bench.load(relay, args.sends, connections=args.connections, batch=args.batch)
     try:
         log(f"warm-up: {min(args.sends, 2000)} sends ({shape})")
@@ -204,6 +212,7 @@ def main():
         recorded = record(bench, relay, load, data, args.frequency)
     finally:
         relay.stop(); mock.stop()
+        if receiver: receiver.stop()
     try:
         figure(f"relay CPU per send ({shape})", plain["cpu_us"], "us",
                f"user {plain['user_us']:.1f} us, sys {plain['sys_us']:.1f} us; {plain['relay_sends']:.0f} sends, {plain['sends_per_s']:.0f} sends/s")

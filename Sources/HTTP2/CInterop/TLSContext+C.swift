@@ -17,7 +17,7 @@ final class TLSContext: @unchecked Sendable {
         // ahead but not yet decrypted are invisible to poll():
         // `TLSStream.hasPendingBytes` covers them.
         apns_relay_ssl_ctx_enable_read_ahead(context)
-        let protocols: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
+        let protocols = configuration.alpnProtocols.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
         _ = SSL_CTX_set_alpn_protos(context, protocols, UInt32(protocols.count))
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
         if let caFile = configuration.caFile {

@@ -8,6 +8,9 @@ public struct TLSClientConfiguration: Sendable, Hashable {
     /// The name sent in SNI and checked against the certificate; defaults to
     /// the origin's host (an IP address is checked against the IP SANs).
     public var serverName: String?
+    /// The ALPN protocols offered: `h2` for APNs; `http/1.1` for the OTLP
+    /// exporter's collector (``TLSClientSession``).
+    public var alpnProtocols: [String] = ["h2"]
 
     public init(caFile: String? = nil, serverName: String? = nil) {
         self.caFile = caFile

@@ -224,7 +224,7 @@ extension ServerConfiguration {
             audit.journalSync = try Self.journalSync(value, field: Variable.auditJournalSync)
         }
         if let value = environment[Variable.logLevel], !value.isEmpty { logLevel = value }
-        tracing.environmentWarnings = try tracing.applyOpenTelemetryEnvironment(environment)
+        tracing.environmentWarnings = tracing.applyOpenTelemetryEnvironment(environment)
     }
 
     private func validate() throws(ConfigurationError) {

@@ -87,8 +87,9 @@ public struct ServerConfiguration: Sendable {
 
     /// Where finished spans go (`tracing:`). The standard `OTEL_*`
     /// variables win over these: `OTEL_TRACES_EXPORTER` and `OTEL_SDK_DISABLED`
-    /// choose the exporter (read by the relay), the others (endpoint, headers,
-    /// service name, resource attributes, sampler) are read by swift-otel.
+    /// choose the exporter, the others (endpoint, headers, service name,
+    /// resource attributes, sampler, batching) are read when the OTLP exporter
+    /// starts (`OTLPExportSettings`).
     public struct TracingSettings: Sendable {
         public enum Exporter: String, Sendable, CaseIterable {
             /// OTLP/HTTP with protobuf to a collector, batched in the background.
@@ -105,8 +106,8 @@ public struct ServerConfiguration: Sendable {
         /// What the `OTEL_*` exporter variables said that the relay ignored:
         /// logged at warning when the relay starts, printed by check-config.
         public var environmentWarnings: [String] = []
-        /// The OTLP/HTTP base URL (`/v1/traces` is appended); nil: swift-otel's
-        /// default, http://localhost:4318, unless OTEL_EXPORTER_OTLP_ENDPOINT says otherwise.
+        /// The OTLP/HTTP base URL (`/v1/traces` is appended); nil: the
+        /// specification's default, http://localhost:4318, unless OTEL_EXPORTER_OTLP_ENDPOINT says otherwise.
         public var endpoint: String?
         /// The share of new traces recorded (0...1).
         public var samplingRatio = 1.0

@@ -20,7 +20,7 @@ extension ServerConfiguration.TracingSettings {
     /// Applies the specification's `OTEL_SDK_DISABLED` and `OTEL_TRACES_EXPORTER`
     /// over `tracing.exporter`. The variables win over the file, like the
     /// relay's own `APNS_RELAY_*` variables and like every other `OTEL_*`
-    /// variable swift-otel reads; `OTEL_SDK_DISABLED=true` wins over both.
+    /// variable the OTLP exporter reads (`OTLPExportSettings`); `OTEL_SDK_DISABLED=true` wins over both.
     ///
     /// As the specification asks (sdk-environment-variables, "Parsing empty
     /// value", "Boolean", "Enum", "Exporter selection"):
@@ -32,14 +32,12 @@ extension ServerConfiguration.TracingSettings {
     ///   value it has wins and the others are a warning. A value it does not
     ///   have (`zipkin`, a typo) is a warning and ignored, so the file decides.
     ///
-    /// One unsupported value cannot be ignored: `zipkin` or `jaeger` while the
-    /// result is `otlp`. swift-otel reads `OTEL_TRACES_EXPORTER` from the
-    /// process itself and refuses to start its exporter with either, so that
-    /// is a configuration error naming the variable rather than a relay that
-    /// fails later with swift-otel's "not implemented".
+    /// `zipkin` or `jaeger` are warnings like any other value the relay does
+    /// not have (they were refused while swift-otel, which read the variable
+    /// itself and would not start with them, did the export).
     ///
     /// - Returns: the warnings to log at start-up (and print in check-config).
-    mutating func applyOpenTelemetryEnvironment(_ environment: [String: String]) throws(ConfigurationError) -> [String] {
+    mutating func applyOpenTelemetryEnvironment(_ environment: [String: String]) -> [String] {
         var warnings: [String] = []
         let disabled = Self.trimmed(environment[Variable.sdkDisabled])
         switch disabled?.lowercased() {
@@ -78,14 +76,6 @@ extension ServerConfiguration.TracingSettings {
             }
             exporter = chosen
             exporterSource = .tracesExporter
-        }
-        // swift-otel reads the variable too when it builds the OTLP exporter.
-        let whole = list.lowercased()
-        if exporter == .otlp, ["zipkin", "jaeger"].contains(whole) {
-            throw ConfigurationError(
-                field: Variable.tracesExporter,
-                "is \(list), which apns-relay cannot export to; with tracing.exporter: otlp the OTLP SDK reads this variable too "
-                    + "and would not start: unset it, or set it to otlp, console or none")
         }
         return warnings
     }

@@ -18,7 +18,7 @@ struct RelayPart: Service, CustomStringConvertible {
         /// the audit writer run on threads of their own and report no
         /// failure); `stop` is the part's share of the drain.
         case stoppedBy(@Sendable () async -> Void)
-        /// A lifecycle service of its own (swift-otel's exporter): it runs for
+        /// A lifecycle service of its own (none today; swift-otel's exporter was one): it runs for
         /// the relay's life and shuts itself down (its flush) when the
         /// graceful shutdown reaches this part, given `within` seconds, then
         /// cancelled.

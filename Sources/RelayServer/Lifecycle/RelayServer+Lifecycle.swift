@@ -55,8 +55,11 @@ extension RelayServer {
             RelayPart(name: name, body: body, logger: logger, started: started)
         }
         var parts: [RelayPart] = []
-        if let exporter = tracing.exportService {
-            parts.append(part("trace exporter", .service(exporter, within: { max(1, drainTimeout - drain.elapsed) })))
+        if tracing.exporter != nil {
+            let tracing = tracing
+            parts.append(part("trace exporter", .stoppedBy {
+                await tracing.shutdown(within: max(1, drainTimeout - drain.elapsed))
+            }))
         }
         parts.append(part("metrics listener", .stoppedBy {
             await metricsServer.stop(drainTimeout: 1)

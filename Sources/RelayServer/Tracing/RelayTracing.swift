@@ -1,7 +1,6 @@
 import Foundation
 public import Logging
-import OTel
-import ServiceLifecycle
+import RelayBasics
 import Telemetry
 public import Tracing
 
@@ -9,10 +8,11 @@ public import Tracing
 /// `apns.attempt`) go through, chosen by `tracing.exporter`, and the
 /// background export it needs.
 ///
-/// - `otlp`: swift-otel's tracer with its batch span processor and OTLP/HTTP
-///   (protobuf) exporter. Spans wait in a bounded queue and are exported in
-///   the background; a full queue or a failed export drops them (counted in
-///   `apns_relay_spans_dropped_total`), never a send.
+/// - `otlp`: ``OTLPTracer`` into the relay's own ``OTLPExporter``: spans
+///   wait in a bounded buffer and a thread of the exporter's own posts them
+///   to the collector (OTLP/HTTP, protobuf). A full buffer or a failed
+///   export drops spans, counted in `apns_relay_spans_dropped_total` when
+///   they are dropped, never a send.
 /// - `log`: ``JSONSpanTracer``, one JSON log line per span at debug.
 /// - `none`: ``JSONSpanTracer`` writing nowhere, so a caller's trace id still
 ///   reaches the audit row and the log lines.
@@ -20,82 +20,72 @@ public final class RelayTracing: Sendable {
     public let tracer: any Tracer
     /// Puts the current trace and span ids on log lines, whichever tracer made the span.
     public let metadataProvider: Logger.MetadataProvider
-    /// swift-otel's batch processor and exporter (`otlp` only): a lifecycle
-    /// service that runs as the relay's last part, so its graceful shutdown
-    /// exports the queue after everything else has stopped
+    /// The OTLP exporter (`otlp` only): the relay's last part shuts it down,
+    /// so it exports the buffer after everything else has stopped
     /// (`RelayServer+Lifecycle.swift`).
-    let exportService: (any Service)?
+    let exporter: OTLPExporter?
+    /// What the `OTEL_*` variables said that the relay ignored (logged at start).
+    let warnings: [String]
 
     /// The service name when OTEL_SERVICE_NAME does not give one.
     public static let defaultServiceName = "apns-relay"
 
     /// - Parameters:
-    ///   - environment: the process environment; swift-otel reads the standard
-    ///     `OTEL_*` variables from the process itself, this only decides the defaults.
-    ///   - dropped: called with each loss swift-otel reports.
+    ///   - environment: the process environment: the `OTEL_*` variables the
+    ///     exporter reads (``OTLPExportSettings``).
+    ///   - dropped: called with each loss, when it happens.
     init(
         settings: ServerConfiguration.TracingSettings, instance: String, version: String, logger: Logger,
-        dropped: @escaping @Sendable (OTelDiagnostics.Drop, Int) -> Void
-    ) throws {
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        dropped: @escaping @Sendable (OTLPExporter.Drop, Int) -> Void
+    ) throws(ConfigurationError) {
         switch settings.exporter {
         case .log:
             tracer = JSONSpanTracer(logger: logger)
-            metadataProvider = TraceMetadata.provider
-            exportService = nil
+            exporter = nil
+            warnings = []
         case .none:
             tracer = JSONSpanTracer(logger: Logger(label: "apns-relay.spans") { _ in SwiftLogNoOpLogHandler() })
-            metadataProvider = TraceMetadata.provider
-            exportService = nil
+            exporter = nil
+            warnings = []
         case .otlp:
-            let diagnostics = Logger(label: "swift-otel") { _ in OTelDiagnostics(relayLogger: logger, dropped: dropped) }
-            let configuration = Self.otelConfiguration(settings, instance: instance, version: version, diagnostics: diagnostics)
-            let backend: (factory: any Tracer, service: any Service)
-            do {
-                let made = try OTel.makeTracingBackend(configuration: configuration)
-                backend = (made.factory, made.service)
-            } catch {
-                throw ConfigurationError(field: "tracing", "the OTLP exporter cannot start: \(error)")
+            let resolved = try OTLPExportSettings.resolve(settings, instance: instance, version: version, environment: environment)
+            let opener: any OTLPStreamOpener
+            switch resolved.endpoint.scheme {
+            case .http:
+                opener = OTLPPlainOpener()
+            case .https:
+                do {
+                    opener = try OTLPTLSOpener(caFile: resolved.certificateFile)
+                } catch {
+                    throw ConfigurationError(field: "OTEL_EXPORTER_OTLP_CERTIFICATE", "the OTLP exporter cannot set up TLS: \(error)")
+                }
             }
-            tracer = backend.factory
-            metadataProvider = Logger.MetadataProvider.multiplex([TraceMetadata.provider, OTel.makeLoggingMetadataProvider()]) ?? TraceMetadata.provider
-            exportService = backend.service
+            let configuration = OTLPExporter.Configuration(
+                endpoint: resolved.endpoint, headers: resolved.headers, resource: resolved.resource,
+                maximumQueueSize: resolved.maximumQueueSize, maximumExportBatchSize: resolved.maximumExportBatchSize,
+                scheduleDelayMilliseconds: resolved.scheduleDelayMilliseconds,
+                exportTimeoutMilliseconds: resolved.exportTimeoutMilliseconds)
+            var exportLogger = logger
+            exportLogger[metadataKey: "source"] = "otlp-exporter"
+            let exporter = OTLPExporter(
+                configuration: configuration, opener: opener, scopeVersion: version, logger: exportLogger, dropped: dropped)
+            tracer = OTLPTracer(exporter: exporter, sampler: resolved.sampler)
+            self.exporter = exporter
+            warnings = resolved.warnings
         }
+        metadataProvider = TraceMetadata.provider
     }
 
-    /// swift-otel's configuration from the `tracing:` block; the `OTEL_*`
-    /// variables are applied on top of it by swift-otel and win.
-    static func otelConfiguration(
-        _ settings: ServerConfiguration.TracingSettings, instance: String, version: String, diagnostics: Logger
-    ) -> OTel.Configuration {
-        var configuration = OTel.Configuration.default
-        configuration.serviceName = defaultServiceName
-        configuration.resourceAttributes = ["service.version": version, "service.instance.id": instance]
-        configuration.diagnosticLogger = .custom(diagnostics)
-        // Drops are reported at warning; below it swift-otel's records are per-batch chatter.
-        configuration.diagnosticLogLevel = .warning
-        configuration.propagators = [.traceContext]
-        configuration.metrics.enabled = false
-        configuration.logs.enabled = false
-        configuration.traces.enabled = true
-        configuration.traces.exporter = .otlp
-        configuration.traces.otlpExporter.protocol = .httpProtobuf
-        // swift-otel takes an endpoint set in code as the traces URL itself (as it would
-        // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT); `tracing.endpoint` is a base URL like
-        // OTEL_EXPORTER_OTLP_ENDPOINT, which still wins and gets /v1/traces appended by swift-otel.
-        if let endpoint = settings.endpoint { configuration.traces.otlpExporter.endpoint = tracesURL(base: endpoint) }
-        configuration.traces.otlpExporter.timeout = .milliseconds(settings.exportTimeoutMilliseconds)
-        let ratio = settings.samplingRatio
-        configuration.traces.sampler =
-            (settings.parentBased ? .parentBasedTraceIDRatio(ratio: ratio) : .traceIDRatio(ratio: ratio)) ?? .parentBasedAlwaysOn
-        configuration.traces.batchSpanProcessor.maxQueueSize = settings.maximumQueueSize
-        configuration.traces.batchSpanProcessor.maxExportBatchSize = settings.maximumExportBatchSize
-        configuration.traces.batchSpanProcessor.scheduleDelay = .milliseconds(settings.scheduleDelayMilliseconds)
-        configuration.traces.batchSpanProcessor.exportTimeout = .milliseconds(settings.exportTimeoutMilliseconds)
-        return configuration
-    }
-
-    /// The OTLP/HTTP traces URL under a base URL, as the OpenTelemetry specification builds it.
-    static func tracesURL(base: String) -> String {
-        base.hasSuffix("/") ? base + "v1/traces" : base + "/v1/traces"
+    /// Exports what is buffered within `seconds` (on a thread of its own:
+    /// the export blocks), then stops the exporter. Nothing to do without one.
+    func shutdown(within seconds: Double) async {
+        guard let exporter else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                exporter.shutdown(within: seconds)
+                continuation.resume()
+            }
+        }
     }
 }

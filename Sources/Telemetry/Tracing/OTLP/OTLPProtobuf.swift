@@ -1,0 +1,291 @@
+public import Tracing
+import RelayBasics
+
+/// Encodes `ExportTraceServiceRequest` (opentelemetry-proto,
+/// `collector/trace/v1/trace_service.proto`) by hand: one resource, one
+/// scope, the batch's spans.
+///
+/// The schema is small and fixed, so a generated protobuf runtime would
+/// buy nothing but a dependency. Nested messages need their length before
+/// their bytes: a span is encoded into a scratch buffer (reused) and copied
+/// with its length; the small messages inside a span (key/values, any-values,
+/// status) have their sizes computed first, so nothing is allocated per field.
+/// Resource and scope never change and are encoded once.
+///
+/// Field numbers (trace.proto, common.proto, resource.proto):
+/// ExportTraceServiceRequest{1 resource_spans}; ResourceSpans{1 resource,
+/// 2 scope_spans}; Resource{1 attributes}; ScopeSpans{1 scope, 2 spans};
+/// InstrumentationScope{1 name, 2 version}; Span{1 trace_id, 2 span_id,
+/// 4 parent_span_id, 5 name, 6 kind, 7 start_time_unix_nano (fixed64),
+/// 8 end_time_unix_nano (fixed64), 9 attributes, 15 status, 16 flags (fixed32)};
+/// Status{2 message, 3 code}; KeyValue{1 key, 2 value}; AnyValue{1 string,
+/// 2 bool, 3 int (int64), 4 double, 5 array}; ArrayValue{1 values}.
+public struct OTLPRequestEncoder {
+    /// Resource field (1) of ResourceSpans, whole (tag, length, bytes).
+    private let resourceField: [UInt8]
+    /// Scope field (1) of ScopeSpans, whole.
+    private let scopeField: [UInt8]
+    private var span: [UInt8] = []
+    private var spans: [UInt8] = []
+
+    /// - Parameters:
+    ///   - resource: the resource's attributes (`service.name`, …), in order.
+    ///   - scope: the instrumentation scope's name and version.
+    public init(resource: [(String, String)], scopeName: String, scopeVersion: String) {
+        var resourceBody: [UInt8] = []
+        for (key, value) in resource {
+            Protobuf.keyValue(field: 1, key: key, value: .string(value), into: &resourceBody)
+        }
+        var field: [UInt8] = []
+        Protobuf.lengthDelimited(field: 1, resourceBody, into: &field)
+        resourceField = field
+        var scopeBody: [UInt8] = []
+        Protobuf.string(field: 1, scopeName, into: &scopeBody)
+        Protobuf.string(field: 2, scopeVersion, into: &scopeBody)
+        field = []
+        Protobuf.lengthDelimited(field: 1, scopeBody, into: &field)
+        scopeField = field
+    }
+
+    /// The request for `records`, appended to `output` (cleared first).
+    public mutating func encode(_ records: some Collection<OTLPSpanRecord>, into output: inout [UInt8]) {
+        output.removeAll(keepingCapacity: true)
+        spans.removeAll(keepingCapacity: true)
+        for record in records {
+            span.removeAll(keepingCapacity: true)
+            Self.encodeSpan(record, into: &span)
+            Protobuf.lengthDelimited(field: 2, span, into: &spans)
+        }
+        let scopeSpansSize = scopeField.count + spans.count
+        let resourceSpansSize = resourceField.count + Protobuf.tagSize(2) + Protobuf.varintSize(UInt64(scopeSpansSize)) + scopeSpansSize
+        Protobuf.tag(1, .lengthDelimited, into: &output)
+        Protobuf.varint(UInt64(resourceSpansSize), into: &output)
+        output.append(contentsOf: resourceField)
+        Protobuf.tag(2, .lengthDelimited, into: &output)
+        Protobuf.varint(UInt64(scopeSpansSize), into: &output)
+        output.append(contentsOf: scopeField)
+        output.append(contentsOf: spans)
+    }
+
+    static func encodeSpan(_ record: OTLPSpanRecord, into out: inout [UInt8]) {
+        Protobuf.hexBytes(field: 1, record.traceID, into: &out)
+        Protobuf.hexBytes(field: 2, record.spanID, into: &out)
+        if let parent = record.parentSpanID { Protobuf.hexBytes(field: 4, parent, into: &out) }
+        Protobuf.string(field: 5, record.name, into: &out)
+        Protobuf.tag(6, .varint, into: &out)
+        Protobuf.varint(kindNumber(record.kind), into: &out)
+        Protobuf.tag(7, .fixed64, into: &out)
+        Protobuf.fixed64(record.startNanoseconds, into: &out)
+        Protobuf.tag(8, .fixed64, into: &out)
+        Protobuf.fixed64(record.endNanoseconds, into: &out)
+        record.attributes.forEach { key, value in
+            Protobuf.keyValue(field: 9, key: key, value: value, into: &out)
+        }
+        if let code = record.status {
+            let number: UInt64 = code == .ok ? 1 : 2
+            let message = record.statusMessage ?? ""
+            let size = (message.isEmpty ? 0 : Protobuf.stringFieldSize(message)) + 1 + Protobuf.varintSize(number)
+            Protobuf.tag(15, .lengthDelimited, into: &out)
+            Protobuf.varint(UInt64(size), into: &out)
+            if !message.isEmpty { Protobuf.string(field: 2, message, into: &out) }
+            Protobuf.tag(3, .varint, into: &out)
+            Protobuf.varint(number, into: &out)
+        }
+    }
+
+    /// OTLP's SpanKind numbers.
+    static func kindNumber(_ kind: SpanKind) -> UInt64 {
+        switch kind {
+        case .internal: 1
+        case .server: 2
+        case .client: 3
+        case .producer: 4
+        case .consumer: 5
+        }
+    }
+}
+
+/// Protobuf's wire format, the parts OTLP uses.
+enum Protobuf {
+    enum WireType: UInt64 {
+        case varint = 0, fixed64 = 1, lengthDelimited = 2, fixed32 = 5
+    }
+
+    /// An attribute value as OTLP's AnyValue carries it.
+    enum Scalar {
+        case string(String), bool(Bool), int(Int64), double(Double)
+    }
+
+    static func tag(_ field: UInt64, _ type: WireType, into out: inout [UInt8]) {
+        varint(field << 3 | type.rawValue, into: &out)
+    }
+
+    static func tagSize(_ field: UInt64) -> Int { varintSize(field << 3) }
+
+    static func varint(_ value: UInt64, into out: inout [UInt8]) {
+        var value = value
+        while value >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        out.append(UInt8(value))
+    }
+
+    static func varintSize(_ value: UInt64) -> Int {
+        var size = 1
+        var value = value >> 7
+        while value != 0 {
+            size += 1
+            value >>= 7
+        }
+        return size
+    }
+
+    static func fixed64(_ value: UInt64, into out: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) }
+    }
+
+    static func string(field: UInt64, _ text: String, into out: inout [UInt8]) {
+        tag(field, .lengthDelimited, into: &out)
+        varint(UInt64(text.utf8.count), into: &out)
+        out.append(contentsOf: text.utf8)
+    }
+
+    static func stringFieldSize(_ text: String, field: UInt64 = 1) -> Int {
+        let count = text.utf8.count
+        return tagSize(field) + varintSize(UInt64(count)) + count
+    }
+
+    static func lengthDelimited(field: UInt64, _ bytes: [UInt8], into out: inout [UInt8]) {
+        tag(field, .lengthDelimited, into: &out)
+        varint(UInt64(bytes.count), into: &out)
+        out.append(contentsOf: bytes)
+    }
+
+    /// A bytes field from a hex id (trace or span id); a malformed id (never
+    /// made by the relay's tracer) is written as its UTF-8 bytes.
+    static func hexBytes(field: UInt64, _ hex: String, into out: inout [UInt8]) {
+        var hex = hex
+        let written: Bool = hex.withUTF8 { digits in
+            guard digits.count % 2 == 0, digits.count <= 64 else { return false }
+            var bytes: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            return withUnsafeMutableBytes(of: &bytes) { raw in
+                var index = 0
+                while index < digits.count {
+                    let high = hexValues[Int(digits[index])], low = hexValues[Int(digits[index + 1])]
+                    guard high < 16, low < 16 else { return false }
+                    raw[index / 2] = high << 4 | low
+                    index += 2
+                }
+                tag(field, .lengthDelimited, into: &out)
+                varint(UInt64(digits.count / 2), into: &out)
+                out.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[0..<(digits.count / 2)]))
+                return true
+            }
+        }
+        if !written { string(field: field, hex, into: &out) }
+    }
+
+    /// Each byte's value as a hex digit, 0xFF for a byte that is not one.
+    static let hexValues: [UInt8] = (0...255).map { byte in Hex.value(of: UInt8(byte)) ?? 0xFF }
+
+    // MARK: Attributes
+
+    /// A KeyValue field.
+    static func keyValue(field: UInt64, key: String, value: SpanAttribute, into out: inout [UInt8]) {
+        // A scalar (nearly every attribute) is converted once, for its size and its bytes.
+        let scalarValue = single(value)
+        let valueSize = scalarValue.map(scalarSize) ?? anyValueSize(value)
+        let size = stringFieldSize(key) + tagSize(2) + varintSize(UInt64(valueSize)) + valueSize
+        tag(field, .lengthDelimited, into: &out)
+        varint(UInt64(size), into: &out)
+        string(field: 1, key, into: &out)
+        tag(2, .lengthDelimited, into: &out)
+        varint(UInt64(valueSize), into: &out)
+        if let scalarValue { scalar(scalarValue, into: &out) } else { anyValue(value, into: &out) }
+    }
+
+    static func scalars(_ attribute: SpanAttribute) -> (single: Scalar?, array: [Scalar]?) {
+        switch attribute {
+        case .int32(let value): (.int(Int64(value)), nil)
+        case .int64(let value): (.int(value), nil)
+        case .double(let value): (.double(value), nil)
+        case .bool(let value): (.bool(value), nil)
+        case .string(let value): (.string(value), nil)
+        case .stringConvertible(let value): (.string(value.description), nil)
+        case .int32Array(let values): (nil, values.map { .int(Int64($0)) })
+        case .int64Array(let values): (nil, values.map { .int($0) })
+        case .doubleArray(let values): (nil, values.map { .double($0) })
+        case .boolArray(let values): (nil, values.map { .bool($0) })
+        case .stringArray(let values): (nil, values.map { .string($0) })
+        case .stringConvertibleArray(let values): (nil, values.map { .string($0.description) })
+        default: (.string("\(attribute)"), nil)
+        }
+    }
+
+    /// The attribute as one scalar, without building the array `scalars` would (the usual case).
+    static func single(_ attribute: SpanAttribute) -> Scalar? {
+        switch attribute {
+        case .int32(let value): .int(Int64(value))
+        case .int64(let value): .int(value)
+        case .double(let value): .double(value)
+        case .bool(let value): .bool(value)
+        case .string(let value): .string(value)
+        case .stringConvertible(let value): .string(value.description)
+        default: nil
+        }
+    }
+
+    /// The AnyValue message's body size.
+    static func anyValueSize(_ attribute: SpanAttribute) -> Int {
+        if let single = single(attribute) { return scalarSize(single) }
+        let body = arrayBodySize(scalars(attribute).array ?? [])
+        return tagSize(5) + varintSize(UInt64(body)) + body
+    }
+
+    static func anyValue(_ attribute: SpanAttribute, into out: inout [UInt8]) {
+        if let single = single(attribute) { return scalar(single, into: &out) }
+        let (_, array) = scalars(attribute)
+        let values = array ?? []
+        tag(5, .lengthDelimited, into: &out)
+        varint(UInt64(arrayBodySize(values)), into: &out)
+        for value in values {
+            tag(1, .lengthDelimited, into: &out)
+            varint(UInt64(scalarSize(value)), into: &out)
+            scalar(value, into: &out)
+        }
+    }
+
+    static func arrayBodySize(_ values: [Scalar]) -> Int {
+        values.reduce(0) { total, value in
+            let size = scalarSize(value)
+            return total + tagSize(1) + varintSize(UInt64(size)) + size
+        }
+    }
+
+    /// An AnyValue holding one scalar: its one field.
+    static func scalarSize(_ value: Scalar) -> Int {
+        switch value {
+        case .string(let text): stringFieldSize(text, field: 1)
+        case .bool: 2
+        case .int(let number): 1 + varintSize(UInt64(bitPattern: number))
+        case .double: 9
+        }
+    }
+
+    static func scalar(_ value: Scalar, into out: inout [UInt8]) {
+        switch value {
+        case .string(let text):
+            string(field: 1, text, into: &out)
+        case .bool(let flag):
+            tag(2, .varint, into: &out)
+            out.append(flag ? 1 : 0)
+        case .int(let number):
+            tag(3, .varint, into: &out)
+            varint(UInt64(bitPattern: number), into: &out)
+        case .double(let number):
+            tag(4, .fixed64, into: &out)
+            fixed64(number.bitPattern, into: &out)
+        }
+    }
+}

@@ -1,0 +1,103 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+public import RelayBasics
+
+/// A non-blocking TCP socket waited on with `poll`, bounded by deadlines.
+public final class OTLPSocketStream: OTLPStream {
+    /// The connected socket; the caller owns it (a TLS stream may wrap it).
+    public let fd: Int32
+    private var closed = false
+
+    init(fd: Int32) { self.fd = fd }
+
+    deinit { close() }
+
+    /// Resolves `host` and connects to the first address that answers before `deadline`.
+    public static func connect(host: String, port: UInt16, deadline: OTLPDeadline) -> Result<OTLPSocketStream, OTLPExportFailure> {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        // getaddrinfo blocks on DNS; the exporter's thread is its own, and a
+        // numeric host (the usual collector sidecar) resolves without a query.
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let first = list else {
+            return .failure(OTLPExportFailure("cannot resolve \(host): \(String(cString: gai_strerror(status)))", retryable: true))
+        }
+        defer { freeaddrinfo(first) }
+        var lastError = "no address"
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let address = entry {
+            entry = address.pointee.ai_next
+            let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { continue }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            var one: Int32 = 1
+            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            if Glibc.connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 {
+                return .success(OTLPSocketStream(fd: fd))
+            }
+            guard errno == EINPROGRESS else {
+                lastError = String(cString: strerror(errno))
+                _ = Glibc.close(fd)
+                continue
+            }
+            guard wait(fd, events: Int16(POLLOUT), deadline: deadline) else {
+                lastError = "connect timed out"
+                _ = Glibc.close(fd)
+                continue
+            }
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+            if error == 0 { return .success(OTLPSocketStream(fd: fd)) }
+            lastError = String(cString: strerror(error))
+            _ = Glibc.close(fd)
+        }
+        return .failure(OTLPExportFailure("cannot connect to \(host):\(port): \(lastError)", retryable: true))
+    }
+
+    /// Waits until `fd` is ready for `events`; false at the deadline or on an error.
+    public static func wait(_ fd: Int32, events: Int16, deadline: OTLPDeadline) -> Bool {
+        while true {
+            guard let milliseconds = deadline.pollMilliseconds else { return false }
+            var entry = pollfd(fd: fd, events: events, revents: 0)
+            let ready = poll(&entry, 1, milliseconds)
+            if ready > 0 { return true }
+            if ready < 0 && errno != EINTR { return false }
+        }
+    }
+
+    public func write(_ bytes: UnsafeRawBufferPointer, deadline: OTLPDeadline) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            if sent > 0 {
+                offset += sent
+            } else if sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+                guard Self.wait(fd, events: Int16(POLLOUT), deadline: deadline) else { return false }
+            } else {
+                return false
+            }
+        }
+        return true
+    }
+
+    public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: OTLPDeadline) -> Int? {
+        while true {
+            let count = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if count >= 0 { return count }
+            guard errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR else { return nil }
+            guard Self.wait(fd, events: Int16(POLLIN), deadline: deadline) else { return nil }
+        }
+    }
+
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        _ = Glibc.close(fd)
+    }
+}

@@ -1,0 +1,75 @@
+public import Instrumentation
+public import Tracing
+public import RelayBasics
+
+/// The tracer for `tracing.exporter: otlp`: spans that record into an
+/// ``OTLPExporter`` when they end.
+///
+/// Identity and propagation are ``JSONSpanTracer``'s (``SpanIdentity`` in the
+/// context, W3C `traceparent` extracted and injected, the trace id on log
+/// lines through ``TraceMetadata``); the sampler decides once per span. A
+/// span that is not sampled keeps its identity (the trace id still reaches
+/// the audit row and the answer's `traceparent`, with the flag 00) but stores
+/// nothing and records nothing.
+public struct OTLPTracer: Tracer, TraceParentReading {
+    public typealias Span = OTLPSpan
+
+    let exporter: OTLPExporter
+    let sampler: OTLPSampler
+
+    public init(exporter: OTLPExporter, sampler: OTLPSampler) {
+        self.exporter = exporter
+        self.sampler = sampler
+    }
+
+    public func startSpan<Instant: TracerInstant>(
+        _ operationName: String,
+        context: @autoclosure () -> InstrumentationContext,
+        ofKind kind: SpanKind,
+        at instant: @autoclosure () -> Instant,
+        function: String,
+        file fileID: String,
+        line: UInt
+    ) -> OTLPSpan {
+        let spanContext = context()
+        let traceID: String
+        let parentSpanID: String?
+        let parentSampled: Bool?
+        if let parent = spanContext.spanIdentity {
+            (traceID, parentSpanID, parentSampled) = (parent.traceID, parent.spanID, parent.sampled)
+        } else if let remote = spanContext.remoteParent {
+            (traceID, parentSpanID, parentSampled) = (remote.traceID, remote.spanID, remote.isSampled)
+        } else {
+            (traceID, parentSpanID, parentSampled) = (TraceParent.randomTraceID(), nil, nil)
+        }
+        let identity = SpanIdentity(
+            traceID: traceID, spanID: TraceParent.randomSpanID(), parentSpanID: parentSpanID,
+            sampled: sampler.isSampled(traceID: traceID, parentSampled: parentSampled))
+        return OTLPSpan(
+            operationName: operationName, kind: kind, context: spanContext, identity: identity,
+            startNanoseconds: instant().nanosecondsSinceEpoch, exporter: identity.sampled ? exporter : nil)
+    }
+
+    public func forceFlush() {}
+
+    public func extract<Carrier, Extract: Extractor>(
+        _ carrier: Carrier, into context: inout InstrumentationContext, using extractor: Extract
+    ) where Extract.Carrier == Carrier {
+        guard let header = extractor.extract(key: TraceParent.headerName, from: carrier),
+              let parent = TraceParent(header: header)
+        else { return }
+        context.remoteParent = parent
+    }
+
+    public func storedTraceParent(for context: InstrumentationContext) -> TraceParent? {
+        context.spanIdentity?.traceParent ?? context.remoteParent
+    }
+
+    public func inject<Carrier, Inject: Injector>(
+        _ context: InstrumentationContext, into carrier: inout Carrier, using injector: Inject
+    ) where Inject.Carrier == Carrier {
+        if let parent = storedTraceParent(for: context) {
+            injector.inject(parent.description, forKey: TraceParent.headerName, into: &carrier)
+        }
+    }
+}

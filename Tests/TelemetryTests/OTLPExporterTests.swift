@@ -1,0 +1,318 @@
+import Foundation
+import Instrumentation
+import Logging
+import RelayBasics
+import RelayJSON
+import Synchronization
+import Telemetry
+import Testing
+import TestSupport
+import Tracing
+
+/// The OTLP exporter against peers it did not write: OpenTelemetry's own
+/// protobuf classes (PyPI opentelemetry-proto) decode what it encodes, and
+/// scripts/lib/otlp_receiver.py (those classes behind Python's HTTP server)
+/// is the collector, live, stopped, or replaced by a listener that never reads.
+@Suite("OTLP exporter: encoding, export and drop accounting")
+struct OTLPExporterTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    struct PeerError: Error, CustomStringConvertible { let description: String }
+
+    /// A Python child that prints `PREFIX PORT` once listening.
+    static func python(_ arguments: [String], portAfter prefix: String) async throws -> (child: ChildProcess, port: UInt16) {
+        let child = try ChildProcess(["python3"] + arguments, standardOutput: .pipe, standardError: .inherit)
+        let lines = Mutex<[String]>([])
+        ChildProcess.collectLines(of: child.standardOutput!) { line in lines.withLock { $0.append(line) } }
+        var found: UInt16?
+        _ = await eventually(30) {
+            found = lines.withLock { $0 }.first { $0.hasPrefix(prefix) }.flatMap { UInt16($0.dropFirst(prefix.count)) }
+            return found != nil || child.exitStatus != nil
+        }
+        guard let found else { throw PeerError(description: "\(arguments.first ?? "python") did not start; is opentelemetry-proto installed?") }
+        return (child, found)
+    }
+
+    /// otlp_receiver.py writing one JSON line per span to `file`.
+    static func receiver(_ file: String) async throws -> (child: ChildProcess, port: UInt16) {
+        try await python([root.appendingPathComponent("scripts/lib/otlp_receiver.py").path, file], portAfter: "otlp-receiver on ")
+    }
+
+    /// A collector that accepts connections (the kernel does, from the backlog) and never reads a byte.
+    static func stalledListener() async throws -> (child: ChildProcess, port: UInt16) {
+        let code = """
+            import socket, sys, time
+            s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+            print("stalled on", s.getsockname()[1], flush=True)
+            time.sleep(3600)
+            """
+        return try await python(["-c", code], portAfter: "stalled on ")
+    }
+
+    /// A port nothing listens on: bound by a child that exits at once.
+    static func closedPort() async throws -> UInt16 {
+        let result = try await ProcessRunner.runOffPool([
+            "python3", "-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])",
+        ])
+        return try #require(UInt16(result.output.trimmingCharacters(in: .whitespacesAndNewlines)))
+    }
+
+    static func lines(_ file: String) -> [JSONValue] {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }
+    }
+
+    /// Drops as the callback saw them, when it saw them.
+    final class DropCounter: Sendable {
+        let counts = Mutex<[OTLPExporter.Drop: Int]>([:])
+        var callback: @Sendable (OTLPExporter.Drop, Int) -> Void {
+            { reason, count in self.counts.withLock { $0[reason, default: 0] += count } }
+        }
+        subscript(_ reason: OTLPExporter.Drop) -> Int { counts.withLock { $0[reason] ?? 0 } }
+        var total: Int { counts.withLock { $0.values.reduce(0, +) } }
+    }
+
+    static func exporter(
+        port: UInt16, queue: Int = 2048, batch: Int = 512, delay: Int = 20, timeout: Int = 2000, drops: DropCounter
+    ) -> OTLPExporter {
+        let configuration = OTLPExporter.Configuration(
+            endpoint: OTLPEndpoint(url: "http://127.0.0.1:\(port)/v1/traces")!, headers: [("x-test", "1")],
+            resource: [("service.name", "exporter-test"), ("service.instance.id", "t-1")], maximumQueueSize: queue,
+            maximumExportBatchSize: batch, scheduleDelayMilliseconds: delay, exportTimeoutMilliseconds: timeout)
+        return OTLPExporter(
+            configuration: configuration, opener: OTLPPlainOpener(), scopeVersion: "test",
+            logger: Logger(label: "otlp-test") { _ in SwiftLogNoOpLogHandler() }, dropped: drops.callback)
+    }
+
+    static func record(_ index: Int, padding: Int = 0) -> OTLPSpanRecord {
+        var attributes = SpanAttributes()
+        attributes["apns.attempt"] = index
+        if padding > 0 { attributes["padding"] = String(repeating: "x", count: padding) }
+        return OTLPSpanRecord(
+            traceID: "4bf92f3577b34da6a3ce929d0e0e4736", spanID: String(format: "%016x", index + 1), parentSpanID: nil,
+            name: "apns.attempt", kind: .client, startNanoseconds: 1, endNanoseconds: 2, attributes: attributes)
+    }
+
+    @Test("the encoded ExportTraceServiceRequest decodes with opentelemetry-proto, every field as recorded")
+    func decodesWithOpenTelemetryProto() async throws {
+        var attributes = SpanAttributes()
+        attributes["s"] = "ünïcode ✓"
+        attributes["i"] = 503
+        attributes["n"] = -7
+        attributes["big"] = Int64.max
+        attributes["d"] = 0.25
+        attributes["b"] = true
+        attributes["strings"] = ["a", "b"]
+        attributes["ints"] = [Int64(1), -2]
+        attributes["long"] = String(repeating: "y", count: 300)
+        let records = [
+            OTLPSpanRecord(
+                traceID: "4bf92f3577b34da6a3ce929d0e0e4736", spanID: "00f067aa0ba902b7", parentSpanID: "1111111111111111",
+                name: "apns.send", kind: .client, startNanoseconds: 1_700_000_000_123_456_789, endNanoseconds: 1_700_000_000_223_456_789,
+                attributes: attributes, status: .error, statusMessage: "BadDeviceToken"),
+            OTLPSpanRecord(
+                traceID: "0af7651916cd43dd8448eb211c80319c", spanID: "b7ad6b7169203331", parentSpanID: nil, name: "ingress.request",
+                kind: .server, startNanoseconds: 5, endNanoseconds: 6, status: .ok),
+            OTLPSpanRecord(
+                traceID: "0af7651916cd43dd8448eb211c80319c", spanID: "b7ad6b7169203332", parentSpanID: nil, name: "internal",
+                kind: .internal, startNanoseconds: 7, endNanoseconds: 8),
+        ]
+        var encoder = OTLPRequestEncoder(
+            resource: [("service.name", "apns-relay"), ("service.instance.id", "relay-1")], scopeName: "apns-relay", scopeVersion: "1.2.3")
+        var body: [UInt8] = []
+        encoder.encode(records, into: &body)
+        let path = NSTemporaryDirectory() + "otlp-request-\(UUID().uuidString).bin"
+        try Data(body).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let decoder = """
+            import sys, json
+            from google.protobuf.json_format import MessageToDict
+            from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+            request = trace_service_pb2.ExportTraceServiceRequest()
+            request.ParseFromString(open(sys.argv[1], "rb").read())
+            print(json.dumps(MessageToDict(request, preserving_proto_field_name=True)))
+            """
+        let result = try await ProcessRunner.runOffPool(["python3", "-c", decoder, path])
+        #expect(result.status == 0, "\(result.output)")
+        let decoded = try JSONParser.parse(result.output)
+        let resourceSpans = try #require(decoded["resource_spans"]?.arrayValue)
+        #expect(resourceSpans.count == 1)
+        let resource = resourceSpans[0]["resource"]?["attributes"]?.arrayValue ?? []
+        #expect(resource.map { $0["key"]?.stringValue ?? "" } == ["service.name", "service.instance.id"])
+        #expect(resource.first?["value"]?["string_value"] == "apns-relay")
+        let scope = try #require(resourceSpans[0]["scope_spans"]?.arrayValue?.first)
+        #expect(scope["scope"]?["name"] == "apns-relay")
+        #expect(scope["scope"]?["version"] == "1.2.3")
+        let spans = try #require(scope["spans"]?.arrayValue)
+        #expect(spans.count == 3)
+        // MessageToDict writes bytes as base64 and 64-bit integers as strings.
+        func base64(_ hex: String) -> String { Data(Hex.decode(hex)!).base64EncodedString() }
+        let send = spans[0]
+        #expect(send["trace_id"]?.stringValue == base64("4bf92f3577b34da6a3ce929d0e0e4736"))
+        #expect(send["span_id"]?.stringValue == base64("00f067aa0ba902b7"))
+        #expect(send["parent_span_id"]?.stringValue == base64("1111111111111111"))
+        #expect(send["name"] == "apns.send")
+        #expect(send["kind"] == "SPAN_KIND_CLIENT")
+        #expect(send["start_time_unix_nano"] == "1700000000123456789")
+        #expect(send["end_time_unix_nano"] == "1700000000223456789")
+        #expect(send["status"]?["code"] == "STATUS_CODE_ERROR")
+        #expect(send["status"]?["message"] == "BadDeviceToken")
+        var values: [String: JSONValue] = [:]
+        for pair in send["attributes"]?.arrayValue ?? [] { values[pair["key"]?.stringValue ?? ""] = pair["value"] }
+        #expect(values.count == 9)
+        #expect(values["s"]?["string_value"] == "ünïcode ✓")
+        #expect(values["i"]?["int_value"] == "503")
+        #expect(values["n"]?["int_value"] == "-7")
+        #expect(values["big"]?["int_value"]?.stringValue == String(Int64.max))
+        #expect(values["d"]?["double_value"] == 0.25)
+        #expect(values["b"]?["bool_value"] == true)
+        #expect(values["strings"]?["array_value"]?["values"]?.arrayValue?.map { $0["string_value"]?.stringValue ?? "" } == ["a", "b"])
+        #expect(values["ints"]?["array_value"]?["values"]?.arrayValue?.map { $0["int_value"]?.stringValue ?? "" } == ["1", "-2"])
+        #expect(values["long"]?["string_value"]?.stringValue?.count == 300)
+        #expect(spans[1]["kind"] == "SPAN_KIND_SERVER")
+        #expect(spans[1]["parent_span_id"] == nil)
+        #expect(spans[1]["status"]?["code"] == "STATUS_CODE_OK")
+        #expect(spans[2]["kind"] == "SPAN_KIND_INTERNAL")
+        #expect(spans[2]["status"] == nil)
+    }
+
+    @Test("a tracer's spans reach a live receiver with their parents, and the exporter accounts for each: exported == recorded")
+    func liveReceiver() async throws {
+        let file = NSTemporaryDirectory() + "otlp-live-\(UUID().uuidString).jsonl"
+        let receiver = try await Self.receiver(file)
+        defer { receiver.child.terminate() }
+        let drops = DropCounter()
+        let exporter = Self.exporter(port: receiver.port, batch: 100, drops: drops)
+        let tracer = OTLPTracer(exporter: exporter, sampler: OTLPSampler(root: .alwaysOn, parentBased: true))
+        var context = InstrumentationContext.topLevel
+        tracer.extract(
+            [HTTPHeader("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")], into: &context, using: HTTPHeaderPropagation())
+        for index in 0..<300 {
+            let send = tracer.startSpan("apns.send", context: context, ofKind: .client)
+            send.attributes["apns.attempts"] = index
+            let attempt = tracer.startSpan("apns.attempt", context: send.context, ofKind: .client)
+            attempt.setStatus(SpanStatus(code: .error, message: "ServiceUnavailable"))
+            attempt.end()
+            send.end()
+        }
+        // A caller that does not sample: its spans keep their ids but nothing is recorded.
+        var unsampled = InstrumentationContext.topLevel
+        tracer.extract(
+            [HTTPHeader("traceparent", "00-5bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")], into: &unsampled, using: HTTPHeaderPropagation())
+        let quiet = tracer.startSpan("apns.send", context: unsampled, ofKind: .client)
+        #expect(!quiet.isRecording)
+        #expect(quiet.traceParent.traceID == "5bf92f3577b34da6a3ce929d0e0e4736" && !quiet.traceParent.isSampled)
+        quiet.end()
+
+        #expect(await Self.finishes { exporter.shutdown(within: 20) })
+        let counts = exporter.counts
+        #expect(counts.recorded == 600 && counts.exported == 600 && counts.dropped == 0 && drops.total == 0, "\(counts)")
+        let spans = Self.lines(file)
+        #expect(spans.count == 600)
+        let sends = spans.filter { $0["name"] == "apns.send" }
+        let attempts = spans.filter { $0["name"] == "apns.attempt" }
+        #expect(sends.count == 300 && attempts.count == 300)
+        #expect(sends.allSatisfy { $0["parent_span_id"] == "00f067aa0ba902b7" && $0["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736" })
+        let sendIDs = Set(sends.compactMap { $0["span_id"]?.stringValue })
+        #expect(attempts.allSatisfy { attempt in
+            sendIDs.contains(attempt["parent_span_id"]?.stringValue ?? "") && attempt["status"] == 2 && attempt["kind"] == 3
+        })
+        #expect(sends.first?["resource"]?["service.name"] == "exporter-test")
+        #expect(sends.first?["scope"] == "apns-relay")
+    }
+
+    @Test("receiver stopped mid-run: each span is exported or counted dropped when it is dropped; received == exported, exported + dropped == recorded")
+    func receiverStopped() async throws {
+        let file = NSTemporaryDirectory() + "otlp-stopped-\(UUID().uuidString).jsonl"
+        let receiver = try await Self.receiver(file)
+        let drops = DropCounter()
+        let exporter = Self.exporter(port: receiver.port, queue: 500, batch: 100, timeout: 500, drops: drops)
+        for index in 0..<400 { exporter.record(Self.record(index)) }
+        #expect(await eventually(30) { exporter.counts.exported == 400 }, "\(exporter.counts)")
+        receiver.child.terminate()
+        #expect(await receiver.child.exited() == 0)
+        // Past the buffer's 500 the rest is refused (each batch now takes its
+        // retries' back-off): counted by the time record() returns.
+        for index in 400..<2400 { exporter.record(Self.record(index)) }
+        let queueFull = drops[.queueFull]
+        #expect(queueFull > 0)
+        #expect(queueFull == exporter.counts.droppedQueueFull)
+        // The buffered ones fail against the refused connection and are counted as each batch fails.
+        #expect(await eventually(30) { drops[.exportFailed] > 0 })
+        #expect(await Self.finishes { exporter.shutdown(within: 5) } == false)
+        let counts = exporter.counts
+        #expect(counts.recorded == 2400)
+        #expect(counts.exported == 400)
+        #expect(counts.exported + counts.dropped == counts.recorded, "\(counts)")
+        #expect(drops[.queueFull] == counts.droppedQueueFull && drops[.exportFailed] == counts.droppedExportFailed)
+        #expect(Self.lines(file).count == counts.exported)
+    }
+
+    @Test("a collector that accepts and never reads: recording never waits on it, each stuck batch fails at the export timeout and is counted, the close keeps its bound")
+    func collectorNeverReads() async throws {
+        let stalled = try await Self.stalledListener()
+        defer { stalled.child.terminate() }
+        let drops = DropCounter()
+        // 2 KiB a span, 200 a batch: a request far larger than the socket buffers take.
+        let exporter = Self.exporter(port: stalled.port, queue: 1000, batch: 200, timeout: 300, drops: drops)
+        let recorded = 20_000
+        for index in 0..<recorded { exporter.record(Self.record(index, padding: 2048)) }
+        // record() returned for every span: none waited on the collector; the
+        // ones past the buffer were counted before it returned.
+        #expect(drops[.queueFull] > 0 && drops[.queueFull] == exporter.counts.droppedQueueFull, "\(drops.counts.withLock { $0 })")
+        #expect(await eventually(30) { drops[.exportFailed] >= 200 }, "no stuck batch was given up on")
+        #expect(await Self.finishes { exporter.shutdown(within: 1) } == false)
+        let counts = exporter.counts
+        #expect(counts.exported == 0)
+        #expect(counts.dropped == recorded, "\(counts)")
+        #expect(drops.total == recorded)
+        // After the close: a span is dropped and counted at once.
+        exporter.record(Self.record(0))
+        #expect(drops.total == recorded + 1 && exporter.counts.droppedExportFailed == counts.droppedExportFailed + 1)
+    }
+
+    @Test("a drop never needs the exporter's thread: the callback runs inside record(), before it returns")
+    func dropCountedInRecord() async throws {
+        let stalled = try await Self.stalledListener()
+        defer { stalled.child.terminate() }
+        let drops = DropCounter()
+        let exporter = Self.exporter(port: stalled.port, queue: 10, batch: 10, delay: 600_000, timeout: 60_000, drops: drops)
+        // The thread sleeps (a 10-minute schedule delay; the batch of 10 wakes it once, then it is stuck on the collector).
+        for index in 0..<10 { exporter.record(Self.record(index)) }
+        #expect(await eventually(30) { exporter.counts.droppedQueueFull == 0 && drops.total == 0 })
+        var before = drops[.queueFull]
+        for index in 0..<100 {
+            // The buffer may have room again once the thread took the first ten.
+            exporter.record(Self.record(index))
+            let after = drops[.queueFull]
+            #expect(after == before || after == before + 1)
+            #expect(after == exporter.counts.droppedQueueFull)
+            before = after
+        }
+        #expect(drops[.queueFull] >= 80)
+        _ = await Self.finishes { exporter.shutdown(within: 0.5) }
+        #expect(exporter.counts.dropped + exporter.counts.exported == exporter.counts.recorded)
+    }
+
+    @Test("the close exports what is buffered: nothing went out before it (a 10-minute schedule delay), everything after")
+    func closeFlushesTheBuffer() async throws {
+        let file = NSTemporaryDirectory() + "otlp-flush-\(UUID().uuidString).jsonl"
+        let receiver = try await Self.receiver(file)
+        defer { receiver.child.terminate() }
+        let drops = DropCounter()
+        let exporter = Self.exporter(port: receiver.port, queue: 1000, batch: 1000, delay: 600_000, drops: drops)
+        for index in 0..<250 { exporter.record(Self.record(index)) }
+        #expect(exporter.counts.exported == 0 && Self.lines(file).isEmpty)
+        #expect(await Self.finishes { exporter.shutdown(within: 20) })
+        let counts = exporter.counts
+        #expect(counts.recorded == 250 && counts.exported == 250 && counts.dropped == 0, "\(counts)")
+        #expect(Self.lines(file).count == 250)
+    }
+
+    /// Runs a blocking call on a thread of its own (never the cooperative pool).
+    static func finishes(_ work: @escaping @Sendable () -> Bool) async -> Bool {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: work()) }
+        }
+    }
+}
