@@ -73,8 +73,12 @@ struct LogSinkTests {
         let total = 2_000  // 400 KB: more than the pipe, less than pipe + buffer
         for index in 0..<total { sink.write(Self.line(index)) }
         #expect(await Self.offPool { sink.flush(within: 0.5) } == false)
-        #expect(sink.linesWritten + sink.linesDropped == total)
+        // The close returned at its bound; on a loaded machine the drain
+        // thread may still be in its last write, which gives up at the same
+        // deadline: every line is then counted, written or dropped.
+        #expect(await eventually(30) { sink.linesWritten + sink.linesDropped == total }, "written \(sink.linesWritten), dropped \(sink.linesDropped)")
         #expect(sink.linesDropped > 0)
+        #expect(sink.linesWritten > 0)
         // What reached the pipe starts with whole lines, in order.
         let held = pipe.fileHandleForReading.availableData
         let lines = String(decoding: held, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
