@@ -58,7 +58,8 @@ def arguments():
                         help="count the known limits of libmicrohttpd (scripts/lib/fuzz/known.py) as violations")
     parser.add_argument("--serve-binary", help="a different apns-relay for `serve` (an older build: do the oracles find its bugs?); "
                                                "--binary still runs the mock APNs")
-    parser.add_argument("--disk-rounds", type=int, default=2, help="fulldisk rounds, alternately filled and read-only (default 2)")
+    parser.add_argument("--disk-rounds", type=int, default=4,
+                        help="fulldisk rounds; every four cover filled and read-only with SIGKILL and SIGTERM, in a seeded order (default 4)")
     parser.add_argument("--disk-refusals", type=int, default=50, help="fulldisk: refusals before the kill (default 50)")
     parser.add_argument("--flood-addresses", type=int, default=21, help="flood: source addresses, 127.0.0.2 on (default 21)")
     parser.add_argument("--flood-per-address", type=int, default=14,

@@ -67,17 +67,19 @@ class SmallSpool:
 
 
 def run(context, rounds, refusals_wanted):
-    """`rounds` rounds, alternating filled and read-only; each kills serve once
-    at least `refusals_wanted` sends were refused."""
+    """`rounds` rounds (filled or read-only, SIGKILL or SIGTERM); each stops
+    serve once at least `refusals_wanted` sends were refused."""
+    # Every four rounds cover each disk fault with each signal, in a seeded order.
+    combinations = [(mode, stop) for mode in ("fill", "readonly") for stop in (signal.SIGKILL, signal.SIGTERM)]
+    random.Random(f"{context.seed}-fulldisk").shuffle(combinations)
     for number in range(rounds):
-        mode = "fill" if number % 2 == 0 else "readonly"
-        round_once(context, number, mode, refusals_wanted)
+        mode, stop_signal = combinations[number % len(combinations)]
+        round_once(context, number, mode, stop_signal, refusals_wanted)
 
 
-def round_once(context, number, mode, refusals_wanted):
+def round_once(context, number, mode, stop_signal, refusals_wanted):
     tally = context.tally
     rng = random.Random(f"{context.seed}-fulldisk-{number}")
-    stop_signal = rng.choice([signal.SIGKILL, signal.SIGTERM])
     case = f"round {number}: {mode}, {stop_signal.name}"
     tally.case(COMPONENT)
     try:
