@@ -121,6 +121,7 @@ def fault_checks():
         tally = verdicts.Tally()
         key = outage.Key("k1", "ab" * 32, {})
         key.first = (200, ("ok", "id-1"))
+        key.answered_in_outage = True
         key.repeats = repeats
         requests = [{"path": "/3/device/" + "ab" * 32, "apnsId": f"id-{n}"} for n in range(1, pushes + 1)]
         outage.judge(SimpleNamespace(tally=tally), "self", [key], {key.token: key}, requests)
