@@ -165,27 +165,14 @@ def round_once(context, number, mode, stop_signal, refusals_wanted):
 
 
 def judge(context, relay, spool, case, outcomes, reached):
+    """Waits for the recovered relay to write what it holds, drains it, and
+    records the verdicts on what the mock APNs received and Postgres holds."""
     tally = context.tally
-    answered = {}  # apns-id -> answers naming it
-    refused_tokens, unexpected, unanswered = set(), [], 0
     for outcome in outcomes:
         tally.status(COMPONENT, outcome.status)
-        for token, (kind, value) in zip(outcome.tokens, outcome.items):
-            if kind == "ok":
-                answered[value] = answered.get(value, 0) + 1
-            elif kind == "refused":
-                refused_tokens.add(token)
-            elif kind == "none":
-                unanswered += 1
-            else:
-                unexpected.append(f"{outcome.kind} {outcome.status} {value}: {outcome.detail[:200]}")
-    reached_ids = {}
-    reached_tokens = set()
-    for request in reached:
-        reached_tokens.add(traffic.token_of(request))
-        if request.get("apnsId"):
-            reached_ids[request["apnsId"].lower()] = reached_ids.get(request["apnsId"].lower(), 0) + 1
-    wanted = set(answered) | set(reached_ids)
+    answered, _, _, _ = classify(outcomes)
+    reached_ids = {request["apnsId"].lower() for request in reached if request.get("apnsId")}
+    wanted = set(answered) | reached_ids
     seen = []
 
     def settled():
@@ -202,22 +189,49 @@ def judge(context, relay, spool, case, outcomes, reached):
     if exit_status not in (0, None):
         tally.violation(COMPONENT, "unclean exit after SIGTERM", case + " (after recovery)", f"exit {exit_status}; log: {relay.log_tail(3)}")
     rows = traffic.rows_by_apns_id(relay.database_url, relay.instance)
+    problems, figures = verdicts(outcomes, reached, rows)
+    for kind, detail in problems:
+        tally.violation(COMPONENT, kind, case, detail)
+    tally.figure(COMPONENT, f"{case}: {len(outcomes)} requests, {figures}")
+
+
+def classify(outcomes):
+    """(answered apns-id -> answers, refused tokens, unanswered count, other answers)."""
+    answered, refused, unanswered, unexpected = {}, set(), 0, []
+    for outcome in outcomes:
+        for token, (kind, value) in zip(outcome.tokens, outcome.items):
+            if kind == "ok":
+                answered[value] = answered.get(value, 0) + 1
+            elif kind == "refused":
+                refused.add(token)
+            elif kind == "none":
+                unanswered += 1
+            else:
+                unexpected.append(f"{outcome.kind} {outcome.status} {value}: {outcome.detail[:200]}")
+    return answered, refused, unanswered, unexpected
+
+
+def verdicts(outcomes, reached, rows, show=10):
+    """The oracle, on what the sends were answered (`outcomes`), what the
+    mock APNs received (`reached`, its request log) and the rows per apns-id
+    after recovery: ([(kind, detail)], figures text)."""
+    answered, refused_tokens, unanswered, unexpected = classify(outcomes)
+    reached_ids, reached_tokens = {}, set()
+    for request in reached:
+        reached_tokens.add(traffic.token_of(request))
+        if request.get("apnsId"):
+            reached_ids[request["apnsId"].lower()] = reached_ids.get(request["apnsId"].lower(), 0) + 1
     missing = [apns_id for apns_id in answered if rows.get(apns_id, 0) < answered[apns_id]]
     reached_missing = [apns_id for apns_id in reached_ids if rows.get(apns_id, 0) == 0]
     duplicates = [apns_id for apns_id, count in rows.items() if count > max(1, answered.get(apns_id, 0))]
     refused_reached = refused_tokens & reached_tokens
-    for apns_id in missing[:10]:
-        tally.violation(COMPONENT, "answered send without its row", case, f"apns-id {apns_id}: answered, {rows.get(apns_id, 0)} rows after recovery")
-    for apns_id in reached_missing[:10]:
-        tally.violation(COMPONENT, "send that reached APNs without a row", case, f"apns-id {apns_id}")
-    for apns_id in duplicates[:10]:
-        tally.violation(COMPONENT, "duplicated audit row", case, f"apns-id {apns_id}: {rows[apns_id]} rows")
-    for token in sorted(refused_reached)[:10]:
-        tally.violation(COMPONENT, "refused send reached APNs", case, f"token …{token[-12:]}")
-    for line in unexpected[:10]:
-        tally.violation(COMPONENT, "not a documented refusal", case, line)
-    figures = (f"{case}: {len(outcomes)} requests, answered={len(answered)} rows={sum(min(rows.get(a, 0), 1) for a in answered)} "
+    problems = [("answered send without its row", f"apns-id {a}: answered, {rows.get(a, 0)} rows after recovery") for a in missing[:show]]
+    problems += [("send that reached APNs without a row", f"apns-id {a}") for a in reached_missing[:show]]
+    problems += [("duplicated audit row", f"apns-id {a}: {rows[a]} rows") for a in duplicates[:show]]
+    problems += [("refused send reached APNs", f"token …{t[-12:]}") for t in sorted(refused_reached)[:show]]
+    problems += [("not a documented refusal", line) for line in unexpected[:show]]
+    figures = (f"answered={len(answered)} rows={sum(min(rows.get(a, 0), 1) for a in answered)} "
                f"refused={len(refused_tokens)} unanswered={unanswered} reached-APNs={len(reached_ids)} missing={len(missing)} "
                f"reached-without-row={len(reached_missing)} duplicates={len(duplicates)} refused-but-sent={len(refused_reached)} "
                f"other-answers={len(unexpected)}")
-    tally.figure(COMPONENT, figures)
+    return problems, figures

@@ -11,7 +11,7 @@ import threading
 
 from types import SimpleNamespace
 
-from . import bodies, known, largefield, mutate, outage, verdicts, wire
+from . import bodies, fulldisk, known, largefield, mutate, outage, traffic, verdicts, wire
 from .pgproxy import CuttableProxy
 
 
@@ -130,6 +130,22 @@ def fault_checks():
     yield "idempotency: a second push fails", "second push for one key" in judged(2, [("after", 200, ("ok", "id-1"))])
     yield "idempotency: a new apns-id fails", "repeat not answered with the first answer" in judged(1, [("after", 200, ("ok", "id-2"))])
     yield "idempotency: a 422 fails", "repeat not answered with the first answer" in judged(1, [("after", 422, ("error", "IdempotencyKeyReused"))])
+
+    # The full-disk oracle: a lost row, a refused send that went out, an undocumented answer, a second row all fail.
+    ok_send = traffic.Outcome("send", ["aa" * 32], 200, items=[("ok", "id-1")])
+    refused = traffic.Outcome("send", ["bb" * 32], 503, "Unavailable", items=[("refused", "Unavailable")])
+    batch = traffic.Outcome("batch", ["cc" * 32, "dd" * 32], 200, items=[("ok", "id-3"), ("refused", "Unavailable")])
+    broken = traffic.Outcome("send", ["ee" * 32], 500, "Internal", items=[("error", "Internal")])
+    reached = [{"path": "/3/device/" + "aa" * 32, "apnsId": "id-1"}, {"path": "/3/device/" + "cc" * 32, "apnsId": "id-3"}]
+
+    def disk(outcomes, reached, rows):
+        return sorted({kind for kind, _ in fulldisk.verdicts(outcomes, reached, rows)[0]})
+    yield "fulldisk: answered = rows, refusals sent nothing: passes", disk([ok_send, refused, batch], reached, {"id-1": 1, "id-3": 1}) == []
+    yield "fulldisk: a lost row fails", disk([ok_send, batch], reached, {"id-1": 1}) == ["answered send without its row", "send that reached APNs without a row"]
+    yield "fulldisk: a second row fails", disk([ok_send], reached[:1], {"id-1": 2}) == ["duplicated audit row"]
+    yield "fulldisk: a refused send that reached APNs fails", "refused send reached APNs" in disk(
+        [refused], [{"path": "/3/device/" + "bb" * 32, "apnsId": "id-2"}], {"id-2": 1})
+    yield "fulldisk: a 500 is not a documented refusal", disk([broken], [], {}) == ["not a documented refusal"]
 
     # The Postgres proxy really cuts and really comes back.
     proxy = CuttableProxy("127.0.0.1", echo_server()).start()
