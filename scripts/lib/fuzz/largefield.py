@@ -4,7 +4,8 @@ FieldLimits.swift), bodies near the 1 MiB body limit, and, mutated, one
 field just (or far) over its maximum, in ASCII or multi-byte UTF-8.
 
 Oracle: no 5xx; a value at its maximum is never refused for its size;
-every over-limit value is refused 400 naming its field; the relay's RSS
+every over-limit value is refused 400 naming its field and its request
+reaches no APNs (the mock's request log); the relay's RSS
 (VmRSS) comes back within 10% of its start after a warm-up (the bound
 LargeFieldProcessTests holds); every audit row of the run is under 4 KiB
 (pg_column_size) with `snapshot_id`, `surface_id` and `topic` at most 256
@@ -163,6 +164,7 @@ class Runner:
         self.answered = {}
         self.refused = 0
         self.accepted = 0
+        self.refused_tokens = set()  # the device tokens of over-limit requests: none may reach APNs
 
     def one(self, index):
         tally = self.context.tally
@@ -186,6 +188,9 @@ class Runner:
         problems = verdicts.answer_problems(response)
         if expect[0] == "refuse":
             self.refused += 1
+            token = document.get("token") if isinstance(document, dict) and "token" in document else path.split("?")[0].rsplit("/", 1)[-1]
+            with self.lock:
+                self.refused_tokens.add(str(token).lower())
             if response.status != 400 or not named(parsed, expect[1]):
                 problems.append(("over-limit value not refused naming its field",
                                  f"want 400 naming {expect[1]!r}; got {response.status} {response.body[:240]!r}"))
@@ -224,7 +229,7 @@ def run(context, cases):
     warm_up = max(50, cases // 5)
     label = f"{cases} large-field cases after {warm_up} warm-up"
     relay = Relay(context.binary, context.database_url, serve_binary=context.serve_binary, label="fuzz-large",
-                  options=Options(max_body_bytes=None, large_app=True))
+                  options=Options(max_body_bytes=None, large_app=True, request_log=True))
     try:
         relay.start()
         runner = Runner(context, relay)
@@ -247,6 +252,14 @@ def run(context, cases):
                             f"start {start} bytes after warm-up, {peak} after the run, {end[0]} after 30 s")
         if relay.stop() not in (0, None):
             tally.violation(COMPONENT, "unclean exit after SIGTERM", label, relay.log_tail(3))
+        from .traffic import token_of
+
+        reached = {token_of(request) for request in relay.mock_requests()}
+        if not reached:
+            tally.violation(COMPONENT, "mock request log empty", label, "no request reached the mock APNs: the over-limit check would be empty")
+        sent = runner.refused_tokens & reached
+        for token in sorted(sent)[:10]:
+            tally.violation(COMPONENT, "over-limit request reached APNs", label, f"token …{token[-12:]}")
         figures = psql(relay.database_url, f"""
             SELECT count(*), coalesce(max(pg_column_size(a.*)), 0), coalesce(max(octet_length(coalesce(a.snapshot_id, ''))), 0),
                    coalesce(max(octet_length(coalesce(a.surface_id, ''))), 0), coalesce(max(octet_length(coalesce(a.topic, ''))), 0),
@@ -259,7 +272,7 @@ def run(context, cases):
             tally.violation(COMPONENT, "over-limit value in the audit", label,
                             f"snapshot_id {snapshot_id}, surface_id {surface_id}, topic {topic}, channel_id {channel} bytes")
         mib = 1 << 20
-        tally.figure(COMPONENT, f"{label}: accepted-shape={runner.accepted} over-limit={runner.refused} rows={rows} "
+        tally.figure(COMPONENT, f"{label}: accepted-shape={runner.accepted} over-limit={runner.refused} (sent to APNs: {len(sent)}) rows={rows} "
                                 f"largest row={largest} B (bound {ROW_BOUND}); RSS start {start / mib:.1f} MiB, "
                                 f"peak {peak / mib:.1f} MiB, end {end[0] / mib:.1f} MiB (bound +{(RSS_BOUND - 1) * 100:.0f}%)")
     except Exception as error:  # noqa: BLE001 - a harness failure is a loud failure, not a pass
