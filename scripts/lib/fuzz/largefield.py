@@ -64,10 +64,14 @@ def snapshot(rng, index, id_size=IDENTIFIER, surface_size=IDENTIFIER, title=None
     return document
 
 
-def case(rng, index):
+KINDS = ["alert", "alert", "raw", "start", "broadcast", "huge", "invalid", "device", "channel-delete"]
+
+
+def case(rng, index, kind=None):
     """(name, method, path, document or raw headers, extra headers, expectation):
     expectation is ("accept", allowed statuses or None) or ("refuse", field)."""
-    kind = rng.choice(["alert", "alert", "raw", "start", "broadcast", "huge", "invalid", "device", "channel-delete"])
+    chosen = rng.choice(KINDS)
+    kind = kind or chosen
     mutate = rng.random() < 0.4 and kind not in ("huge", "invalid")
     token = hex_token(rng, TOKEN_DIGITS)
     common = {"app": LARGE_APP, "environment": "development"}
@@ -166,10 +170,10 @@ class Runner:
         self.accepted = 0
         self.refused_tokens = set()  # the device tokens of over-limit requests: none may reach APNs
 
-    def one(self, index):
+    def one(self, index, kind=None):
         tally = self.context.tally
         rng = random.Random(f"{self.context.seed}-largefield-{index}")
-        kind, method, path, document, headers, expect = case(rng, index)
+        kind, method, path, document, headers, expect = case(rng, index, kind)
         body = json.dumps(document, ensure_ascii=False).encode() if document is not None else None
         extra = [("Authorization", "Bearer " + self.relay.keys["backend"])] + headers
         result = wire.request(self.relay.port, method, path, body=body, headers=extra, timeout=60)
@@ -203,12 +207,12 @@ class Runner:
         for kind_of, detail in problems:
             tally.violation(COMPONENT, kind_of, label, detail)
 
-    def drive(self, indices, lanes=4):
+    def drive(self, indices, lanes=4, kind=None):
         indices = list(indices)
 
         def lane(number):
             for index in indices[number::lanes]:
-                self.one(index)
+                self.one(index, kind)
 
         threads = [threading.Thread(target=lane, args=(number,), daemon=True) for number in range(lanes)]
         for thread in threads:
@@ -226,14 +230,18 @@ def run(context, cases):
     from .traffic import wait_until
 
     tally = context.tally
-    warm_up = max(50, cases // 5)
+    warm_up = max(150, cases // 5)  # LargeFieldProcessTests warms up with 200: pools and caches at their size first
     label = f"{cases} large-field cases after {warm_up} warm-up"
     relay = Relay(context.binary, context.database_url, serve_binary=context.serve_binary, label="fuzz-large",
                   options=Options(max_body_bytes=None, large_app=True, request_log=True))
     try:
         relay.start()
         runner = Runner(context, relay)
-        # Warm-up: every kind, so pools and caches reach their size before RSS is taken.
+        # Warm-up: first the near-1 MiB bodies on every lane at once (the
+        # allocator's arenas reach the size the run will need), then every
+        # kind, so pools and caches reach their size before RSS is taken.
+        runner.drive(range(-16, -8), kind="huge")
+        runner.drive(range(-8, 0), kind="invalid")
         runner.drive(range(warm_up))
         wait_until(lambda: rows_landed(relay, runner.answered), 60, interval=0.2)
         start = relay.resident_bytes()
