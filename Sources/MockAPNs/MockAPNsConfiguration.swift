@@ -21,6 +21,10 @@ public struct MockAPNsConfiguration: Sendable {
     public var maxConcurrentStreams = 1000
     /// Requests kept in the log (oldest dropped first).
     public var logCapacity = 100_000
+    /// Called with every request as it is logged, before any delay: lets a
+    /// process outside the tests (scripts/fuzz, through `mock-apns
+    /// --request-log`) count what reached APNs per apns-id or payload.
+    public var requestObserver: (@Sendable (MockAPNsLog.Entry) -> Void)?
 
     public init() {}
 }

@@ -77,9 +77,11 @@ public final class MockAPNsEngine: Sendable {
         case .hold(let response): response
         case .noAnswer, .resetConnection: nil
         }
-        log.record(MockAPNsLog.Entry(
+        let entry = MockAPNsLog.Entry(
             request: request, status: response?.status, reason: response?.reason,
-            apnsID: request.header("apns-id") ?? request.header("apns-request-id")))
+            apnsID: request.header("apns-id") ?? request.header("apns-request-id"))
+        log.record(entry)
+        configuration.requestObserver?(entry)
         return action
     }
 

@@ -29,6 +29,10 @@ struct MockAPNsCommand: AsyncParsableCommand {
     @Option(help: "Send GOAWAY after this many streams on a connection.") var goawayAfter: Int?
     @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS to advertise.") var maxConcurrentStreams = 1000
     @Option(help: "Directory for the generated certificate (default: a new temporary directory).") var certificateDirectory: String?
+    @Option(help: ArgumentHelp(
+        "Append one JSON line per request received to this file (apnsId, status, reason, path, body), as it arrives.",
+        discussion: "For counting what reached APNs from outside (scripts/fuzz); the body and the device token in the path are written as received."))
+    var requestLog: String?
 
     func run() async throws {
         var configuration = MockAPNsConfiguration()
@@ -41,6 +45,10 @@ struct MockAPNsCommand: AsyncParsableCommand {
         // requests whole cost each one an allocation kept and memory grown
         // (and 100 MB or more) for entries nothing here reads.
         configuration.logCapacity = 1000
+        if let requestLog {
+            let writer = try MockRequestLogWriter(path: requestLog)
+            configuration.requestObserver = { writer.append($0) }
+        }
         if let goawayAfter { configuration.goAwayAfterStreams = (goawayAfter, true) }
         if let prefix = unregisteredPrefix {
             configuration.rules.append(MockRule(.tokenPrefix(prefix), always: .unregistered(at: UnixTime.nowSeconds() * 1000)))

@@ -2,9 +2,29 @@
 
 Starts a mock APNs and `apns-relay serve` (audit in a fresh database on the
 given Postgres), runs the components, drains the relay, checks the audit,
-and prints one line per component, every violation with a reproducer, and
-the summary line. Exit 0 when nothing was violated, 1 otherwise, 2 when the
-campaign could not start."""
+and prints one line per component, every violation with a reproducer, the
+figures of the fault components, and the summary line. Exit 0 when nothing
+was violated, 1 otherwise, 2 when the campaign could not start.
+
+The request components (schemathesis, mutation, edges, framing, auth) share
+one relay. The fault components start a relay each (a fresh database, the
+mock APNs writing every request it receives to a log):
+  fulldisk     spool on a 2 MiB tmpfs (needs root), Postgres cut off, sends and
+               batches; the disk filled with dd (or remounted read-only) at a
+               seeded moment, SIGKILL or SIGTERM, disk freed, Postgres back,
+               serve again: every answered send has exactly one row, every other
+               answer is a documented refusal that reached no APNs
+  flood        idle and header-dribbling sockets from 21+ loopback addresses past
+               the global connection limit; a bystander's sends on 127.0.0.1 are
+               all answered 200 with p99 under 1 s
+  largefield   every field at its maximum, bodies near 1 MiB, one field just or
+               far over its maximum (mutated): no 5xx, over-limit refused 400
+               naming the field, RSS back within 10% of its start, rows < 4 KiB
+  idempotency  keyed sends (header and batch items) in flight at a slow mock APNs
+               when Postgres is cut; every key repeated during the outage and
+               after the lease (send_deadline_seconds + 30 s) with Postgres back:
+               APNs received each key's send once, repeats get the first answer
+               or 409/503"""
 
 import argparse
 import os
@@ -12,11 +32,14 @@ import shutil
 import sys
 import time
 
-from . import audit, auth, edges, framing, mutation, schema, verdicts
+from types import SimpleNamespace
+
+from . import audit, auth, edges, flood, framing, fulldisk, largefield, mutation, outage, schema, verdicts
 from .campaign import Campaign
 from .relay import Relay
 
-COMPONENTS = ["schemathesis", "mutation", "edges", "framing", "auth"]
+COMPONENTS = ["schemathesis", "mutation", "edges", "framing", "auth", "fulldisk", "flood", "largefield", "idempotency"]
+FAULT_COMPONENTS = {"fulldisk", "flood", "largefield", "idempotency"}
 
 
 def arguments():
@@ -33,6 +56,17 @@ def arguments():
     parser.add_argument("--verbose", action="store_true", help="print each violation as it happens")
     parser.add_argument("--strict", action="store_true",
                         help="count the known limits of libmicrohttpd (scripts/lib/fuzz/known.py) as violations")
+    parser.add_argument("--serve-binary", help="a different apns-relay for `serve` (an older build: do the oracles find its bugs?); "
+                                               "--binary still runs the mock APNs")
+    parser.add_argument("--disk-rounds", type=int, default=4,
+                        help="fulldisk rounds; every four cover filled and read-only with SIGKILL and SIGTERM, in a seeded order (default 4)")
+    parser.add_argument("--disk-refusals", type=int, default=50, help="fulldisk: refusals before the kill (default 50)")
+    parser.add_argument("--flood-addresses", type=int, default=21, help="flood: source addresses, 127.0.0.2 on (default 21)")
+    parser.add_argument("--flood-per-address", type=int, default=14,
+                        help=f"flood: sockets per address, under the cap of {flood.PER_ADDRESS} (default 14)")
+    parser.add_argument("--flood-sends", type=int, default=100, help="flood: the bystander's sends (default 100)")
+    parser.add_argument("--large-cases", type=int, default=250, help="largefield: cases after the warm-up (default 250)")
+    parser.add_argument("--idempotency-keys", type=int, default=12, help="idempotency: keys through the outage (default 12)")
     return parser.parse_args()
 
 
@@ -44,7 +78,7 @@ def main():
     if unknown:
         print(f"fuzz: unknown components {sorted(unknown)}", file=sys.stderr)
         return 2
-    relay = Relay(args.binary, args.database_url)
+    relay = Relay(args.binary, args.database_url, serve_binary=args.serve_binary)
     try:
         relay.start()
     except Exception as error:  # noqa: BLE001 - reported, then exit 2
@@ -54,11 +88,24 @@ def main():
     print(f"fuzz: seed {seed} (rerun with --seed {seed}); relay on 127.0.0.1:{relay.port}, work in {relay.directory}", flush=True)
     tally = verdicts.Tally(strict=args.strict)
     campaign = Campaign(relay, tally, args.verbose)
+    context = SimpleNamespace(binary=args.binary, serve_binary=args.serve_binary, database_url=args.database_url,
+                              seed=seed, tally=tally, keep=args.keep)
     started = time.monotonic()
     try:
         for component in components:
             began = time.monotonic()
-            if component == "schemathesis":
+            if component in FAULT_COMPONENTS and not args.database_url:
+                tally.violation(component, "no Postgres", "--database-url", "the fault components judge the audit: give --database-url")
+                continue
+            if component == "fulldisk":
+                fulldisk.run(context, args.disk_rounds, args.disk_refusals)
+            elif component == "flood":
+                flood.run(context, args.flood_addresses, args.flood_per_address, args.flood_sends)
+            elif component == "largefield":
+                largefield.run(context, args.large_cases)
+            elif component == "idempotency":
+                outage.run(context, args.idempotency_keys)
+            elif component == "schemathesis":
                 problem = schema.available()
                 if problem:
                     tally.violation("schemathesis", "schemathesis unavailable", "import schemathesis", problem)
@@ -116,6 +163,11 @@ def report(tally, figures, show, elapsed):
     if figures:
         for apns_id, answers, rows in (figures.missing + figures.duplicates)[:show]:
             print(f"AUDIT  apns-id {apns_id}: answered {answers}×, {rows} rows")
+    if tally.figures:
+        print("fuzz: fault components:")
+        for component, text in tally.figures:
+            failed = any(c == component for c, _, _, _ in tally.violations)
+            print(f"  {'FAIL' if failed else 'ok  '} {component:<12} {text}")
     total = sum(tally.cases.values())
     server = tally.count(verdicts.SERVER_ERROR)
     non_json = tally.count(verdicts.NON_JSON) + tally.count(verdicts.BAD_ENVELOPE)

@@ -5,6 +5,8 @@ the relay died, and start it again on the same database and spool so the
 campaign goes on and the rows from before the crash are still counted."""
 
 import hashlib
+import json
+import os
 import pathlib
 import secrets
 import signal
@@ -14,14 +16,36 @@ import threading
 import time
 import uuid
 
+from dataclasses import dataclass, field
+
 from . import wire
 
 APP = "checkout-ios"  # the spec's example app, so schemathesis' examples really send
 BUNDLE = "com.example.checkout"
 OTHER_APP = "other-app"
 OTHER_BUNDLE = "com.example.other"
+LARGE_APP = "large-" + "a" * 58  # the longest app name the configuration allows (64 bytes)
+LARGE_BUNDLE = "com.example.large"
 TEAM = "FUZZTEAM12"
 KEY_IDS = {APP: "FUZZKEY001", OTHER_APP: "FUZZKEY002"}
+
+
+@dataclass
+class Options:
+    """How one relay of the campaign differs from the plain one. The plain
+    campaign uses the defaults; the full-disk, flood, large-field and
+    idempotency components each start a relay of their own."""
+
+    mock_delay_ms: int = 0  # `mock-apns --delay-ms`: sends stay in flight
+    request_log: bool = False  # `mock-apns --request-log`: what reached APNs, per request
+    spool: str = None  # the spool directory (a small tmpfs), else one in the work directory
+    serve_database_url: object = None  # url -> url serve uses (through a cuttable proxy), else the database's own
+    send_deadline_seconds: float = 10
+    drain_timeout_seconds: int = 20
+    max_body_bytes: int = 65536  # None: the relay's default (1 MiB)
+    large_app: bool = False  # a third app with a 64-byte name, for the backend key
+    ingress: dict = field(default_factory=dict)  # more ingress settings (connection limits, timeouts)
+    logging_level: str = "warning"
 
 
 class ChildProcess:
@@ -96,11 +120,13 @@ def write_key(path):
 class Relay:
     """Attributes the campaign reads: port, keys (name → plain key), database_url, instance."""
 
-    def __init__(self, binary, database_url, directory=None):
+    def __init__(self, binary, database_url, directory=None, options=None, serve_binary=None, label="fuzz"):
         self.binary = binary
-        self.directory = pathlib.Path(directory or tempfile.mkdtemp(prefix="apns-relay-fuzz-"))
+        self.serve_binary = serve_binary or binary  # a different `serve` (an older build) the campaign checks
+        self.options = options or Options()
+        self.directory = pathlib.Path(directory or tempfile.mkdtemp(prefix=f"apns-relay-{label}-"))
         self.database_url = fresh_database(database_url) if database_url else None
-        self.instance = "fuzz-" + uuid.uuid4().hex[:8]
+        self.instance = f"{label}-" + uuid.uuid4().hex[:8]
         self.keys = {
             "backend": "fuzz-backend-" + secrets.token_hex(16),
             "other": "fuzz-other-" + secrets.token_hex(16),
@@ -118,9 +144,13 @@ class Relay:
             if not key_path.exists():
                 write_key(key_path)
             key_args += ["--key", f"{key_id}:{TEAM}:{key_path}"]
+        mock_args = ["--delay-ms", str(self.options.mock_delay_ms)] if self.options.mock_delay_ms else []
+        if self.options.request_log:
+            mock_args += ["--request-log", str(self.request_log_path)]
         self.mock = ChildProcess(
             [self.binary, "mock-apns", "--port", "0", "--bundle-id", BUNDLE, "--bundle-id", OTHER_BUNDLE,
-             "--unregistered-prefix", "dead", "--certificate-directory", str(self.directory / "mock")] + key_args,
+             "--bundle-id", LARGE_BUNDLE, "--unregistered-prefix", "dead",
+             "--certificate-directory", str(self.directory / "mock")] + key_args + mock_args,
             self.directory / "mock.log")
         mock_port = port_of(self.mock.line_after("mock APNs listening on"))
         certificate = self.mock.line_after("trust this certificate:")
@@ -129,9 +159,52 @@ class Relay:
         self._start_serve(config)
 
     def _start_serve(self, config):
-        self.serve = ChildProcess([self.binary, "serve", "--config", str(config)], self.directory / "serve.log")
+        self.serve = ChildProcess([self.serve_binary, "serve", "--config", str(config)], self.directory / "serve.log")
         self.port = port_of(self.serve.line_after("apns-relay ingress on"))
+        self.metrics_port = port_of(self.serve.line_after("apns-relay metrics on"))
         self.starts += 1
+
+    @property
+    def request_log_path(self):
+        return self.directory / "mock-requests.jsonl"
+
+    def mock_requests(self):
+        """What the mock APNs received so far, one dict per request (apnsId,
+        status, path, body), from its --request-log."""
+        try:
+            text = self.request_log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return []
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    @property
+    def pid(self):
+        return self.serve.process.pid
+
+    def resident_bytes(self):
+        """serve's VmRSS from /proc, in bytes (None when it is gone)."""
+        try:
+            for line in pathlib.Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        except OSError:
+            return None
+        return None
+
+    def kill(self, signal_number, timeout=60):
+        """Sends `signal_number` to serve and waits for it to exit; its exit status."""
+        self.serve.process.send_signal(signal_number)
+        try:
+            self.serve.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.serve.process.kill()
+            self.serve.process.wait()
+        self.serve.log.close()
+        return self.serve.process.returncode
+
+    def start_serve_again(self):
+        """serve again on the same configuration, database and spool (after kill())."""
+        self._start_serve(self.directory / "relay.yaml")
 
     def restart_serve(self):
         """After a crash: the same configuration, database and spool (which it replays)."""
@@ -150,19 +223,30 @@ class Relay:
             apps += (f"  - name: {app}\n    bundle_id: {bundle}\n    team_id: {TEAM}\n    key_id: {KEY_IDS[app]}\n"
                      f"    key_path: {self.directory / ('AuthKey_' + KEY_IDS[app] + '.p8')}\n"
                      f"    environments: [development, production]\n")
-        database = f'  database_url: "{self.database_url}"\n' if self.database_url else ""
+        options = self.options
+        if options.large_app:
+            apps += (f"  - name: {LARGE_APP}\n    bundle_id: {LARGE_BUNDLE}\n    team_id: {TEAM}\n    key_id: {KEY_IDS[APP]}\n"
+                     f"    key_path: {self.directory / ('AuthKey_' + KEY_IDS[APP] + '.p8')}\n"
+                     f"    environments: [development, production]\n")
+        serve_url = options.serve_database_url(self.database_url) if (options.serve_database_url and self.database_url) else self.database_url
+        database = f'  database_url: "{serve_url}"\n' if serve_url else ""
+        ingress = {"listen": "127.0.0.1:0", "max_body_bytes": options.max_body_bytes, "connection_timeout_seconds": 3}
+        ingress.update(options.ingress)
+        ingress_text = "".join(f"  {name}: {value}\n" for name, value in ingress.items() if value is not None)
+        backend_apps = f"[{APP}, {LARGE_APP}]" if options.large_app else f"[{APP}]"
+        spool = options.spool or (self.directory / "spool")
         return (
             f"instance: {self.instance}\n"
-            "ingress:\n  listen: 127.0.0.1:0\n  max_body_bytes: 65536\n  connection_timeout_seconds: 3\n"
+            f"ingress:\n{ingress_text}"
             "metrics:\n  listen: 127.0.0.1:0\n"
             f"apns:\n  origins:\n    development: 127.0.0.1:{mock_port}\n    production: 127.0.0.1:{mock_port}\n"
-            f"  ca_file: {certificate}\n  send_deadline_seconds: 10\n"
+            f"  ca_file: {certificate}\n  send_deadline_seconds: {options.send_deadline_seconds}\n"
             "retry:\n  base_delay_ms: 5\n  max_delay_ms: 50\n"
             f"apps:\n{apps}"
-            "api_keys:\n" + key_entry("backend", f"[{APP}]", False) + key_entry("other", f"[{OTHER_APP}]", False)
+            "api_keys:\n" + key_entry("backend", backend_apps, False) + key_entry("other", f"[{OTHER_APP}]", False)
             + key_entry("admin", "['*']", True)
-            + f"audit:\n{database}  spool_directory: {self.directory / 'spool'}\n  migrate_on_start: true\n  flush_interval_ms: 20\n"
-            "shutdown:\n  drain_timeout_seconds: 20\nlogging:\n  level: warning\n")
+            + f"audit:\n{database}  spool_directory: {spool}\n  migrate_on_start: true\n  flush_interval_ms: 20\n"
+            f"shutdown:\n  drain_timeout_seconds: {options.drain_timeout_seconds}\nlogging:\n  level: {options.logging_level}\n")
 
     def alive(self):
         return self.serve is not None and self.serve.alive()

@@ -9,7 +9,10 @@ import socket
 import sys
 import threading
 
-from . import bodies, known, mutate, verdicts, wire
+from types import SimpleNamespace
+
+from . import bodies, fulldisk, known, largefield, mutate, outage, traffic, verdicts, wire
+from .pgproxy import CuttableProxy
 
 
 def response(status, body, content_type="application/json", headers=()):
@@ -69,6 +72,98 @@ def checks():
     tally = verdicts.Tally(strict=True)
     tally.violation("framing", verdicts.NON_JSON, "bad chunk size", "x")
     yield "--strict counts known limits", len(tally.violations) == 1 and not tally.known
+    yield from fault_checks()
+
+
+def echo_server():
+    """A loopback server that echoes every connection until closed."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+
+    def echo(connection):
+        while data := connection.recv(4096):
+            connection.sendall(data)
+        connection.close()
+
+    def serve():
+        while True:
+            connection, _ = listener.accept()
+            threading.Thread(target=echo, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener.getsockname()[1]
+
+
+def through(port, data=b"ping"):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(data)
+            return sock.recv(4096)
+    except OSError:
+        return None
+
+
+def fault_checks():
+    rng = random.Random(7)
+    yield "large values are exact in bytes", all(len(largefield.text(rng, size).encode()) == size for size in (64, 255, 256, 257, 1001) for _ in range(20))
+    yield "over-limit is over", all(largefield.over(rng, 256) > 256 for _ in range(100))
+    expectations = [largefield.case(random.Random(f"s-{index}"), index)[5] for index in range(300)]
+    refused = {expect[1] for expect in expectations if expect[0] == "refuse"}
+    yield "largefield mutates every field over its limit", {"app", "snapshot.id", "snapshot.surfaceId", "collapseId", "apnsId", "token",
+                                                              "attributesType", "channelId", "headers", "apns-*"} <= refused
+    yield "largefield keeps at-limit cases", sum(1 for expect in expectations if expect[0] == "accept") > 100
+    yield "a field is named by its member", largefield.named({"error": {"type": "InvalidRequest", "message": "m", "field": "snapshot.id"}}, "snapshot.id")
+    yield "another field is not", not largefield.named({"error": {"type": "InvalidRequest", "message": "app: x", "field": "app"}}, "snapshot.id")
+
+    # The idempotency oracle: a second push or a new apns-id for a key fails; a replay or a 409/503 passes.
+    def judged(pushes, repeats):
+        tally = verdicts.Tally()
+        key = outage.Key("k1", "ab" * 32, {})
+        key.first = (200, ("ok", "id-1"))
+        key.answered_in_outage = True
+        key.repeats = repeats
+        requests = [{"path": "/3/device/" + "ab" * 32, "apnsId": f"id-{n}"} for n in range(1, pushes + 1)]
+        outage.judge(SimpleNamespace(tally=tally), "self", [key], {key.token: key}, requests)
+        return sorted({kind for _, kind, _, _ in tally.violations})
+    yield "idempotency: one push and replays pass", judged(1, [("after", 200, ("ok", "id-1")), ("outage", 409, ("error", "IdempotencyKeyInFlight"))]) == []
+    yield "idempotency: a second push fails", "second push for one key" in judged(2, [("after", 200, ("ok", "id-1"))])
+    yield "idempotency: a new apns-id fails", "repeat not answered with the first answer" in judged(1, [("after", 200, ("ok", "id-2"))])
+    yield "idempotency: a 422 fails", "repeat not answered with the first answer" in judged(1, [("after", 422, ("error", "IdempotencyKeyReused"))])
+
+    # The full-disk oracle: a lost row, a refused send that went out, an undocumented answer, a second row all fail.
+    ok_send = traffic.Outcome("send", ["aa" * 32], 200, items=[("ok", "id-1")])
+    refused = traffic.Outcome("send", ["bb" * 32], 503, "Unavailable", items=[("refused", "Unavailable")])
+    batch = traffic.Outcome("batch", ["cc" * 32, "dd" * 32], 200, items=[("ok", "id-3"), ("refused", "Unavailable")])
+    broken = traffic.Outcome("send", ["ee" * 32], 500, "Internal", items=[("error", "Internal")])
+    reached = [{"path": "/3/device/" + "aa" * 32, "apnsId": "id-1"}, {"path": "/3/device/" + "cc" * 32, "apnsId": "id-3"}]
+
+    def disk(outcomes, reached, rows):
+        return sorted({kind for kind, _ in fulldisk.verdicts(outcomes, reached, rows)[0]})
+    yield "fulldisk: answered = rows, refusals sent nothing: passes", disk([ok_send, refused, batch], reached, {"id-1": 1, "id-3": 1}) == []
+    yield "fulldisk: a lost row fails", disk([ok_send, batch], reached, {"id-1": 1}) == ["answered send without its row", "send that reached APNs without a row"]
+    yield "fulldisk: a second row fails", disk([ok_send], reached[:1], {"id-1": 2}) == ["duplicated audit row"]
+    yield "fulldisk: a refused send that reached APNs fails", "refused send reached APNs" in disk(
+        [refused], [{"path": "/3/device/" + "bb" * 32, "apnsId": "id-2"}], {"id-2": 1})
+    yield "fulldisk: a 500 is not a documented refusal", disk([broken], [], {}) == ["not a documented refusal"]
+
+    # The Postgres proxy really cuts and really comes back.
+    proxy = CuttableProxy("127.0.0.1", echo_server()).start()
+    before = through(proxy.port)
+    held = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+    held.sendall(b"x")
+    held.recv(16)
+    proxy.cut()
+    try:
+        cut_held = held.recv(16) == b""
+    except OSError:
+        cut_held = True
+    during = through(proxy.port)
+    proxy.restore()
+    after = through(proxy.port)
+    proxy.stop()
+    outcome = (before, cut_held, during, after)
+    yield f"the proxy forwards, cuts (held and new connections) and comes back: {outcome}", outcome == (b"ping", True, None, b"ping")
 
 
 def main():

@@ -92,6 +92,7 @@ class Tally:
         self.crashes = []  # (component, case, detail)
         self.answered = Counter()
         self.statuses = {}  # component → Counter of statuses (0: no answer)
+        self.figures = []  # (component, text): what a component measured (rows, refusals, p99, RSS)
 
     def case(self, component):
         self.cases[component] += 1
@@ -107,6 +108,9 @@ class Tally:
             self.known.append((component, kind, case, f"{detail}\n       known: {why}"))
         else:
             self.violations.append((component, kind, case, detail))
+
+    def figure(self, component, text):
+        self.figures.append((component, text))
 
     def crash(self, component, case, detail):
         self.crashes.append((component, case, detail))
