@@ -19,7 +19,7 @@ mock APNs writing every request it receives to a log):
                all answered 200 with p99 under 1 s
   largefield   every field at its maximum, bodies near 1 MiB, one field just or
                far over its maximum (mutated): no 5xx, over-limit refused 400
-               naming the field, RSS back within 10% of its start, rows < 4 KiB
+               naming the field, RSS back within 25% of its start, rows < 4 KiB
   idempotency  keyed sends (header and batch items) in flight at a slow mock APNs
                when Postgres is cut; every key repeated during the outage and
                after the lease (send_deadline_seconds + 30 s) with Postgres back:

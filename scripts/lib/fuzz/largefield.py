@@ -6,8 +6,8 @@ field just (or far) over its maximum, in ASCII or multi-byte UTF-8.
 Oracle: no 5xx; a value at its maximum is never refused for its size;
 every over-limit value is refused 400 naming its field and its request
 reaches no APNs (the mock's request log); the relay's RSS
-(VmRSS) comes back within 10% of its start after a warm-up (the bound
-LargeFieldProcessTests holds); every audit row of the run is under 4 KiB
+(VmRSS) comes back within 25% of its start after a warm-up (looser than the 10%
+LargeFieldProcessTests holds for its fixed load); every audit row of the run is under 4 KiB
 (pg_column_size) with `snapshot_id`, `surface_id` and `topic` at most 256
 bytes, and no over-limit value reached the audit."""
 
@@ -21,7 +21,10 @@ from . import bodies, verdicts, wire
 from .relay import LARGE_APP, LARGE_BUNDLE, Options, Relay, psql
 
 COMPONENT = "largefield"
-RSS_BOUND = 1.10  # end RSS at most 10% above the start (LargeFieldProcessTests)
+# End RSS at most 25% above the start. LargeFieldProcessTests holds its fixed
+# load to 10%; the campaign's mutated mix moves the allocator more (0-13% seen
+# on a loaded machine), and the defect it guards against grew RSS 40-fold.
+RSS_BOUND = 1.25
 ROW_BOUND = 4096  # bytes per audit row, pg_column_size (docs/api.md "Field sizes")
 IDENTIFIER = 256  # snapshot.id, snapshot.surfaceId, channelId, attributesType, header values
 HEADER_NAME = 64
@@ -256,7 +259,7 @@ def run(context, cases):
 
         returned = wait_until(settled, 30, interval=0.5)
         if not returned:
-            tally.violation(COMPONENT, "RSS not back within 10% of its start", label,
+            tally.violation(COMPONENT, f"RSS not back within {(RSS_BOUND - 1) * 100:.0f}% of its start", label,
                             f"start {start} bytes after warm-up, {peak} after the run, {end[0]} after 30 s")
         if relay.stop() not in (0, None):
             tally.violation(COMPONENT, "unclean exit after SIGTERM", label, relay.log_tail(3))
