@@ -177,10 +177,17 @@ struct APNsHTTP2IngressTests {
                 let apnsID = UUID().uuidString.lowercased()
                 let payload = #"{"aps":{"alert":"hi","badge":3},"k":[1,2]}"#
                 let headers = ["apns-topic: com.example.a", "apns-push-type: alert", "apns-id: \(apnsID)", "apns-priority: 5", "apns-expiration: 0", "apns-collapse-id: c1"]
+                let traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
                 let answer = try await Self.curl(
-                    port: port, caFile: tls ? caFile : nil, token: token, path: "/3/device/\(TestRelay.token(3))", body: payload, headers: headers)
+                    port: port, caFile: tls ? caFile : nil, token: token, path: "/3/device/\(TestRelay.token(3))", body: payload,
+                    headers: headers + ["traceparent: 00-\(traceID)-00f067aa0ba902b7-01"])
                 #expect(answer.status == 200, "\(answer)")
                 #expect(answer.headers["apns-id"] == apnsID)
+                // The caller's trace goes on: the answer's traceparent is in the same trace.
+                #expect(answer.headers["traceparent"]?.split(separator: "-").dropFirst().first.map(String.init) == traceID, "\(answer.headers)")
+                // Counted apart from the HTTP/1.1 listener's /3/device/{token}.
+                let scrape = try await relay.curl("GET", "/metrics", key: nil, base: relay.metricsBase)
+                #expect(scrape.body.split(separator: "\n").contains { $0.hasPrefix("apns_relay_ingress_requests_total{") && $0.contains(#"route="h2:/3/device/{token}""#) && $0.contains(#"code="200""#) }, "\(scrape.body.prefix(4000))")
                 let request = try #require(Self.received(relay, apnsID: apnsID))
                 for header in headers {
                     let parts = header.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
