@@ -319,4 +319,32 @@ struct APNsHTTP2IngressTests {
             try await Self.expectServes(relay, port: port, key: key)
         }
     }
+
+    @Test("the key's rate limit is APNs' 429 TooManyRequests with retry-after, and nothing is sent")
+    func rateLimit() async throws {
+        let key = try BackendKey()
+        defer { key.file.remove() }
+        // The limited key (app-a, burst 2, one token per 1000 s) names this provider key instead of backend.
+        try await Self.withIngress(key: key, tls: false, configure: { configuration in
+            let backend = configuration.apiKeys.firstIndex { $0.name == "backend" }!
+            let limited = configuration.apiKeys.firstIndex { $0.name == "limited" }!
+            configuration.apiKeys[limited].providerKey = configuration.apiKeys[backend].providerKey
+            configuration.apiKeys[backend].providerKey = nil
+        }) { relay, port, _ in
+            let token = try key.token()
+            var statuses: [Int] = []
+            var last: TestRelay.Answer?
+            for _ in 0..<3 {
+                let answer = try await Self.curl(
+                    port: port, caFile: nil, token: token, path: "/3/device/\(TestRelay.token(4))", body: #"{"aps":{"alert":"x"}}"#,
+                    headers: ["apns-topic: com.example.a"])
+                statuses.append(answer.status)
+                last = answer
+            }
+            #expect(statuses == [200, 200, 429], "\(statuses)")
+            #expect(last?.json?["reason"]?.stringValue == "TooManyRequests", "\(String(describing: last))")
+            #expect(last?.headers["retry-after"] != nil)
+            #expect(relay.mock.engine.log.total == 2)
+        }
+    }
 }
