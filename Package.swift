@@ -150,9 +150,9 @@ let package = Package(
         ),
 
         // MARK: Mock APNs
-        // Verifies provider tokens with its own OpenSSL calls (COpenSSL) rather
+        // Verifies provider tokens with ProviderTokens (its own OpenSSL calls) rather
         // than the relay's signing code: a stand-in must not share the client's logic.
-        .target(name: "MockAPNs", dependencies: ["APNs", "ProviderTokens", "RelayJSON", "RelayBasics", "HTTP2", "COpenSSL"], swiftSettings: strictSwift),
+        .target(name: "MockAPNs", dependencies: ["APNs", "ProviderTokens", "RelayJSON", "RelayBasics", "HTTP2"], swiftSettings: strictSwift),
 
         // MARK: The command line
 
