@@ -1,3 +1,5 @@
+public import ProviderTokens
+
 /// How a mock APNs behaves: which keys and apps it knows, which environment
 /// it plays, and which faults it injects.
 public struct MockAPNsConfiguration: Sendable {
@@ -28,3 +30,7 @@ public struct MockAPNsConfiguration: Sendable {
 
     public init() {}
 }
+
+/// The verifier lives in ProviderTokens (the HTTP/2 APNs ingress checks
+/// tokens with it too); named here so the mock's users need no second import.
+public typealias ProviderTokenVerifier = ProviderTokens.ProviderTokenVerifier

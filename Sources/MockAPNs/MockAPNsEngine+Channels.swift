@@ -1,3 +1,4 @@
+import ProviderTokens
 import APNs
 import RelayJSON
 import RelayBasics

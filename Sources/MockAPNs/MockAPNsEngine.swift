@@ -1,3 +1,4 @@
+import ProviderTokens
 public import APNs
 import RelayJSON
 import Synchronization

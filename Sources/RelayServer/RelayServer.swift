@@ -28,6 +28,8 @@ public final class RelayServer: Sendable {
     let transport: HTTP2Transport
     let ingressServer: HTTPServer
     let metricsServer: HTTPServer
+    /// The APNs-compatible HTTP/2 listener (`apns_ingress:`), when configured.
+    let apnsIngressServer: HTTP2Server?
     let tracing: RelayTracing
     let logger: Logger
     /// The parts' group, once started (see `RelayServer+Lifecycle.swift`).
@@ -36,6 +38,11 @@ public final class RelayServer: Sendable {
     /// Where the ingress listens (the real port when the configuration said 0).
     public var ingressAddress: ServerConfiguration.Address { .init(host: configuration.ingress.listen.host, port: ingressServer.port) }
     public var metricsAddress: ServerConfiguration.Address { .init(host: configuration.metrics.listen.host, port: metricsServer.port) }
+    /// Where the HTTP/2 APNs ingress listens (the real port), or nil when it is off.
+    public var apnsIngressAddress: ServerConfiguration.Address? {
+        guard let server = apnsIngressServer, let listen = configuration.apnsIngress.listen else { return nil }
+        return .init(host: listen.host, port: UInt16(server.port))
+    }
 
     /// Applies migrations when configured, loads every key, opens the spool
     /// (a crash's leftovers replay in the background), starts both listeners
@@ -213,7 +220,16 @@ public final class RelayServer: Sendable {
             await audit.shutdown()
             throw ConfigurationError(field: "ingress.listen", "cannot listen on \(configuration.ingress.listen): \(error)")
         }
+        do {
+            apnsIngressServer = try Self.startAPNsIngress(configuration.apnsIngress, ingress: ingress)
+        } catch {
+            await ingressServer.stop(drainTimeout: 0)
+            await metricsServer.stop(drainTimeout: 0)
+            await audit.shutdown()
+            throw ConfigurationError(field: "apns_ingress.listen", "cannot serve on \(configuration.apnsIngress.listen.map(\.description) ?? ""): \(error)")
+        }
         logger.info("apns-relay serving", metadata: [
+            "apns_ingress": "\(apnsIngressServer.map { "\(configuration.apnsIngress.listen?.host ?? ""):\($0.port)" } ?? "off")",
             "ingress": "\(configuration.ingress.listen.host):\(ingressServer.port)",
             "metrics": "\(configuration.metrics.listen.host):\(metricsServer.port)",
             "apps": "\(service.appNames.joined(separator: ","))",

@@ -16,9 +16,10 @@ DEBIAN_PACKAGES=(
 # Python packages the tests use as independent implementations (schemathesis:
 # the fuzz campaign's OpenAPI component, pinned to a version known to install here;
 # opentelemetry-proto: OpenTelemetry's own protobuf classes for the OTLP receiver in
-# Tests/EndToEndTests/otlp_receiver.py).
-PYTHON_PACKAGES=(cryptography jsonschema rfc3339-validator PyYAML kubernetes-validate "schemathesis==4.32.5" "opentelemetry-proto==1.45.2")
-PYTHON_MODULES=(cryptography jsonschema rfc3339_validator yaml kubernetes_validate schemathesis opentelemetry.proto.collector.trace.v1.trace_service_pb2)
+# Tests/EndToEndTests/otlp_receiver.py; aioapns: the unmodified APNs client library that
+# APNsHTTP2IngressTests sends through the HTTP/2 APNs ingress, scripts/lib/aioapns_client.py).
+PYTHON_PACKAGES=(cryptography jsonschema rfc3339-validator PyYAML kubernetes-validate "schemathesis==4.32.5" "opentelemetry-proto==1.45.2" "aioapns==4.0")
+PYTHON_MODULES=(cryptography jsonschema rfc3339_validator yaml kubernetes_validate schemathesis opentelemetry.proto.collector.trace.v1.trace_service_pb2 aioapns)
 
 install_test_dependencies() {
     local missing=()

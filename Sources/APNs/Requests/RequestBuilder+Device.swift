@@ -71,7 +71,11 @@ extension RequestBuilder {
     /// push type's suffix. Header values are checked like the typed options
     /// (priority, expiration, collapse id, apns-id). `authorization`,
     /// pseudo-headers and repeated headers are refused: the relay owns them.
-    public func raw(token: String, payload: JSONValue, headers: [HTTPHeader]) throws(APNsError) -> APNsRequest {
+    ///
+    /// `bytes`, when given, is the payload as the caller wrote it (it must
+    /// parse to `payload`): sent byte for byte, so an APNs client's payload
+    /// reaches APNs exactly as it encoded it.
+    public func raw(token: String, payload: JSONValue, headers: [HTTPHeader], bytes: [UInt8]? = nil) throws(APNsError) -> APNsRequest {
         let token = try DeviceToken(token)
         try Preflight.checkPayloadShape(payload)
         let supplied = try RawHeaders(headers)
@@ -80,7 +84,7 @@ extension RequestBuilder {
         let priority = supplied.priority ?? pushType.defaultPriority
         if let priority { try Preflight.checkPriority(priority, for: pushType, apnsID: apnsID) }
         if pushType == .widgets { try Preflight.checkWidgetReloadPayload(payload, apnsID: apnsID) }
-        let body = payload.encoded()
+        let body = bytes ?? payload.encoded()
         try Preflight.checkPayloadSize(body.count, limit: pushType.maximumPayloadBytes, apnsID: apnsID)
         // A topic of another app would reach APNs under this app's name (and
         // its audit rows); only this bundle id and its push-type suffixes pass.

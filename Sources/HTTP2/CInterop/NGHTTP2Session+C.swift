@@ -37,7 +37,7 @@ final class NGHTTP2Session {
     static let noError = NGHTTP2_NO_ERROR.rawValue
     static let cancel = NGHTTP2_CANCEL.rawValue
 
-    init(client: Bool, delegate: any NGHTTP2SessionDelegate, maxConcurrentStreams: UInt32?) throws(HTTP2Error) {
+    init(client: Bool, delegate: any NGHTTP2SessionDelegate, maxConcurrentStreams: UInt32?, maxHeaderListSize: UInt32? = nil) throws(HTTP2Error) {
         self.delegate = delegate
         var callbacks: OpaquePointer?
         guard nghttp2_session_callbacks_new(&callbacks) == 0 else { throw HTTP2Error(.proto, "nghttp2 callbacks") }
@@ -59,6 +59,10 @@ final class NGHTTP2Session {
         if let maxConcurrentStreams {
             settings.append(nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: maxConcurrentStreams))
+        }
+        if let maxHeaderListSize {
+            settings.append(nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: maxHeaderListSize))
         }
         if !client { settings.removeFirst() }  // ENABLE_PUSH is a client setting
         _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)

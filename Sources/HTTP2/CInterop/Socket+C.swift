@@ -67,6 +67,21 @@ enum Socket {
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
     }
 
+    /// Reads from a cleartext socket (HTTP/2 with prior knowledge), in TLSStream's terms.
+    static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> TLSStream.IOResult {
+        let result = Glibc.read(fd, buffer.baseAddress, buffer.count)
+        if result > 0 { return .bytes(result) }
+        if result == 0 { return .closed }
+        return errno == EAGAIN || errno == EWOULDBLOCK ? .wouldBlock(wantsWrite: false) : .failed(String(cString: strerror(errno)))
+    }
+
+    /// Writes to a cleartext socket, in TLSStream's terms.
+    static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> TLSStream.IOResult {
+        let result = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+        if result > 0 { return .bytes(result) }
+        return errno == EAGAIN || errno == EWOULDBLOCK ? .wouldBlock(wantsWrite: true) : .failed(String(cString: strerror(errno)))
+    }
+
     /// Closes with an RST instead of a FIN (SO_LINGER 0): a connection reset for tests.
     static func reset(_ fd: Int32) {
         var option = linger(l_onoff: 1, l_linger: 0)

@@ -55,23 +55,44 @@ public final class HTTP2Responder: Sendable {
 /// through the responder (now, or later from anywhere).
 public typealias HTTP2ServerHandler = @Sendable (HTTP2ServerRequest, HTTP2Responder) -> Void
 
-/// A TLS HTTP/2 server on loopback: enough protocol for a mock APNs and for
-/// tests, with the fault hooks a mock needs. One thread accepts; each
-/// connection runs on its own thread.
+/// An HTTP/2 server, over TLS or cleartext with prior knowledge: the mock
+/// APNs, tests, and the relay's APNs-compatible ingress, with the fault hooks
+/// a mock needs and the limits a public listener needs. One thread accepts;
+/// each connection runs on its own thread, never on Swift's cooperative pool.
 public final class HTTP2Server: Sendable {
     public struct Configuration: Sendable {
         public var host = "127.0.0.1"
         /// 0 picks a free port (see ``HTTP2Server/port``).
         public var port = 0
-        public var tls: TLSServerConfiguration
-        /// SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients.
+        /// Certificate and key for TLS with ALPN `h2`; nil serves cleartext
+        /// HTTP/2 with prior knowledge (loopback, a service mesh's sidecar).
+        public var tls: TLSServerConfiguration?
+        /// SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients (nghttp2
+        /// refuses streams beyond it with RST_STREAM REFUSED_STREAM).
         public var maxConcurrentStreams: UInt32 = 1000
+        /// Bytes of one request's header block (names and values, 32 more per
+        /// field as RFC 9113 counts): advertised as SETTINGS_MAX_HEADER_LIST_SIZE
+        /// and enforced, answered ``limitResponse`` with 431. nil: nghttp2's own limits only.
+        public var maxHeaderListBytes: Int?
+        /// Bytes of one request's body: beyond it the rest is dropped and the
+        /// request answered ``limitResponse`` with 413, never handed to the handler.
+        public var maxRequestBodyBytes: Int?
+        /// Connections open at once from one client address; beyond it new
+        /// ones are closed at accept. nil: no cap.
+        public var maxConnectionsPerAddress: Int?
+        /// Connections open at once in all; beyond it new ones are closed at accept.
+        public var maxConnections: Int?
+        /// Seconds from a request's first header to its last byte; a stream
+        /// still incomplete then is reset (a slow client holds nothing longer). nil: no limit.
+        public var requestTimeLimitSeconds: Double?
+        /// The answer to a request refused by a limit above (413, 431), built by the server's user.
+        public var limitResponse: @Sendable (_ status: Int) -> HTTP2Response = { HTTP2Response(status: $0) }
         /// Called on the connection's thread when a client resets a stream
         /// (RST_STREAM): connection id, stream id, HTTP/2 error code (8 is
         /// CANCEL). Lets a mock or a test see what a client gave up on.
         public var onStreamReset: (@Sendable (_ connectionID: Int, _ streamID: Int32, _ errorCode: UInt32) -> Void)?
 
-        public init(tls: TLSServerConfiguration) { self.tls = tls }
+        public init(tls: TLSServerConfiguration?) { self.tls = tls }
     }
 
     let listener: Listener
@@ -84,6 +105,9 @@ public final class HTTP2Server: Sendable {
 
     /// Connections accepted so far.
     public var acceptedConnections: Int { listener.accepted.load(ordering: .relaxed) }
+
+    /// Connections closed at accept because a connection cap was reached.
+    public var refusedConnections: Int { listener.refusedConnections.load(ordering: .relaxed) }
 
     /// Stops accepting and closes every connection.
     public func stop() { listener.stop() }

@@ -11,18 +11,21 @@ final class Listener: @unchecked Sendable {
     // `stopped` are guarded by `state`.
     let fd: Int32
     let port: Int
-    let context: TLSContext
+    /// nil: cleartext HTTP/2 with prior knowledge.
+    let context: TLSContext?
     let configuration: HTTP2Server.Configuration
     let handler: HTTP2ServerHandler
     let wake = WakeSignal()
     let accepted = Atomic<Int>(0)
     private let state = Mutex<(stopped: Bool, connections: [ServerConnection])>((false, []))
+    /// Connections refused at accept by a cap (per address or in all).
+    let refusedConnections = Atomic<Int>(0)
 
     init(configuration: HTTP2Server.Configuration, handler: @escaping HTTP2ServerHandler) throws(HTTP2Error) {
         self.configuration = configuration
         self.handler = handler
         Socket.ignoreBrokenPipes
-        context = try TLSContext(server: configuration.tls)
+        context = try configuration.tls.map { tls throws(HTTP2Error) in try TLSContext(server: tls) }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw HTTP2Error(.connectFailed, "socket: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
@@ -58,20 +61,33 @@ final class Listener: @unchecked Sendable {
             if state.withLock({ $0.stopped }) { break }
             guard descriptors[0].revents & Int16(POLLIN) != 0 else { continue }
             while true {
-                let client = accept(fd, nil, nil)
+                var peer = sockaddr_in()
+                var peerLength = socklen_t(MemoryLayout<sockaddr_in>.size)
+                let client = withUnsafeMutablePointer(to: &peer) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(fd, $0, &peerLength) }
+                }
                 guard client >= 0 else { break }
                 Socket.setNonBlocking(client)
                 var one: Int32 = 1
                 setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
                 let id = accepted.wrappingAdd(1, ordering: .relaxed).newValue
-                let connection = ServerConnection(socket: client, id: id, listener: self)
+                let connection = ServerConnection(socket: client, id: id, listener: self, peerAddress: peer.sin_addr.s_addr)
                 let keep = state.withLock { state -> Bool in
                     guard !state.stopped else { return false }
                     state.connections.removeAll { $0.isFinished }
+                    // The caps count open connections: a client that closes its own gets room again.
+                    if let cap = configuration.maxConnections, state.connections.count >= cap { return false }
+                    if let cap = configuration.maxConnectionsPerAddress,
+                       state.connections.lazy.filter({ $0.peerAddress == connection.peerAddress }).count >= cap { return false }
                     state.connections.append(connection)
                     return true
                 }
-                if keep { connection.start() } else { close(client) }
+                if keep {
+                    connection.start()
+                } else {
+                    refusedConnections.add(1, ordering: .relaxed)
+                    close(client)
+                }
             }
         }
         close(fd)

@@ -21,9 +21,17 @@ final class ServerConnection: @unchecked Sendable {
         var authority: String?
         var headers: [HTTPHeader] = []
         var body: [UInt8] = []
+        /// Header bytes so far, as SETTINGS_MAX_HEADER_LIST_SIZE counts them.
+        var headerBytes = 0
+        /// A limit this request broke: the status to answer instead of handling it.
+        var refusedWith: Int?
+        /// When its first header came (MonotonicClock), for the request time limit.
+        var began: UInt64 = 0
     }
 
     let id: Int
+    /// The client's IPv4 address (network order), for the per-address cap.
+    let peerAddress: UInt32
     unowned let listener: Listener
     /// Commands handed to the connection thread, and whether it sleeps.
     private struct Inbox {
@@ -53,9 +61,10 @@ final class ServerConnection: @unchecked Sendable {
     private var output: [UInt8] = []
     private var closeAfterFlush = false
 
-    init(socket: Int32, id: Int, listener: Listener) {
+    init(socket: Int32, id: Int, listener: Listener, peerAddress: UInt32 = 0) {
         self.socket = socket
         self.id = id
+        self.peerAddress = peerAddress
         self.listener = listener
     }
 
@@ -82,7 +91,9 @@ final class ServerConnection: @unchecked Sendable {
             finished.store(true, ordering: .relaxed)
         }
         guard handshake() else { return }
-        guard let session = try? NGHTTP2Session(client: false, delegate: self, maxConcurrentStreams: listener.configuration.maxConcurrentStreams)
+        guard let session = try? NGHTTP2Session(
+            client: false, delegate: self, maxConcurrentStreams: listener.configuration.maxConcurrentStreams,
+            maxHeaderListSize: listener.configuration.maxHeaderListBytes.map { UInt32(clamping: $0) })
         else { return }
         self.session = session
         var buffer = [UInt8](repeating: 0, count: 16_384)
@@ -111,6 +122,7 @@ final class ServerConnection: @unchecked Sendable {
                 }
             }
             let now = MonotonicClock.now()
+            resetOverdueStreams(now: now, session: session)
             scheduled.removeAll { item in
                 guard item.due <= now else { return false }
                 let headers = [HTTPHeader(":status", String(item.response.status))] + item.response.headers
@@ -124,6 +136,7 @@ final class ServerConnection: @unchecked Sendable {
             }
             if !session.wantsRead, !session.wantsWrite, scheduled.isEmpty, output.isEmpty { return }
 
+            // A second's turn at most: the request time limit is checked each turn.
             var next: Int32 = 1000
             if let due = scheduled.lazy.map(\.due).min() {
                 next = due > now ? Int32(min((due - now) / 1_000_000 + 1, 1000)) : 0
@@ -140,13 +153,13 @@ final class ServerConnection: @unchecked Sendable {
                 || Poll.wait(socket: socket, read: true, write: !output.isEmpty, wake: wake, milliseconds: next).shouldRead
             inbox.withLock { $0.sleeping = false }
             if shouldRead {
-                readLoop: while let tls {
-                    switch buffer.withUnsafeMutableBytes({ tls.read(into: $0) }) {
+                readLoop: while true {
+                    switch buffer.withUnsafeMutableBytes({ read(into: $0) }) {
                     case .bytes(let count):
                         guard (try? session.receive(buffer, count: count)) != nil else { return }
                         // Nothing left inside OpenSSL: the socket's next bytes
                         // show in poll(), without a read that only says EAGAIN.
-                        if !tls.hasPendingBytes { break readLoop }
+                        if tls?.hasPendingBytes != true { break readLoop }
                     case .wouldBlock: break readLoop
                     case .closed, .failed: return
                     }
@@ -162,12 +175,11 @@ final class ServerConnection: @unchecked Sendable {
     /// the RST first drops the GOAWAY unread: the client would see a reset
     /// connection instead of which streams were never processed.
     private func lingerUntilPeerCloses(buffer: inout [UInt8]) {
-        guard let tls else { return }
-        tls.shutdown()
+        tls?.shutdown()
         Socket.shutdownWrite(socket)
         let deadline = MonotonicClock.now() + UInt64(Self.lingerSeconds * 1e9)
         while MonotonicClock.now() < deadline {
-            switch buffer.withUnsafeMutableBytes({ tls.read(into: $0) }) {
+            switch buffer.withUnsafeMutableBytes({ read(into: $0) }) {
             case .bytes: continue
             case .wouldBlock: _ = Poll.wait(socket: socket, read: true, write: false, wake: wake, milliseconds: 100)
             case .closed, .failed: return
@@ -178,8 +190,32 @@ final class ServerConnection: @unchecked Sendable {
     /// How long a closing connection waits for its peer to close.
     static let lingerSeconds = 2.0
 
+    /// Reads through TLS, or from the socket itself on a cleartext listener.
+    private func read(into buffer: UnsafeMutableRawBufferPointer) -> TLSStream.IOResult {
+        if let tls { return tls.read(into: buffer) }
+        return Socket.read(socket, into: buffer)
+    }
+
+    /// Resets every stream whose request is still incomplete past the
+    /// request time limit: a client trickling a body holds a stream (and its
+    /// share of the concurrent streams) no longer than that.
+    private func resetOverdueStreams(now: UInt64, session: NGHTTP2Session) {
+        guard let limit = listener.configuration.requestTimeLimitSeconds else { return }
+        let oldest = now &- UInt64(limit * 1e9)
+        if let parked = current, parked.request.began < oldest {
+            current = nil
+            session.submitReset(stream: parked.stream, errorCode: NGHTTP2Session.cancel)
+        }
+        for (stream, request) in incoming where request.began < oldest {
+            incoming[stream] = nil
+            session.submitReset(stream: stream, errorCode: NGHTTP2Session.cancel)
+        }
+    }
+
     private func handshake() -> Bool {
-        guard let stream = try? TLSStream(context: listener.context, socket: socket, client: false, serverName: nil) else { return false }
+        // Cleartext: the client's connection preface is HTTP/2's first bytes.
+        guard let context = listener.context else { return true }
+        guard let stream = try? TLSStream(context: context, socket: socket, client: false, serverName: nil) else { return false }
         tls = stream
         let deadline = MonotonicClock.now() + 10_000_000_000
         while MonotonicClock.now() < deadline {
@@ -192,9 +228,8 @@ final class ServerConnection: @unchecked Sendable {
 
     /// Writes as much output as the socket takes; false when the socket failed.
     private func writeOutput() -> Bool {
-        guard let tls else { return false }
         while !output.isEmpty {
-            switch output.withUnsafeBytes({ tls.write($0) }) {
+            switch output.withUnsafeBytes({ bytes in tls.map { $0.write(bytes) } ?? Socket.write(socket, bytes) }) {
             case .bytes(let count): output.removeFirst(count)
             case .wouldBlock: return true
             case .closed, .failed: return false
@@ -220,11 +255,16 @@ extension ServerConnection: NGHTTP2SessionDelegate {
     func sessionBeganHeaders(stream: Int32) {
         if let parked = current, parked.stream != stream { incoming[parked.stream] = parked.request }
         incoming[stream] = nil
-        current = (stream, IncomingStream())
+        current = (stream, IncomingStream(began: MonotonicClock.now()))
     }
 
     func sessionReceivedHeader(stream: Int32, name: String, value: String) {
         guard select(stream) else { return }
+        if let limit = listener.configuration.maxHeaderListBytes {
+            current!.request.headerBytes += name.utf8.count + value.utf8.count + 32
+            if current!.request.headerBytes > limit { current!.request.refusedWith = 431 }
+        }
+        guard current!.request.refusedWith == nil else { return }
         switch name {
         case ":method": current!.request.method = value
         case ":path": current!.request.path = value
@@ -234,7 +274,13 @@ extension ServerConnection: NGHTTP2SessionDelegate {
     }
 
     func sessionReceivedData(stream: Int32, bytes: UnsafeRawBufferPointer) {
-        guard select(stream) else { return }
+        guard select(stream), current!.request.refusedWith == nil else { return }
+        if let limit = listener.configuration.maxRequestBodyBytes, current!.request.body.count + bytes.count > limit {
+            // The rest is dropped as it comes; the request is answered 413 when it ends.
+            current!.request.refusedWith = 413
+            current!.request.body = []
+            return
+        }
         current!.request.body.append(contentsOf: bytes)
     }
 
@@ -243,6 +289,10 @@ extension ServerConnection: NGHTTP2SessionDelegate {
     func sessionStreamEnded(stream: Int32) {
         guard select(stream), let request = current?.request else { return }
         current = nil
+        if let status = request.refusedWith {
+            scheduled.append((0, stream, listener.configuration.limitResponse(status)))
+            return
+        }
         listener.handler(
             HTTP2ServerRequest(method: request.method, path: request.path, authority: request.authority, headers: request.headers, body: request.body, connectionID: id, streamID: stream),
             HTTP2Responder(connection: self, stream: stream))

@@ -16,6 +16,28 @@ public struct APIKey: Sendable, Hashable {
     /// Sustained requests per second and burst for the key's token bucket; nil: unlimited.
     public var ratePerSecond: Double?
     public var burst: Double?
+    /// The backend's own APNs provider key: on the HTTP/2 APNs ingress the
+    /// backend authenticates with the ES256 token it would send Apple,
+    /// signed with this key, instead of the API key.
+    public var providerKey: ProviderKey?
+
+    /// A provider key's public half, as a backend registered it with the relay.
+    public struct ProviderKey: Sendable, Hashable {
+        /// The token's `kid`.
+        public var keyID: String
+        /// The token's `iss`.
+        public var teamID: String
+        /// The P-256 public key, PEM.
+        public var publicKeyPEM: String
+        /// Where the PEM came from (shown by `check-config`).
+        public var publicKeyFile: String?
+
+        public init(keyID: String, teamID: String, publicKeyPEM: String) {
+            self.keyID = keyID
+            self.teamID = teamID
+            self.publicKeyPEM = publicKeyPEM
+        }
+    }
 
     /// - Parameter sha256Hex: 64 hex digits (`printf %s "$KEY" | sha256sum`).
     public init?(name: String, sha256Hex: String, apps: Set<String>?, isAdmin: Bool = false, ratePerSecond: Double? = nil, burst: Double? = nil) {

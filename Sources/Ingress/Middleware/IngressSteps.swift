@@ -23,6 +23,8 @@ struct IngressSteps: Sendable {
     let concurrency: ConcurrencyCap
     /// The per-key buckets the rate limit charges, which a batch also charges for its other sends.
     let limiter: RateLimiter
+    /// Told of every answered request (the HTTP/2 APNs ingress counts with it too).
+    let observer: Ingress.RequestObserver?
     private let api: [any IngressMiddleware]
     private let probe: [any IngressMiddleware]
 
@@ -32,6 +34,7 @@ struct IngressSteps: Sendable {
     ) {
         concurrency = ConcurrencyCap(limit: maximumConcurrentRequests)
         self.limiter = limiter
+        self.observer = observer
         let metrics = RequestMetrics(observer: observer)
         let errors = ErrorRendering(waitUntilRecorded: waitUntilRecorded)
         // The one order, outermost first (see above).

@@ -259,7 +259,7 @@ extension RelayOperation {
     var deviceToken: String? {
         switch self {
         case .alert(let token, _, _), .notification(let token, _, _), .background(let token, _, _), .start(let token, _, _, _, _, _),
-            .update(let token, _, _, _), .end(let token, _, _, _), .raw(let token, _, _), .widget(let token, _, _):
+            .update(let token, _, _, _), .end(let token, _, _, _), .raw(let token, _, _, _), .widget(let token, _, _):
             token
         case .broadcast, .createChannel, .listChannels, .deleteChannel:
             nil
@@ -276,7 +276,7 @@ extension RelayOperation {
             .start(token: token, snapshot: snapshot, attributes: attributes, attributesType: attributesType, live: live, options: options)
         case .update(_, let snapshot, let live, let options): .update(token: token, snapshot: snapshot, live: live, options: options)
         case .end(_, let snapshot, let live, let options): .end(token: token, snapshot: snapshot, live: live, options: options)
-        case .raw(_, let payload, let headers): .raw(token: token, payload: payload, headers: headers)
+        case .raw(_, let payload, let headers, let bytes): .raw(token: token, payload: payload, headers: headers, bytes: bytes)
         case .widget(_, let snapshot, let options): .widget(token: token, snapshot: snapshot, options: options)
         case .broadcast, .createChannel, .listChannels, .deleteChannel: self
         }

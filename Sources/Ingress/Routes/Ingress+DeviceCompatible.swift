@@ -10,6 +10,23 @@ extension Ingress {
     /// a relay API key where the JWT was. Answers like APNs: its status,
     /// `apns-id`, and `{"reason": …}` on failure.
     @Sendable func deviceCompatible(_ call: Call) async throws(IngressError) -> HTTPResponse {
+        await deviceSend(call, vocabulary: .relay)
+    }
+
+    /// Whose words a refusal is answered in.
+    enum RefusalVocabulary {
+        /// APNs' reason where APNs gave one, else the relay's error type
+        /// (the HTTP/1.1 route: its callers read the relay's `error` object too).
+        case relay
+        /// APNs' reasons only (the HTTP/2 APNs ingress: its callers are APNs
+        /// client libraries, which know nothing else). See ``apnsReason(for:)``.
+        case apns
+    }
+
+    /// One APNs-shaped send, for both listeners: the HTTP/1.1 route and the
+    /// HTTP/2 APNs ingress call this, so both convert, check, send, key and
+    /// answer alike.
+    func deviceSend(_ call: Call, vocabulary: RefusalVocabulary) async -> HTTPResponse {
         do {
             let token = call.request.pathParameters["token"] ?? ""
             let payload = try body(call.request, checksContentType: false)
@@ -21,9 +38,10 @@ extension Ingress {
             let app = try compatibleApp(call, topic: topic)
             try authorize(call.key, app: app)
             let environment = try compatibleEnvironment(call, app: app)
-            let operation = RelayOperation.raw(token: token, payload: payload, headers: headers)
+            // The payload goes to APNs as the caller wrote it, not re-encoded.
+            let operation = RelayOperation.raw(token: token, payload: payload, headers: headers, bytes: call.request.body)
             guard let key = try Self.headerIdempotencyKey(call.request) else {
-                return Self.compatibleResponse(.success(try await perform(app, environment, operation, call)))
+                return Self.compatibleResponse(.success(try await perform(app, environment, operation, call)), vocabulary)
             }
             // What APNs would be sent: the token, the app and environment, the apns-* headers, the payload.
             let sentHeaders = headers.map { "\($0.name.lowercased()):\($0.value)" }.sorted()
@@ -33,12 +51,12 @@ extension Ingress {
             case .replay(let answer):
                 return Self.replayResponse(answer)
             case .sent(let result):
-                let response = Self.compatibleResponse(result)
+                let response = Self.compatibleResponse(result, vocabulary)
                 await recordKeyed(keyed, result, response)
                 return response
             }
         } catch {
-            return Self.compatibleResponse(.failure(error))
+            return Self.compatibleResponse(.failure(error), vocabulary)
         }
     }
 
@@ -59,14 +77,18 @@ extension Ingress {
     /// success; on failure `{"reason": …}` (and `"timestamp"` on 410), which
     /// APNs clients read, with the relay's own error object for people
     /// reading the body.
-    static func compatibleResponse(_ result: Result<SendResult, IngressError>) -> HTTPResponse {
+    static func compatibleResponse(_ result: Result<SendResult, IngressError>, _ vocabulary: RefusalVocabulary = .relay) -> HTTPResponse {
         switch result {
         case .success(let result):
             var responseHeaders = [HTTPHeader("apns-id", result.apnsID.description)]
             if let unique = result.apnsUniqueID { responseHeaders.append(HTTPHeader("apns-unique-id", unique)) }
             return HTTPResponse(status: result.status, headers: responseHeaders, body: [])
         case .failure(let error):
-            var members: [(String, JSONValue)] = [("reason", .string(error.reason ?? error.type.rawValue))]
+            let reason = switch vocabulary {
+            case .relay: error.reason ?? error.type.rawValue
+            case .apns: apnsReason(for: error)
+            }
+            var members: [(String, JSONValue)] = [("reason", .string(reason))]
             if let unregisteredAt = error.unregisteredAt { members.append(("timestamp", .integer(unregisteredAt))) }
             members.append(("error", error.object))
             return .json(error.status, JSONValue.object(JSONObject(members)).encoded(), headers: error.headers)

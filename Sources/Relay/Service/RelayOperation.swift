@@ -23,7 +23,9 @@ public enum RelayOperation: Sendable {
     case listChannels
     case deleteChannel(channelID: String)
     /// The caller's own payload and `apns-*` headers.
-    case raw(token: String, payload: JSONValue, headers: [HTTPHeader])
+    /// `bytes`: the payload as the caller wrote it (it parses to `payload`),
+    /// sent as it is; nil sends `payload` encoded.
+    case raw(token: String, payload: JSONValue, headers: [HTTPHeader], bytes: [UInt8]? = nil)
 
     /// The SDK's default ActivityKit attributes type name.
     public static let defaultAttributesType = "MobileSurfacesActivityAttributes"

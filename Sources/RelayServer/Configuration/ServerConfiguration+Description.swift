@@ -32,6 +32,24 @@ extension ServerConfiguration {
         lines.append("  threads: \(ingress.threads)")
         lines.append("metrics:")
         lines.append("  listen: \(metrics.listen)")
+        lines.append("apns_ingress:")
+        if let listen = apnsIngress.listen {
+            lines.append("  listen: \(listen)")
+            lines.append("  tls: \(apnsIngress.tls)\(apnsIngress.tls ? "" : "  # cleartext HTTP/2 with prior knowledge")")
+            if apnsIngress.tls {
+                lines.append("  certificate_file: \(apnsIngress.certificateFile ?? "(missing)")")
+                lines.append("  private_key_file: \(apnsIngress.privateKeyFile ?? "(missing)")")
+            }
+            lines.append("  environment: \(apnsIngress.environment?.rawValue ?? "(the app's only one)")")
+            lines.append("  max_concurrent_streams: \(apnsIngress.maximumConcurrentStreams)")
+            lines.append("  max_header_list_bytes: \(apnsIngress.maximumHeaderListBytes)")
+            lines.append("  max_body_bytes: \(apnsIngress.maximumBodyBytes)")
+            lines.append("  max_connections_per_client: \(apnsIngress.maximumConnectionsPerClient)")
+            lines.append("  max_connections: \(apnsIngress.maximumConnections)")
+            lines.append("  request_timeout_seconds: \(apnsIngress.requestTimeoutSeconds)")
+        } else {
+            lines.append("  listen: \"\"  # off")
+        }
         lines.append("apns:")
         lines.append("  connections_per_origin: \(apns.connectionsPerOrigin)")
         lines.append("  request_timeout_seconds: \(apns.requestTimeoutSeconds)")
@@ -67,6 +85,12 @@ extension ServerConfiguration {
             lines.append("    admin: \(key.isAdmin)")
             if let rate = key.ratePerSecond { lines.append("    rate_per_second: \(rate)") }
             if let burst = key.burst { lines.append("    burst: \(burst)") }
+            if let provider = key.providerKey {
+                lines.append("    provider_key:")
+                lines.append("      key_id: \(provider.keyID)")
+                lines.append("      team_id: \(provider.teamID)")
+                lines.append("      public_key_file: \(provider.publicKeyFile ?? "(inline)")")
+            }
         }
         lines.append("audit:")
         lines.append("  database_url: \(audit.databaseURL.map(Self.maskPassword) ?? "\"\"  # none: rows stay in the spool")")

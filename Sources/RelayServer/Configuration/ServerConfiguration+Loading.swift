@@ -63,6 +63,32 @@ extension ServerConfiguration {
             if let listen = try metrics.string("listen") { configuration.metrics.listen = try Address(parsing: listen, field: metrics.name("listen")) }
             try metrics.rejectUnknown()
         }
+        if var h2 = try root.child("apns_ingress") {
+            if let listen = try h2.string("listen"), !listen.isEmpty { configuration.apnsIngress.listen = try Address(parsing: listen, field: h2.name("listen")) }
+            if let value = try h2.bool("tls") { configuration.apnsIngress.tls = value }
+            if let value = try h2.string("certificate_file") { configuration.apnsIngress.certificateFile = resolve(value, against: directory) }
+            if let value = try h2.string("private_key_file") { configuration.apnsIngress.privateKeyFile = resolve(value, against: directory) }
+            if let value = try h2.string("environment") {
+                guard let environment = Environment(name: value) else {
+                    throw ConfigurationError(field: h2.name("environment"), "must be development or production, not \(value)")
+                }
+                configuration.apnsIngress.environment = environment
+            }
+            if let value = try h2.integer("max_concurrent_streams", in: 1...10_000) { configuration.apnsIngress.maximumConcurrentStreams = value }
+            if let value = try h2.integer("max_header_list_bytes", in: 1024...(1 << 20)) { configuration.apnsIngress.maximumHeaderListBytes = value }
+            if let value = try h2.integer("max_body_bytes", in: 5120...(1 << 20)) { configuration.apnsIngress.maximumBodyBytes = value }
+            if let value = try h2.integer("max_connections_per_client", in: 1...100_000) { configuration.apnsIngress.maximumConnectionsPerClient = value }
+            if let value = try h2.integer("max_connections", in: 1...100_000) { configuration.apnsIngress.maximumConnections = value }
+            if let value = try h2.number("request_timeout_seconds", in: 0.1...300) { configuration.apnsIngress.requestTimeoutSeconds = value }
+            try h2.rejectUnknown()
+            if configuration.apnsIngress.listen != nil, configuration.apnsIngress.tls {
+                guard configuration.apnsIngress.certificateFile != nil, configuration.apnsIngress.privateKeyFile != nil else {
+                    throw ConfigurationError(
+                        field: h2.name(configuration.apnsIngress.certificateFile == nil ? "certificate_file" : "private_key_file"),
+                        "is required with tls: true (PEM files; or tls: false for cleartext HTTP/2 on loopback or a mesh)")
+                }
+            }
+        }
         if var apns = try root.child("apns") {
             if let value = try apns.integer("connections_per_origin", in: 1...64) { configuration.apns.connectionsPerOrigin = value }
             if let value = try apns.number("request_timeout_seconds", in: 0.1...300) { configuration.apns.requestTimeoutSeconds = value }
@@ -99,7 +125,7 @@ extension ServerConfiguration {
         }
         if let keys = try root.list("api_keys") {
             for (index, item) in keys.enumerated() {
-                configuration.apiKeys.append(try apiKey(item, path: "api_keys[\(index)]"))
+                configuration.apiKeys.append(try apiKey(item, path: "api_keys[\(index)]", directory: directory))
             }
         }
         if var audit = try root.child("audit") {
@@ -185,7 +211,7 @@ extension ServerConfiguration {
         return AppConfiguration(name: name, bundleID: bundleID, teamID: teamID, keyID: keyID, keyPath: keyPath, environments: environments)
     }
 
-    private static func apiKey(_ value: JSONValue, path: String) throws(ConfigurationError) -> APIKey {
+    private static func apiKey(_ value: JSONValue, path: String, directory: String) throws(ConfigurationError) -> APIKey {
         var reader = try ConfigurationReader(value, path: path)
         guard let name = try reader.string("name"), !name.isEmpty else { throw ConfigurationError(field: reader.name("name"), "is required") }
         guard let hash = try reader.string("sha256") else {
@@ -201,11 +227,36 @@ extension ServerConfiguration {
         let isAdmin = try reader.bool("admin") ?? false
         let rate = try reader.number("rate_per_second", in: 0.001...1_000_000)
         let burst = try reader.number("burst", in: 1...10_000_000)
+        let providerKey = try reader.child("provider_key").map { reader throws(ConfigurationError) in try Self.providerKey(reader, directory: directory) }
         try reader.rejectUnknown()
-        guard let key = APIKey(name: name, sha256Hex: hash, apps: apps.contains("*") ? nil : Set(apps), isAdmin: isAdmin, ratePerSecond: rate, burst: burst ?? rate.map { max(1, $0) }) else {
+        guard var key = APIKey(name: name, sha256Hex: hash, apps: apps.contains("*") ? nil : Set(apps), isAdmin: isAdmin, ratePerSecond: rate, burst: burst ?? rate.map { max(1, $0) }) else {
             throw ConfigurationError(
                 field: reader.name("sha256"), "must be 64 hex digits (a SHA-256), not the key itself or a placeholder; \(Self.generateKeyHint(name))")
         }
+        key.providerKey = providerKey
+        return key
+    }
+
+    /// `provider_key:` of an API key: the backend's own APNs key (id, team,
+    /// public key file) it signs provider tokens with for the HTTP/2 APNs ingress.
+    private static func providerKey(_ reader: ConfigurationReader, directory: String) throws(ConfigurationError) -> APIKey.ProviderKey {
+        var reader = reader
+        guard let keyID = try reader.string("key_id"), keyID.count == 10, keyID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            throw ConfigurationError(field: reader.name("key_id"), "is required: the provider key's 10-character id (the token's kid)")
+        }
+        guard let teamID = try reader.string("team_id"), teamID.count == 10, teamID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            throw ConfigurationError(field: reader.name("team_id"), "is required: the 10-character team id (the token's iss)")
+        }
+        guard let file = try reader.string("public_key_file") else {
+            throw ConfigurationError(field: reader.name("public_key_file"), "is required: the key's P-256 public key, PEM (openssl ec -in AuthKey.p8 -pubout)")
+        }
+        try reader.rejectUnknown()
+        let path = resolve(file, against: directory)
+        guard let pem = try? String(contentsOfFile: path, encoding: .utf8), pem.contains("-----BEGIN PUBLIC KEY-----") else {
+            throw ConfigurationError(field: reader.name("public_key_file"), "cannot read a PEM public key from \(path)")
+        }
+        var key = APIKey.ProviderKey(keyID: keyID, teamID: teamID, publicKeyPEM: pem)
+        key.publicKeyFile = path
         return key
     }
 

@@ -49,6 +49,32 @@ public struct ServerConfiguration: Sendable {
         public var threads = 1
     }
 
+    /// `apns_ingress:`: the APNs-compatible HTTP/2 listener (off unless `listen` is set).
+    public struct APNsIngressSettings: Sendable {
+        /// Where it listens; nil: no listener.
+        public var listen: Address?
+        /// TLS with ALPN h2 (certificate and key below); false: cleartext
+        /// HTTP/2 with prior knowledge, for loopback or a service mesh.
+        public var tls = true
+        public var certificateFile: String?
+        public var privateKeyFile: String?
+        /// The APNs environment this listener plays (APNs has a host for
+        /// each); nil: the app's only one.
+        public var environment: Environment?
+        /// SETTINGS_MAX_CONCURRENT_STREAMS per connection.
+        public var maximumConcurrentStreams = 100
+        /// Bytes of one request's header block (SETTINGS_MAX_HEADER_LIST_SIZE), else 431.
+        public var maximumHeaderListBytes = 16_384
+        /// Bytes of one request's body, else 413 PayloadTooLarge (APNs' largest payload is 5 KB).
+        public var maximumBodyBytes = 16_384
+        /// Connections at once from one client address.
+        public var maximumConnectionsPerClient = 16
+        /// Connections at once in all.
+        public var maximumConnections = 1024
+        /// Seconds a request may take to arrive whole; a slower stream is reset.
+        public var requestTimeoutSeconds = 10.0
+    }
+
     public struct MetricsSettings: Sendable {
         public var listen = Address(host: "127.0.0.1", port: 9464)
     }
@@ -128,6 +154,7 @@ public struct ServerConfiguration: Sendable {
     public var instance: String
     public var ingress = IngressSettings()
     public var metrics = MetricsSettings()
+    public var apnsIngress = APNsIngressSettings()
     public var apns = APNsSettings()
     public var retry = RetryPolicy()
     public var apps: [AppConfiguration] = []

@@ -49,6 +49,7 @@ extension RelayServer {
     func parts(clock drain: DrainClock, started: @escaping @Sendable () -> Void) -> [RelayPart] {
         let (ingressServer, metricsServer, ingress, transport, service, audit, purge, logger) =
             (ingressServer, metricsServer, ingress, transport, service, audit, purge, logger)
+        let apnsIngressServer = apnsIngressServer
         let drainTimeout = configuration.drainTimeoutSeconds
         let sendDeadline = configuration.apns.sendDeadlineSeconds
         func part(_ name: String, _ body: RelayPart.Body) -> RelayPart {
@@ -111,6 +112,14 @@ extension RelayServer {
                 if !Task.isCancelled { await transport.close(drainTimeout: 0) }
             }
             await ingressServer.stop(drainTimeout: drainTimeout)
+            if let apnsIngressServer {
+                // Its requests pass the same concurrency count: once none is
+                // left every stream has its answer, and GOAWAY closes the rest.
+                let clock = ContinuousClock()
+                let deadline = drain.start + .seconds(drainTimeout)
+                while ingress.requestsInFlight > 0, clock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+                apnsIngressServer.stop()
+            }
             cutOff.cancel()
             await cutOff.value
         }))

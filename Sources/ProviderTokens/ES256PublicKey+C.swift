@@ -2,7 +2,7 @@ internal import COpenSSL
 
 /// An ES256 (P-256) public key that verifies JOSE signatures.
 ///
-/// The mock verifies with its own OpenSSL code rather than anything in the
+/// Verifies with its own OpenSSL code rather than anything in the
 /// relay's signing path: a stand-in that shared the client's logic would
 /// agree with the client's bugs.
 final class ES256PublicKey: @unchecked Sendable {

@@ -62,14 +62,31 @@ public final class ProviderTokenVerifier: Sendable {
     /// Signature verifications performed so far (once per distinct token).
     public var signatureVerifications: Int { verifications.load(ordering: .relaxed) }
 
+    /// What a check of one `authorization` header found.
+    public enum Verdict: Sendable, Equatable {
+        /// The token verified against the registered key with this id.
+        case valid(keyID: String)
+        /// The APNs reason to answer 403 with.
+        case rejected(reason: String)
+    }
+
     /// The APNs reason to reject `authorization` with, or nil when it is valid.
     public func rejection(authorization: String?) -> String? {
-        guard let authorization, !authorization.isEmpty else { return "MissingProviderToken" }
+        switch verdict(authorization: authorization) {
+        case .valid: nil
+        case .rejected(let reason): reason
+        }
+    }
+
+    /// Checks `authorization`; a valid token names the key it verified
+    /// against, so a caller can decide what that key may do.
+    public func verdict(authorization: String?) -> Verdict {
+        guard let authorization, !authorization.isEmpty else { return .rejected(reason: "MissingProviderToken") }
         let decoded: Decoded
         if let last = cache.withLock({ $0.last }), last.authorization == authorization {
             decoded = last.decoded
         } else {
-            guard let token = Self.bearerToken(authorization) else { return "InvalidProviderToken" }
+            guard let token = Self.bearerToken(authorization) else { return .rejected(reason: "InvalidProviderToken") }
             // Decoding under the lock makes "verified once per distinct token"
             // exact even when many connections present a new token at once; it
             // costs one signature check per new token, about 100 µs.
@@ -86,18 +103,18 @@ public final class ProviderTokenVerifier: Sendable {
                 return entry
             }
         }
-        if let rejection = decoded.rejection { return rejection }
+        if let rejection = decoded.rejection { return .rejected(reason: rejection) }
         let age = now() - decoded.issuedAt
-        if age > Self.maximumAgeSeconds { return "ExpiredProviderToken" }
-        if age < -Self.futureSkewSeconds { return "InvalidProviderToken" }
-        return nil
+        if age > Self.maximumAgeSeconds { return .rejected(reason: "ExpiredProviderToken") }
+        if age < -Self.futureSkewSeconds { return .rejected(reason: "InvalidProviderToken") }
+        return .valid(keyID: decoded.keyID)
     }
 
     /// What follows a `bearer ` prefix in any case, or nil without one.
     /// An ASCII header (every JWT) is compared byte by byte, where lowercasing
     /// and characters are bytes; anything else lowercases the whole value and
     /// compares characters, as APNs' rule was always read here.
-    static func bearerToken(_ authorization: String) -> String? {
+    public static func bearerToken(_ authorization: String) -> String? {
         let prefix = "bearer "
         let utf8 = authorization.utf8
         guard authorization.allUTF8Bytes(satisfy: { $0 < 0x80 }) else {
@@ -138,12 +155,12 @@ public final class ProviderTokenVerifier: Sendable {
 }
 
 /// Base64url without padding, as JWS uses it.
-enum Base64URL {
+public enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
     private static let values: [UInt8: UInt8] = Dictionary(
         uniqueKeysWithValues: alphabet.enumerated().map { ($1, UInt8($0)) })
 
-    static func decode(_ text: String) -> [UInt8]? {
+    public static func decode(_ text: String) -> [UInt8]? {
         var output: [UInt8] = []
         output.reserveCapacity(text.utf8.count * 3 / 4)
         var buffer: UInt32 = 0
@@ -162,7 +179,7 @@ enum Base64URL {
         return output
     }
 
-    static func encode(_ bytes: [UInt8]) -> String {
+    public static func encode(_ bytes: [UInt8]) -> String {
         var output: [UInt8] = []
         var index = 0
         while index + 3 <= bytes.count {

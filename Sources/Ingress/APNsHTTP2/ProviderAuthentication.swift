@@ -1,0 +1,64 @@
+import HTTPServer
+import ProviderTokens
+import Tracing
+
+/// The HTTP/2 APNs ingress' authentication: the ES256 provider token an APNs
+/// client library already sends, checked as APNs checks it
+/// (``ProviderTokenVerifier``: algorithm, `kid`, `iss`, `iat` within the
+/// hour, each distinct token verified once), against the provider keys the
+/// API-key entries name. The key that verified it is the caller: its name
+/// goes into the audit row, its `apps` decide which topics it may use.
+/// A refusal is 403 with APNs' reason (Missing/Invalid/ExpiredProviderToken).
+struct ProviderAuthentication: IngressMiddleware {
+    let verifier: ProviderTokenVerifier
+    /// API keys by their provider key's id.
+    let keysByProviderKeyID: [String: APIKey]
+
+    /// - Throws: when a configured public key is not a P-256 PEM.
+    init(keyring: APIKeyring, now: @escaping @Sendable () -> Int64) throws {
+        var byID: [String: APIKey] = [:]
+        var registered: [ProviderTokenVerifier.RegisteredKey] = []
+        for key in keyring.keys {
+            guard let provider = key.providerKey else { continue }
+            byID[provider.keyID] = key
+            registered.append(ProviderTokenVerifier.RegisteredKey(keyID: provider.keyID, teamID: provider.teamID, publicKeyPEM: provider.publicKeyPEM))
+        }
+        verifier = try ProviderTokenVerifier(keys: registered, now: now)
+        keysByProviderKeyID = byID
+    }
+
+    func handle(_ request: HTTPRequest, _ context: IngressContext, next: IngressResponder) async throws(IngressError) -> HTTPResponse {
+        switch verifier.verdict(authorization: request.header("authorization")) {
+        case .rejected(let reason):
+            var error = IngressError(status: 403, type: .unauthorized, message: "the provider token was refused: \(reason)", field: "authorization")
+            error.reason = reason
+            throw error
+        case .valid(let keyID):
+            guard let key = keysByProviderKeyID[keyID] else {
+                var error = IngressError(status: 403, type: .unauthorized, message: "no API key names this provider key", field: "authorization")
+                error.reason = "InvalidProviderToken"
+                throw error
+            }
+            if let span = context.span, span.isRecording { span.attributes["apns_relay.caller"] = key.name }
+            var context = context
+            context.key = key
+            return try await next(request, context)
+        }
+    }
+}
+
+/// The HTTP/2 APNs ingress' error rendering: every refusal of the steps
+/// below in APNs' shape (status, `{"reason", …}`), never the relay's envelope.
+struct APNsErrorRendering: IngressMiddleware {
+    let waitUntilRecorded: @Sendable () async -> Void
+
+    func handle(_ request: HTTPRequest, _ context: IngressContext, next: IngressResponder) async throws(IngressError) -> HTTPResponse {
+        do {
+            return try await next(request, context)
+        } catch {
+            if error.isRecordedRefusal { await waitUntilRecorded() }
+            if error.status >= 500 { context.span?.setStatus(SpanStatus(code: .error, message: error.type.rawValue)) }
+            return Ingress.compatibleResponse(.failure(error), .apns)
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import HTTP2
+import HTTPServer
+import Ingress
+import RelayBasics
+import RelayJSON
+
+extension RelayServer {
+    /// Starts the APNs-compatible HTTP/2 listener, or returns nil when
+    /// `apns_ingress.listen` is not set.
+    ///
+    /// The server's accept loop and connections run on threads of their own
+    /// (``HTTP2Server``); each request is handed to a task, so the send's
+    /// awaits never hold a connection thread and the connection thread never
+    /// blocks the cooperative pool. The answer goes back through the
+    /// responder from whichever thread the task ends on.
+    static func startAPNsIngress(_ settings: ServerConfiguration.APNsIngressSettings, ingress: Ingress) throws -> HTTP2Server? {
+        guard let listen = settings.listen else { return nil }
+        let handler = try ingress.apnsHTTP2Handler(environment: settings.environment?.rawValue, now: { UnixTime.nowSeconds() })
+        var tls: TLSServerConfiguration?
+        if settings.tls, let certificate = settings.certificateFile, let key = settings.privateKeyFile {
+            tls = TLSServerConfiguration(certificateChainFile: certificate, privateKeyFile: key)
+        }
+        var configuration = HTTP2Server.Configuration(tls: tls)
+        configuration.host = listen.host
+        configuration.port = Int(listen.port)
+        configuration.maxConcurrentStreams = UInt32(settings.maximumConcurrentStreams)
+        configuration.maxHeaderListBytes = settings.maximumHeaderListBytes
+        configuration.maxRequestBodyBytes = settings.maximumBodyBytes
+        configuration.maxConnectionsPerAddress = settings.maximumConnectionsPerClient
+        configuration.maxConnections = settings.maximumConnections
+        configuration.requestTimeLimitSeconds = settings.requestTimeoutSeconds
+        configuration.limitResponse = { status in
+            // APNs' words: 413 PayloadTooLarge; a header block past the limit has no APNs reason of its own.
+            let reason = status == 413 ? "PayloadTooLarge" : "BadRequest"
+            let body = JSONValue.object(JSONObject([("reason", .string(reason))])).encoded()
+            return HTTP2Response(status: status, headers: [HTTPHeader("content-type", "application/json")], body: body)
+        }
+        return try HTTP2Server(configuration: configuration) { request, responder in
+            let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+            let httpRequest = HTTPRequest(method: request.method, path: path, headers: request.headers, body: request.body)
+            Task {
+                let response = await handler(httpRequest)
+                responder.respond(HTTP2Response(status: response.status, headers: response.headers, body: response.body))
+            }
+        }
+    }
+}
