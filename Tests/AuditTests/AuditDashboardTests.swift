@@ -62,8 +62,10 @@ struct AuditDashboardTests {
     /// reads, and whether it reads only the partitions its range overlaps.
     static let promises: [String: (indexes: Set<String>, pruned: Bool)] = [
         "Recent failed sends": (["apns_audit_failed"], true),
-        "Trap hits over time by app and trap": (["apns_audit_trap_time"], true),
-        "Trap hits by app and trap": (["apns_audit_trap_time"], true),
+        // Count the trap hits of the range from the per-minute (and per-hour)
+        // counts; from the rows only the part-minutes at either end.
+        "Trap hits over time by app and trap": ([], true),
+        "Trap hits by app and trap": ([], true),
         // Sends of a second or more, from the slow end (a fallback over the
         // range runs only when fewer than 50 were that slow; not here).
         "Slowest sends": (["apns_audit_slow"], true),
@@ -89,6 +91,31 @@ struct AuditDashboardTests {
     /// stale-token ratio read every row of its range, whole partitions over days).
     static let aggregates: [String: Set<String>] = [
         "Stale-token ratio by app": ["apns_audit_token_hours", "apns_audit_token_minutes"],
+        // Its interval is a whole number of minutes (at least 5): minutes only.
+        "Trap hits over time by app and trap": ["apns_audit_trap_minutes"],
+        "Trap hits by app and trap": ["apns_audit_trap_hours", "apns_audit_trap_minutes"],
+    ]
+
+    /// What each pre-aggregated panel shows, counted from the rows of its
+    /// range (the panels' SQL before the counts tables): the counts must equal it.
+    static let fromRows: [String: String] = [
+        "Stale-token ratio by app": """
+            SELECT app, count(*) FILTER (WHERE reason IN ('Unregistered', 'ExpiredToken')) AS dead, count(*) AS sends
+            FROM apns_audit WHERE $__timeFilter(recorded_at) AND token_fingerprint IS NOT NULL AND app IN ($app)
+            GROUP BY app ORDER BY app
+            """,
+        "Trap hits over time by app and trap": """
+            SELECT $__timeGroupAlias(recorded_at, $__interval), app || ' ' || trap AS metric, count(*) AS hits
+            FROM apns_audit, unnest(trap_ids) AS trap
+            WHERE $__timeFilter(recorded_at) AND trap_ids <> '{}' AND app IN ($app)
+            GROUP BY 1, 2 ORDER BY 1, 2
+            """,
+        "Trap hits by app and trap": """
+            SELECT app, trap AS trap_id, count(*) AS hits, min(recorded_at) AS first_hit, max(recorded_at) AS last_hit
+            FROM apns_audit, unnest(trap_ids) AS trap
+            WHERE $__timeFilter(recorded_at) AND trap_ids <> '{}' AND app IN ($app)
+            GROUP BY app, trap ORDER BY app, trap
+            """,
     ]
 
     /// The queries held to any range up to 7 days (``weekLimitBlocks``); the
@@ -174,15 +201,15 @@ struct AuditDashboardTests {
                     if panel.links.contains("trace_id") {
                         #expect(result.columns.contains("trace_id"), "\(panel.title) links a trace_id column it does not return")
                     }
-                    if Self.aggregates[panel.title] != nil {
-                        // The counts equal the rows': the same query on the rows of the range.
-                        let fromRows = try connection.execute(try GrafanaSQL.expand("""
-                            SELECT app, count(*) FILTER (WHERE reason IN ('Unregistered', 'ExpiredToken')) AS dead, count(*) AS sends
-                            FROM apns_audit WHERE $__timeFilter(recorded_at) AND token_fingerprint IS NOT NULL AND app IN ($app)
-                            GROUP BY app ORDER BY app
-                            """, range: range, interval: nil, values: values)).rows
-                        let shown = result.rows.map { Array($0.prefix(3)) }.sorted { ($0[0] ?? "") < ($1[0] ?? "") }
-                        #expect(shown == fromRows, "\(panel.title) at \(range) counts \(shown), the rows \(fromRows)")
+                    if let rowsSQL = Self.fromRows[panel.title] {
+                        // The counts equal the rows': the panel's question asked of the rows of the range.
+                        let fromRows = try connection.execute(try GrafanaSQL.expand(rowsSQL, range: range, interval: panel.interval, values: values))
+                        #expect(!fromRows.rows.isEmpty)
+                        let width = fromRows.columns.count
+                        let key = { (row: [String?]) in row.map { $0 ?? "" }.joined(separator: "\u{1}") }
+                        let shown = result.rows.map { Array($0.prefix(width)) }.sorted { key($0) < key($1) }
+                        let expected = fromRows.rows.sorted { key($0) < key($1) }
+                        #expect(shown == expected, "\(panel.title) at \(range) shows \(shown.prefix(5))…, the rows \(expected.prefix(5))…")
                     }
                     timings.append((panel.title, try Self.verify(panel.title, sql, range: range, strict: strict, week: week, parents: parents, on: connection)))
                 }
