@@ -40,7 +40,7 @@ struct AuditTrapCountsTests {
         await before.shutdown()
 
         let report = try Migrator().apply(conninfo: database.conninfo)
-        #expect(report.applied == ["0009_trap_counts"])
+        #expect(report.applied.first == "0009_trap_counts", "\(report.applied)")
         let connection = try database.connect()
         _ = try connection.execute("SET TIME ZONE 'Asia/Kathmandu'")
         let backfilled = try connection.execute(Self.fromRows).rows
@@ -76,7 +76,11 @@ struct AuditTrapCountsTests {
         }
         let rows = try connection.execute(Self.fromRows).rows
         #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "1201")
-        #expect(try database.scalar("SELECT sum(hits) FROM apns_audit_trap_5min") == "\(1_200 / 5 + (0..<1_200).filter { $0 % 7 == 3 && $0 % 5 != 0 }.count + 2)")
+        // Every fifth send was retried (MS015) unless dead (MS020 only), the dead
+        // ones one in 7, and the row with two traps counts twice.
+        let deadNotRetried = (0..<1_200).filter { $0 % 7 == 3 && $0 % 5 != 0 }.count
+        let hits: Int = 1_200 / 5 + deadNotRetried + 2
+        #expect(try database.scalar("SELECT sum(hits) FROM apns_audit_trap_5min") == String(hits))
         #expect(try connection.execute(Self.fromCounts("apns_audit_trap_5min")).rows == rows)
         #expect(try connection.execute(Self.fromCounts("apns_audit_trap_hours")).rows == rows)
         #expect(try connection.execute(Self.bucketsMatch).rows == [["0"]])
