@@ -2,7 +2,7 @@
 -- of dashboards/apns-relay-audit.json ("Trap hits over time by app and trap",
 -- "Trap hits by app and trap"; issue 28). Read from the rows, each counted
 -- every trap hit of its range through apns_audit_trap_time: 6% of the rows in
--- the test's mix, 0.5-3.3 s over 7 days at a million rows a day. From these
+-- the test's mix, 0.6-4.2 s over 7 days at a million rows a day. From these
 -- tables "by app and trap" reads one row per app, trap and whole hour of the
 -- range, one per whole 5 minutes outside those hours, and the rows of the
 -- range's part-5-minutes at either end; "over time" the whole 5 minutes and
