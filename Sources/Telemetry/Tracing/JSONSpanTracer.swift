@@ -12,7 +12,7 @@ public import RelayBasics
 /// ``TraceMetadataProvider``). W3C `traceparent` is extracted and injected
 /// (the value is RelayBasics' `TraceParent`; any carrier works, the relay's
 /// own is `HTTPHeaderPropagation`).
-public struct JSONSpanTracer: Tracer, TraceParentReading {
+public struct JSONSpanTracer: SpanIdentityTracer {
     public typealias Span = JSONSpan
 
     let logger: Logger
@@ -53,29 +53,5 @@ public struct JSONSpanTracer: Tracer, TraceParentReading {
         return JSONSpan(
             operationName: operationName, kind: kind, context: spanContext, identity: identity,
             startNanoseconds: instant().nanosecondsSinceEpoch, logger: logger)
-    }
-
-    public func forceFlush() {}
-
-    public func extract<Carrier, Extract: Extractor>(
-        _ carrier: Carrier, into context: inout InstrumentationContext, using extractor: Extract
-    ) where Extract.Carrier == Carrier {
-        guard let header = extractor.extract(key: TraceParent.headerName, from: carrier),
-              let parent = TraceParent(header: header)
-        else { return }
-        context.remoteParent = parent
-    }
-
-    /// What ``inject(_:into:using:)`` writes, as a value: the context's span, else its remote parent.
-    public func storedTraceParent(for context: InstrumentationContext) -> TraceParent? {
-        context.spanIdentity?.traceParent ?? context.remoteParent
-    }
-
-    public func inject<Carrier, Inject: Injector>(
-        _ context: InstrumentationContext, into carrier: inout Carrier, using injector: Inject
-    ) where Inject.Carrier == Carrier {
-        if let parent = storedTraceParent(for: context) {
-            injector.inject(parent.description, forKey: TraceParent.headerName, into: &carrier)
-        }
     }
 }

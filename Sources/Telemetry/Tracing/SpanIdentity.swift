@@ -37,3 +37,35 @@ extension InstrumentationContext {
         set { self[RemoteParentKey.self] = newValue }
     }
 }
+
+/// A tracer that keeps ``SpanIdentity`` in the context (the `log` and `otlp`
+/// exporters' tracers): W3C `traceparent` extracted into
+/// ``InstrumentationContext/remoteParent`` and injected from the context's
+/// span (else its remote parent), written once here for both.
+public protocol SpanIdentityTracer: Tracer, TraceParentReading {}
+
+extension SpanIdentityTracer {
+    public func forceFlush() {}
+
+    public func extract<Carrier, Extract: Extractor>(
+        _ carrier: Carrier, into context: inout InstrumentationContext, using extractor: Extract
+    ) where Extract.Carrier == Carrier {
+        guard let header = extractor.extract(key: TraceParent.headerName, from: carrier),
+              let parent = TraceParent(header: header)
+        else { return }
+        context.remoteParent = parent
+    }
+
+    /// What ``inject(_:into:using:)`` writes, as a value: the context's span, else its remote parent.
+    public func storedTraceParent(for context: InstrumentationContext) -> TraceParent? {
+        context.spanIdentity?.traceParent ?? context.remoteParent
+    }
+
+    public func inject<Carrier, Inject: Injector>(
+        _ context: InstrumentationContext, into carrier: inout Carrier, using injector: Inject
+    ) where Inject.Carrier == Carrier {
+        if let parent = storedTraceParent(for: context) {
+            injector.inject(parent.description, forKey: TraceParent.headerName, into: &carrier)
+        }
+    }
+}

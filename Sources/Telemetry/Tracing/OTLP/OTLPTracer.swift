@@ -11,7 +11,7 @@ public import RelayBasics
 /// span that is not sampled keeps its identity (the trace id still reaches
 /// the audit row and the answer's `traceparent`, with the flag 00) but stores
 /// nothing and records nothing.
-public struct OTLPTracer: Tracer, TraceParentReading {
+public struct OTLPTracer: SpanIdentityTracer {
     public typealias Span = OTLPSpan
 
     let exporter: OTLPExporter
@@ -48,28 +48,5 @@ public struct OTLPTracer: Tracer, TraceParentReading {
         return OTLPSpan(
             operationName: operationName, kind: kind, context: spanContext, identity: identity,
             startNanoseconds: instant().nanosecondsSinceEpoch, exporter: identity.sampled ? exporter : nil)
-    }
-
-    public func forceFlush() {}
-
-    public func extract<Carrier, Extract: Extractor>(
-        _ carrier: Carrier, into context: inout InstrumentationContext, using extractor: Extract
-    ) where Extract.Carrier == Carrier {
-        guard let header = extractor.extract(key: TraceParent.headerName, from: carrier),
-              let parent = TraceParent(header: header)
-        else { return }
-        context.remoteParent = parent
-    }
-
-    public func storedTraceParent(for context: InstrumentationContext) -> TraceParent? {
-        context.spanIdentity?.traceParent ?? context.remoteParent
-    }
-
-    public func inject<Carrier, Inject: Injector>(
-        _ context: InstrumentationContext, into carrier: inout Carrier, using injector: Inject
-    ) where Inject.Carrier == Carrier {
-        if let parent = storedTraceParent(for: context) {
-            injector.inject(parent.description, forKey: TraceParent.headerName, into: &carrier)
-        }
     }
 }
