@@ -240,7 +240,8 @@ struct TraceExportProcessTests {
         }
         let port = try #require(stalledPort)
         let instance = "otlp-stalled-\(UUID().uuidString.prefix(6))"
-        // The first batch goes out and hangs for a minute: the buffer (100) is all that is left.
+        // The first batch goes out and hangs for a minute: the buffer (100) and what the thread
+        // took with that batch (at most 100) are all that is left.
         let config = try Self.configuration(
             relay: relay, receiverPort: port, instance: instance, database: database, spool: relay.directory + "/spool-stalled",
             scheduleDelayMilliseconds: 10, exportTimeoutMilliseconds: 60_000, queue: (100, 50))
@@ -260,10 +261,12 @@ struct TraceExportProcessTests {
         // A send's spans end before its answer (the batch's ingress.request ends just after its answer is written).
         let endedBeforeAnswers = batches * perBatch + attempts
         // Read at once: no export tick or failed batch has to come first. At most the buffer (100)
-        // and the batch in flight (50) are neither exported nor dropped; nothing was exported.
+        // and what the exporter's thread took from it when it last woke (the whole buffer, up to
+        // 100, exported in batches of 50: the first one hangs) are neither exported nor dropped;
+        // nothing was exported. (A bound of 150 failed now and then: 2,830 of 3,000 counted.)
         let scrape = try await relay.curl("GET", "/metrics", key: nil, base: metrics)
         let dropped = Self.droppedSpans(scrape.body)
-        #expect((dropped["queue_full"] ?? 0) >= endedBeforeAnswers - 150, "\(dropped) of \(endedBeforeAnswers) spans ended")
+        #expect((dropped["queue_full"] ?? 0) >= endedBeforeAnswers - 200, "\(dropped) of \(endedBeforeAnswers) spans ended")
         #expect((dropped["export_failed"] ?? 0) == 0, "\(dropped)")
 
         serve.signal(SIGTERM)
