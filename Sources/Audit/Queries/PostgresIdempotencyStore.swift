@@ -61,19 +61,19 @@ public final class PostgresIdempotencyStore: IdempotencyStore {
     }
 
     public func complete(_ claim: IdempotencyClaim, answer: IdempotentAnswer) async throws {
-        let headers = JSONValue.array(answer.headers.map { .array([.string($0.name), .string($0.value)]) }).encodedString()
-        try await run { connection in
-            try connection.execute(Self.completeSQL, [
-                claim.caller, claim.keyHash, claim.token, answer.apnsID, answer.status.map(String.init), answer.reason, String(answer.attempts),
-                String(answer.httpStatus), headers, String(decoding: answer.body, as: UTF8.self),
-            ])
-        }
+        try await record(answer, of: claim, owner: claim.token, with: Self.completeSQL)
     }
 
     public func settle(_ claim: IdempotencyClaim, over owner: String, answer: IdempotentAnswer) async throws {
+        try await record(answer, of: claim, owner: owner, with: Self.settleSQL)
+    }
+
+    /// Stores `answer` for the key `claim` names, held by the claim `owner`
+    /// (``completeSQL``, or ``settleSQL`` over a claim that never recorded one).
+    private func record(_ answer: IdempotentAnswer, of claim: IdempotencyClaim, owner: String, with sql: String) async throws {
         let headers = JSONValue.array(answer.headers.map { .array([.string($0.name), .string($0.value)]) }).encodedString()
         try await run { connection in
-            try connection.execute(Self.settleSQL, [
+            try connection.execute(sql, [
                 claim.caller, claim.keyHash, owner, answer.apnsID, answer.status.map(String.init), answer.reason, String(answer.attempts),
                 String(answer.httpStatus), headers, String(decoding: answer.body, as: UTF8.self),
             ])
