@@ -85,7 +85,9 @@ extension IngressSteps {
         authentication: ProviderAuthentication
     ) -> [any IngressMiddleware] {
         [
-            RequestMetrics(observer: base.observer), RequestSpan(tracer: tracer), APNsErrorRendering(waitUntilRecorded: waitUntilRecorded),
+            RequestMetrics(observer: base.observer), RequestSpan(tracer: tracer),
+            // Every refusal in APNs' shape (status, `{"reason", …}`), never the relay's envelope.
+            ErrorRendering(waitUntilRecorded: waitUntilRecorded) { Ingress.compatibleResponse(.failure($0), .apns) },
             base.drain, base.concurrency, authentication, RateLimit(limiter: base.limiter),
         ]
     }

@@ -46,19 +46,3 @@ struct ProviderAuthentication: IngressMiddleware {
         }
     }
 }
-
-/// The HTTP/2 APNs ingress' error rendering: every refusal of the steps
-/// below in APNs' shape (status, `{"reason", …}`), never the relay's envelope.
-struct APNsErrorRendering: IngressMiddleware {
-    let waitUntilRecorded: @Sendable () async -> Void
-
-    func handle(_ request: HTTPRequest, _ context: IngressContext, next: IngressResponder) async throws(IngressError) -> HTTPResponse {
-        do {
-            return try await next(request, context)
-        } catch {
-            if error.isRecordedRefusal { await waitUntilRecorded() }
-            if error.status >= 500 { context.span?.setStatus(SpanStatus(code: .error, message: error.type.rawValue)) }
-            return Ingress.compatibleResponse(.failure(error), .apns)
-        }
-    }
-}
