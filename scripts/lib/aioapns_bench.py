@@ -9,11 +9,12 @@ and given the mock's certificate as its trusted CA (with ALPN h2).
 
     .build/bench-venv/bin/python scripts/lib/aioapns_bench.py --port 2197 --ca-file cert.pem --key AuthKey.p8
 """
-import argparse, asyncio, importlib.metadata, ssl, time, uuid
+import argparse, asyncio, importlib.metadata, time, uuid
 
 import aioapns
-import aioapns.connection
-from aioapns import APNs, NotificationRequest, PushType
+from aioapns import NotificationRequest, PushType
+
+from aioapns_local import local_client
 
 
 async def main():
@@ -29,15 +30,7 @@ async def main():
     parser.add_argument("--concurrency", type=int, default=200)
     args = parser.parse_args()
 
-    aioapns.connection.APNsDevelopmentClientProtocol.APNS_SERVER = "127.0.0.1"
-    aioapns.connection.APNsDevelopmentClientProtocol.APNS_PORT = args.port
-    context = ssl.create_default_context(cafile=args.ca_file)
-    # aioapns offers no ALPN on a context it is given; the mock, like APNs, speaks h2 only when asked.
-    context.set_alpn_protocols(["h2"])
-    with open(args.key) as f:
-        key = f.read()
-    client = APNs(key=key, key_id=args.key_id, team_id=args.team_id, topic=args.topic, use_sandbox=True,
-                  max_connections=args.connections, ssl_context=context)
+    client = local_client(args.port, args.ca_file, args.key, args.key_id, args.team_id, args.topic, max_connections=args.connections)
     token = "ab" * 32
     message = {"aps": {"alert": {"title": "bench", "body": "a push of typical size for the benchmark"}}}
     failures = 0

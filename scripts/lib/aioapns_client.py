@@ -12,10 +12,11 @@ the answer (status, reason, timestamp).
     python3 aioapns_client.py --port 8443 --ca-file cert.pem --key backend.p8 \
         --key-id BKEND12345 --team-id BTEAM12345 --topic com.example.a --token <hex>...
 """
-import argparse, asyncio, json, ssl, uuid
+import argparse, asyncio, json, uuid
 
-import aioapns.connection
-from aioapns import APNs, NotificationRequest, PushType
+from aioapns import NotificationRequest, PushType
+
+from aioapns_local import local_client
 
 
 async def main():
@@ -29,15 +30,7 @@ async def main():
     parser.add_argument("--token", action="append", required=True)
     args = parser.parse_args()
 
-    aioapns.connection.APNsDevelopmentClientProtocol.APNS_SERVER = "127.0.0.1"
-    aioapns.connection.APNsDevelopmentClientProtocol.APNS_PORT = args.port
-    context = ssl.create_default_context(cafile=args.ca_file)
-    # aioapns offers no ALPN on a context it is given; APNs and the relay speak h2 only when asked.
-    context.set_alpn_protocols(["h2"])
-    with open(args.key) as f:
-        key = f.read()
-    client = APNs(key=key, key_id=args.key_id, team_id=args.team_id, topic=args.topic, use_sandbox=True,
-                  max_connections=1, ssl_context=context)
+    client = local_client(args.port, args.ca_file, args.key, args.key_id, args.team_id, args.topic, max_connections=1)
     for index, token in enumerate(args.token):
         message = {"aps": {"alert": {"title": "through the relay", "body": f"push {index} — ünïcode"}}, "n": index}
         request = NotificationRequest(device_token=token, message=message, notification_id=str(uuid.uuid4()),
