@@ -116,8 +116,8 @@ class Relay:
         while self.port is None or self.metrics_port is None:
             line = self.process.stdout.readline()
             if not line: sys.exit("serve exited before listening")
-            if m := re.search(r"ingress on http://127.0.0.1:(\d+)", line): self.port = int(m.group(1))
-            if m := re.search(r"metrics on http://127.0.0.1:(\d+)", line): self.metrics_port = int(m.group(1))
+            if m := re.match(r"apns-relay ingress on http://127.0.0.1:(\d+)", line): self.port = int(m.group(1))
+            if m := re.match(r"apns-relay metrics on http://127.0.0.1:(\d+)", line): self.metrics_port = int(m.group(1))
 
     def cpu_seconds(self):
         return process_cpu_seconds(self.process.pid)
