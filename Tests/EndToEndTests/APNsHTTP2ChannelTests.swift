@@ -194,4 +194,43 @@ struct APNsHTTP2ChannelTests {
             }
         }
     }
+
+    @Test("with the audit database, a create's or a broadcast's apns-request-id is its idempotency key: the client's retry is answered from the first, APNs sees it once, one audit row",
+          .enabled(if: ProcessInfo.processInfo.environment["APNS_RELAY_TEST_DATABASE_URL"] != nil))
+    func retriesSentOnce() async throws {
+        let key = try APNsHTTP2IngressTests.BackendKey()
+        defer { key.file.remove() }
+        let url = try #require(ProcessInfo.processInfo.environment["APNS_RELAY_TEST_DATABASE_URL"])
+        try await APNsHTTP2IngressTests.withIngress(key: key, tls: false, databaseURL: url) { relay, port, _ in
+            let auth = "authorization: bearer \(try key.token())"
+            let createID = UUID().uuidString.lowercased()
+            let createBody = #"{"message-storage-policy":1,"push-type":"LiveActivity"}"#
+            let first = try await Self.httpx(port: port, caFile: nil, "POST", "/1/apps/com.example.a/channels", [auth, "apns-request-id: \(createID)"], body: createBody)
+            let retry = try await Self.httpx(port: port, caFile: nil, "POST", "/1/apps/com.example.a/channels", [auth, "apns-request-id: \(createID)"], body: createBody)
+            #expect(first.status == 201 && retry.status == 201, "\(first) \(retry)")
+            let channelID = try #require(first.header("apns-channel-id"))
+            #expect(retry.header("apns-channel-id") == channelID && retry.header("apns-request-id") == createID)
+            #expect(retry.header("idempotency-replayed") == "true" && first.header("idempotency-replayed") == nil)
+            #expect(relay.mock.engine.channels(bundleID: "com.example.a") == [channelID], "one channel made")
+
+            let broadcastID = UUID().uuidString.lowercased()
+            let headers = [auth, "apns-channel-id: \(channelID)", "apns-push-type: liveactivity", "apns-request-id: \(broadcastID)"]
+            let payload = #"{"aps":{"event":"update","content-state":{"n":1},"timestamp":1763744531}}"#
+            let sent = try await Self.httpx(port: port, caFile: nil, "POST", "/4/broadcasts/apps/com.example.a", headers, body: payload)
+            let again = try await Self.httpx(port: port, caFile: nil, "POST", "/4/broadcasts/apps/com.example.a", headers, body: payload)
+            #expect(sent.status == 200 && again.status == 200, "\(sent) \(again)")
+            #expect(again.header("idempotency-replayed") == "true" && again.header("apns-request-id") == broadcastID)
+            // The same id with another payload is another request: refused, nothing sent.
+            let other = try await Self.httpx(port: port, caFile: nil, "POST", "/4/broadcasts/apps/com.example.a", headers, body: payload.replacingOccurrences(of: "1}", with: "2}"))
+            #expect(other.status == 422 && other.reason == "BadMessageId", "\(other)")
+
+            for id in [createID, broadcastID] {
+                #expect(relay.mock.engine.log.entries.filter { $0.request.headers.value(of: "apns-request-id") == id }.count == 1, "APNs saw \(id) once")
+                _ = try await Self.auditRow(url, apnsID: id)
+                let rows = try await OutcomeAgreementTests.psql(url, "SELECT count(*) FROM apns_audit WHERE apns_id = '\(id)'")
+                #expect(rows.first?.first == "1", "audit rows of \(id): \(rows)")
+            }
+            #expect(relay.mock.engine.log.total == 2)
+        }
+    }
 }

@@ -38,7 +38,7 @@ extension Ingress {
         return { request in
             guard let request = Self.apnsHTTP2Request(request, environment: environment, keyed: keyed) else {
                 // APNs' channel and broadcast paths (Ingress+APNsHTTP2Channels.swift), else APNs' 404 or 405.
-                switch Self.apnsHTTP2ChannelRequest(request, environment: environment) {
+                switch Self.apnsHTTP2ChannelRequest(request, environment: environment, keyed: keyed) {
                 case .request(let request):
                     do throws(IngressError) {
                         return try await channels(request, IngressContext(route: request.route ?? request.path))

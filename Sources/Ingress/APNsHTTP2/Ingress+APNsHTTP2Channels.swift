@@ -16,7 +16,13 @@ extension Ingress {
     /// reads it (route, `bundle` path parameter, the listener's environment),
     /// or APNs' 405 MethodNotAllowed for another method on such a path.
     /// Nil for any other path.
-    static func apnsHTTP2ChannelRequest(_ request: HTTPRequest, environment: String?) -> APNsChannelRouting? {
+    ///
+    /// When the relay keeps idempotency keys (`keyed`), a create's or a
+    /// broadcast's `apns-request-id` becomes its idempotency key, as
+    /// `apns-id` does for `/3/device`: a client's retry of a request whose
+    /// answer it lost is answered from the first, instead of making a second
+    /// channel or reaching every device on the channel twice.
+    static func apnsHTTP2ChannelRequest(_ request: HTTPRequest, environment: String?, keyed: Bool) -> APNsChannelRouting? {
         let segments = request.path.split(separator: "/", omittingEmptySubsequences: false)
         let route: String
         let bundle: Substring
@@ -40,6 +46,10 @@ extension Ingress {
         request.pathParameters["bundle"] = String(bundle)
         if let environment, request.header("apns-relay-environment") == nil {
             request.headers.append(HTTPHeader("apns-relay-environment", environment))
+        }
+        let kind = apnsChannelKind(request)
+        if keyed, kind == .create || kind == .broadcast, request.header("idempotency-key") == nil, let id = request.header("apns-request-id") {
+            request.headers.append(HTTPHeader("idempotency-key", "apns-request-id:" + id.lowercased()))
         }
         return .request(request)
     }
@@ -80,15 +90,40 @@ extension Ingress {
             let headers = call.request.headers.filter { $0.name.hasPrefix("apns-") && !$0.name.hasPrefix("apns-relay-") }
             try Self.checkSizes(of: headers)
             let operation = RelayOperation.rawChannel(RawChannelRequest(kind: kind, headers: headers, body: call.request.body))
-            let result = try await perform(app, environment, operation, call)
-            var responseHeaders = [HTTPHeader("apns-request-id", result.apnsID.description)]
-            if let channel = result.channelID { responseHeaders.append(HTTPHeader("apns-channel-id", channel)) }
-            if let unique = result.apnsUniqueID { responseHeaders.append(HTTPHeader("apns-unique-id", unique)) }
-            // APNs' bodies here are JSON (the channel list); 201 and 204 carry none.
-            if !result.body.isEmpty { responseHeaders.append(HTTPHeader("content-type", "application/json")) }
-            return HTTPResponse(status: result.status, headers: responseHeaders, body: result.body)
+            guard let key = try Self.headerIdempotencyKey(call.request) else {
+                return Self.apnsChannelResponse(.success(try await perform(app, environment, operation, call)))
+            }
+            // What APNs would be sent: the kind, the app and environment, the apns-* headers, the body.
+            let sentHeaders = headers.map { "\($0.name):\($0.value)" }.sorted()
+            let canonical = Self.canonical(
+                "h2-channel-" + kind.rawValue, [app, environment.rawValue] + sentHeaders, .string(String(decoding: call.request.body, as: UTF8.self)))
+            let keyed = Self.keyedSend(key, field: Self.idempotencyHeader, app: app, call: call, canonical: canonical)
+            switch try await runKeyed(keyed, call, { call throws(IngressError) in try await perform(app, environment, operation, call) }) {
+            case .replay(let answer):
+                return Self.replayResponse(answer)
+            case .sent(let result):
+                let response = Self.apnsChannelResponse(result)
+                await recordKeyed(keyed, result, response)
+                return response
+            }
         } catch {
-            var response = Self.compatibleResponse(.failure(error), .apns)
+            return Self.apnsChannelResponse(.failure(error))
+        }
+    }
+
+    /// APNs' answer: its status, `apns-request-id`, `apns-channel-id`,
+    /// `apns-unique-id` and body; a refusal `{"reason": …}` with the send's `apns-request-id`.
+    static func apnsChannelResponse(_ result: Result<SendResult, IngressError>) -> HTTPResponse {
+        switch result {
+        case .success(let result):
+            var headers = [HTTPHeader("apns-request-id", result.apnsID.description)]
+            if let channel = result.channelID { headers.append(HTTPHeader("apns-channel-id", channel)) }
+            if let unique = result.apnsUniqueID { headers.append(HTTPHeader("apns-unique-id", unique)) }
+            // APNs' bodies here are JSON (the channel list); 201 and 204 carry none.
+            if !result.body.isEmpty { headers.append(HTTPHeader("content-type", "application/json")) }
+            return HTTPResponse(status: result.status, headers: headers, body: result.body)
+        case .failure(let error):
+            var response = compatibleResponse(.failure(error), .apns)
             // These requests are named by apns-request-id, as APNs names them in its answers.
             response.headers = response.headers.map { $0.name == "apns-id" ? HTTPHeader("apns-request-id", $0.value) : $0 }
             return response
