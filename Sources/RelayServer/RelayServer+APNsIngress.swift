@@ -20,6 +20,7 @@ extension RelayServer {
         var tls: TLSServerConfiguration?
         if settings.tls, let certificate = settings.certificateFile, let key = settings.privateKeyFile {
             tls = TLSServerConfiguration(certificateChainFile: certificate, privateKeyFile: key)
+            tls?.clientCAFile = settings.clientCAFile
         }
         var configuration = HTTP2Server.Configuration(tls: tls)
         configuration.host = listen.host
@@ -38,7 +39,8 @@ extension RelayServer {
         }
         return try HTTP2Server(configuration: configuration) { request, responder in
             let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
-            let httpRequest = HTTPRequest(method: request.method, path: path, headers: request.headers, body: request.body)
+            var httpRequest = HTTPRequest(method: request.method, path: path, headers: request.headers, body: request.body)
+            httpRequest.clientCertificate = request.clientCertificate.map { ClientCertificate(sha256: $0.sha256, subject: $0.subject) }
             Task {
                 let response = await handler(httpRequest)
                 responder.respond(HTTP2Response(status: response.status, headers: response.headers, body: response.body))

@@ -39,6 +39,7 @@ extension ServerConfiguration {
             if apnsIngress.tls {
                 lines.append("  certificate_file: \(apnsIngress.certificateFile ?? "(missing)")")
                 lines.append("  private_key_file: \(apnsIngress.privateKeyFile ?? "(missing)")")
+                if let file = apnsIngress.clientCAFile { lines.append("  client_ca_file: \(file)") }
             }
             lines.append("  environment: \(apnsIngress.environment?.rawValue ?? "(the app's only one)")")
             lines.append("  max_concurrent_streams: \(apnsIngress.maximumConcurrentStreams)")
@@ -90,6 +91,11 @@ extension ServerConfiguration {
                 lines.append("      key_id: \(provider.keyID)")
                 lines.append("      team_id: \(provider.teamID)")
                 lines.append("      public_key_file: \(provider.publicKeyFile ?? "(inline)")")
+            }
+            switch key.clientCertificate {
+            case .sha256(let fingerprint): lines.append("    client_certificate: {sha256: \(fingerprint)}")
+            case .subject(let subject): lines.append("    client_certificate: {subject: \"\(subject)\"}")
+            case nil: break
             }
         }
         lines.append("audit:")

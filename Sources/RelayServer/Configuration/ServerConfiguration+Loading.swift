@@ -68,6 +68,13 @@ extension ServerConfiguration {
             if let value = try h2.bool("tls") { configuration.apnsIngress.tls = value }
             if let value = try h2.string("certificate_file") { configuration.apnsIngress.certificateFile = resolve(value, against: directory) }
             if let value = try h2.string("private_key_file") { configuration.apnsIngress.privateKeyFile = resolve(value, against: directory) }
+            if let value = try h2.string("client_ca_file"), !value.isEmpty {
+                let path = resolve(value, against: directory)
+                guard let pem = try? String(contentsOfFile: path, encoding: .utf8), pem.contains("-----BEGIN CERTIFICATE-----") else {
+                    throw ConfigurationError(field: h2.name("client_ca_file"), "cannot read a PEM certificate from \(path)")
+                }
+                configuration.apnsIngress.clientCAFile = path
+            }
             if let value = try h2.string("environment") {
                 guard let environment = Environment(name: value) else {
                     throw ConfigurationError(field: h2.name("environment"), "must be development or production, not \(value)")
@@ -87,6 +94,9 @@ extension ServerConfiguration {
                         field: h2.name(configuration.apnsIngress.certificateFile == nil ? "certificate_file" : "private_key_file"),
                         "is required with tls: true (PEM files; or tls: false for cleartext HTTP/2 on loopback or a mesh)")
                 }
+            }
+            if configuration.apnsIngress.clientCAFile != nil, !configuration.apnsIngress.tls {
+                throw ConfigurationError(field: h2.name("client_ca_file"), "needs tls: true (client certificates are a TLS feature)")
             }
         }
         if var apns = try root.child("apns") {
@@ -228,13 +238,41 @@ extension ServerConfiguration {
         let rate = try reader.number("rate_per_second", in: 0.001...1_000_000)
         let burst = try reader.number("burst", in: 1...10_000_000)
         let providerKey = try reader.child("provider_key").map { reader throws(ConfigurationError) in try Self.providerKey(reader, directory: directory) }
+        let clientCertificate = try reader.child("client_certificate").map { reader throws(ConfigurationError) in try Self.clientCertificate(reader) }
         try reader.rejectUnknown()
         guard var key = APIKey(name: name, sha256Hex: hash, apps: apps.contains("*") ? nil : Set(apps), isAdmin: isAdmin, ratePerSecond: rate, burst: burst ?? rate.map { max(1, $0) }) else {
             throw ConfigurationError(
                 field: reader.name("sha256"), "must be 64 hex digits (a SHA-256), not the key itself or a placeholder; \(Self.generateKeyHint(name))")
         }
         key.providerKey = providerKey
+        key.clientCertificate = clientCertificate
         return key
+    }
+
+    /// `client_certificate:` of an API key: the TLS client certificate that
+    /// stands for it on the HTTP/2 APNs ingress, by `sha256` fingerprint
+    /// (hex, colons allowed: `openssl x509 -noout -fingerprint -sha256`) or
+    /// by `subject` (OpenSSL's one-line form); one of the two.
+    private static func clientCertificate(_ reader: ConfigurationReader) throws(ConfigurationError) -> APIKey.ClientCertificateMatch {
+        var reader = reader
+        let sha256 = try reader.string("sha256")
+        let subject = try reader.string("subject")
+        try reader.rejectUnknown()
+        switch (sha256, subject) {
+        case (let fingerprint?, nil):
+            let hex = fingerprint.filter { $0 != ":" }.lowercased()
+            guard hex.count == 64, hex.allSatisfy(\.isHexDigit) else {
+                throw ConfigurationError(field: reader.name("sha256"), "must be the certificate's SHA-256 fingerprint, 64 hex digits (colons allowed)")
+            }
+            return .sha256(hex)
+        case (nil, let name?):
+            guard name.hasPrefix("/"), name.count > 1 else {
+                throw ConfigurationError(field: reader.name("subject"), "must be the subject in OpenSSL's one-line form, e.g. /O=Example/CN=backend")
+            }
+            return .subject(name)
+        default:
+            throw ConfigurationError(field: reader.name("sha256"), "give sha256 or subject, one of the two")
+        }
     }
 
     /// `provider_key:` of an API key: the backend's own APNs key (id, team,
