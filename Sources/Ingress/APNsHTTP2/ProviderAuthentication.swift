@@ -37,7 +37,7 @@ struct ProviderAuthentication: IngressMiddleware {
     }
 
     func handle(_ request: HTTPRequest, _ context: IngressContext, next: IngressResponder) async throws(IngressError) -> HTTPResponse {
-        if request.header("authorization") == nil, let certificate = request.clientCertificate {
+        if let certificate = request.clientCertificate, request.header("authorization") == nil {
             guard let key = keysByCertificate.first(where: { $0.0.matches(sha256: certificate.sha256, subject: certificate.subject) })?.1 else {
                 var error = IngressError(status: 403, type: .unauthorized, message: "no API key names this client certificate", field: "client certificate")
                 error.reason = "BadCertificate"
