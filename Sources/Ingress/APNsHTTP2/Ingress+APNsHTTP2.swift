@@ -67,8 +67,10 @@ extension Ingress {
     static func apnsHTTP2Request(_ request: HTTPRequest, environment: String?, keyed: Bool) -> HTTPRequest? {
         let prefix = "/3/device/"
         guard request.method == "POST", request.path.hasPrefix(prefix) else { return nil }
-        let token = String(request.path.dropFirst(prefix.count))
-        guard !token.isEmpty, !token.contains("/") else { return nil }
+        // In UTF-8 code units: the prefix is ASCII, so the cut is on a character
+        // boundary, and no Character or Foundation search runs per request.
+        let token = String(Substring(request.path.utf8.dropFirst(prefix.utf8.count)))
+        guard !token.isEmpty, !token.utf8.contains(UInt8(ascii: "/")) else { return nil }
         var request = request
         request.pathParameters["token"] = token
         request.route = apnsHTTP2Route
