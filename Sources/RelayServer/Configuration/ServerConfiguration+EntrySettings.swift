@@ -14,7 +14,7 @@ extension ServerConfiguration {
             path: "apps", type: "list of {name, bundle_id, team_id, key_id, key_path, environments}",
             variables: ["APNS_RELAY_APP_<NAME>_TEAM_ID", "APNS_RELAY_APP_<NAME>_KEY_ID", "APNS_RELAY_APP_<NAME>_KEY_PATH"],
             secrecy: .none, documentedDefault: "none: at least one is required",
-            summary: "The apps the relay signs for; <NAME> is the app's name upper-cased, other characters than A-Z and 0-9 as _.",
+            summary: "The apps the relay signs for; `<NAME>` is the app's name upper-cased, other characters than A-Z and 0-9 as `_`.",
             read: { configuration, reader, context throws(ConfigurationError) in
                 guard let apps = try reader.list("apps") else { return }
                 for (index, item) in apps.enumerated() {
