@@ -50,4 +50,24 @@ struct SettingsTableTests {
         #expect(table.contains("| `audit.database_url` | libpq connection string or URL | empty: rows stay in the spool | `APNS_RELAY_DATABASE_URL` | its password is masked |"))
         #expect(table.contains("| `ingress.listen` | host:port | `127.0.0.1:8080` | `APNS_RELAY_INGRESS_LISTEN` | no |"))
     }
+
+    @Test("deploy/apns-relay.example.yaml comments every setting of the table and lists each of its variables in its header (which scripts/check-deploy reads)")
+    func exampleNamesEverySetting() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let example = try String(contentsOf: root.appendingPathComponent("deploy/apns-relay.example.yaml"), encoding: .utf8)
+        let header = example.split(separator: "\n").prefix { $0.hasPrefix("#") }.joined(separator: "\n")
+        let table = ServerConfiguration.settingsTable
+        for row in table.split(separator: "\n").dropFirst(2) {
+            let cells = row.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            let path = cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+            let key = path.split(separator: ".").last.map(String.init) ?? path
+            #expect(example.contains("\(key):"), "\(path) is not in deploy/apns-relay.example.yaml")
+            for variable in cells[4].split(separator: ",") {
+                let name = variable.trimmingCharacters(in: CharacterSet(charactersIn: " `"))
+                // Per-app variables are written once there, as APNS_RELAY_APP_<NAME>_KEY_PATH / _KEY_ID / _TEAM_ID.
+                let suffix = name.hasPrefix("APNS_RELAY_APP_<NAME>_") ? "_" + name.dropFirst("APNS_RELAY_APP_<NAME>_".count) : name
+                #expect(header.contains(suffix), "\(name) (\(path)) is not in deploy/apns-relay.example.yaml's list of variables")
+            }
+        }
+    }
 }
