@@ -439,108 +439,12 @@ struct ConfigurationBehaviourTests {
 
         """
 
-    static let cleartextDescription = """
-        # resolved from $DIR/relay.yaml and the environment
-        instance: file-instance
-        ingress:
-          listen: 0.0.0.0:8181
-          max_body_bytes: 2048
-          max_batch_items: 7
-          max_concurrent_requests: 9
-          max_sends_in_flight: 11
-          max_batch_sends_running: 13
-          batch_concurrency: 3
-          batch_deadline_seconds: 2.5
-          idempotency_window_seconds: 60.0
-          connection_timeout_seconds: 17
-          request_timeout_seconds: 19
-          max_connections_per_client: 0
-          threads: 2
-        metrics:
-          listen: [::1]:9999
-        apns_ingress:
-          listen: 0.0.0.0:8443
-          tls: false  # cleartext HTTP/2 with prior knowledge
-          environment: development
-          max_concurrent_streams: 10
-          max_header_list_bytes: 2048
-          max_body_bytes: 6000
-          max_connections_per_client: 3
-          max_connections: 5
-          request_timeout_seconds: 0.5
-        apns:
-          connections_per_origin: 4
-          request_timeout_seconds: 1.5
-          send_deadline_seconds: 12.0
-          timestamp_policy: warn
-          timestamp_max_lead_seconds: 0
-          origins:
-            development: ::1:2198
-            production: 127.0.0.1:2197
-          ca_file: $DIR/mock-ca.pem
-        retry:
-          max_retries: 0
-          base_delay_ms: 250
-          max_delay_ms: 1500
-        apps:
-          - name: checkout-ios
-            bundle_id: com.example.checkout
-            team_id: FILETEAM00
-            key_id: FILEKEY000
-            key_path: $DIR/keys/a.p8
-            environments: [development, production]
-          - name: b.app
-            bundle_id: com.example.b
-            team_id: (missing)
-            key_id: (missing)
-            key_path: (missing)
-            environments: [production]
-        api_keys:
-          - name: plain
-            sha256: f8f4bf70…  # masked
-            apps: ["*"]
-            admin: false
-          - name: full
-            sha256: f8f4bf70…  # masked
-            apps: [b.app, checkout-ios]
-            admin: true
-            rate_per_second: 2.5
-            burst: 2.5
-            provider_key:
-              key_id: BKEND12345
-              team_id: BTEAM12345
-              public_key_file: $DIR/backend.pub.pem
-            client_certificate: {subject: "/O=Example/CN=backend"}
-          - name: rated
-            sha256: f8f4bf70…  # masked
-            apps: ["*"]
-            admin: false
-            rate_per_second: 0.5
-            burst: 3.0
-            client_certificate: {sha256: abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789}
-        audit:
-          database_url: host=db user=relay password=**** dbname=audit
-          spool_directory: /file/spool
-          migrate_on_start: false
-          retention_days: 7
-          batch_size: 9
-          flush_interval_ms: 5
-          journal_sync: always
-          journal_sync_interval_ms: 20  # unused: always syncs before the send goes on
-        tracing:
-          exporter: none  # from OTEL_SDK_DISABLED
-          endpoint: https://user:****@collector.example:4318
-          sampling: {ratio: 0.125, parent_based: false}
-          max_queue_size: 100
-          max_export_batch_size: 100
-          schedule_delay_ms: 7
-          export_timeout_ms: 9
-        shutdown:
-          drain_timeout_seconds: 0.0
-        logging:
-          level: debug
-
-        """
+    /// The same file with `tls: false` under OTEL_SDK_DISABLED: no certificate lines, no exporter.
+    static let cleartextDescription = everythingDescription
+        .replacingOccurrences(
+            of: "  tls: true\n  certificate_file: $DIR/cert.pem\n  private_key_file: /abs/key.pem\n  client_ca_file: $DIR/ca.pem\n",
+            with: "  tls: false  # cleartext HTTP/2 with prior knowledge\n")
+        .replacingOccurrences(of: "  exporter: otlp\n", with: "  exporter: none  # from OTEL_SDK_DISABLED\n")
 
     /// A mistake in each block and of each kind, with the error it gets
     /// (one at a time: which of two mistakes in different blocks is named
