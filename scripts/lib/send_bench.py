@@ -854,14 +854,14 @@ LIVE_SNAPSHOT = ('{"schemaVersion":"5","kind":"liveActivity","id":"demo-order-1"
                  '"deepLink":"demo://orders/1","modeLabel":"active","contextLabel":"delivery","statusLine":"active · 40%",'
                  '"actionLabel":"Track","stage":"inProgress","estimatedSeconds":900,"morePartsCount":0}}')
 
-# wrk's Lua: each request a POST /v1/send of the built-in generator's alert, to a token
-# of its own (threads take interleaved numbers, starting at FIRST). The request is
-# formatted once per thread (wrk.format, a placeholder where the token goes: every token
-# has 64 hex digits, so the Content-Length holds); each request() then only formats the
-# number's 16 hex digits and joins three strings, as the built-in generator rewrites
-# only those digits: a wrk.format and a 700-byte body built per request cost wrk more
-# CPU per send than the built-in generator's whole send.
-WRK_SCRIPT = r"""
+# wrk's Lua sending REQUEST (a wrk.format call whose device token is `marker`, 64 Ts)
+# to a token of its own each time (threads take interleaved numbers, starting at
+# FIRST). The request is formatted once per thread, with a placeholder where the token
+# goes: every token has 64 hex digits, so the Content-Length holds; each request() then
+# only formats the number's 16 hex digits and joins three strings, as the built-in
+# generator rewrites only those digits: a wrk.format and a 700-byte body built per
+# request cost wrk more CPU per send than the built-in generator's whole send.
+WRK_TOKEN_SCRIPT = r"""
 local counter = 0
 local thread_index = 0
 local threads = 0
@@ -873,8 +873,7 @@ end
 function init(args)
   counter = FIRST + thread_index * 1000000
   local marker = string.rep("T", 64)
-  local body = '{"app":"APP","environment":"development","operation":"alert","token":"' .. marker .. '","snapshot":SNAPSHOT}'
-  local request = wrk.format("POST", nil, {["Authorization"] = "Bearer API_KEY", ["Content-Type"] = "application/json"}, body)
+  local request = REQUEST
   local first, last = string.find(request, marker, 1, true)
   before = string.sub(request, 1, first - 1) .. string.rep("0", 48)
   after = string.sub(request, last + 1)
@@ -885,32 +884,12 @@ function request()
 end
 """
 
+# POST /v1/send of the built-in generator's alert (API_KEY, APP and SNAPSHOT filled in).
+WRK_SCRIPT = WRK_TOKEN_SCRIPT.replace("REQUEST", """wrk.format("POST", nil, {["Authorization"] = "Bearer API_KEY", ["Content-Type"] = "application/json"}, '{"app":"APP","environment":"development","operation":"alert","token":"' .. marker .. '","snapshot":SNAPSHOT}')""")
 
-# wrk's Lua for the HTTP/1.1 POST /3/device/<token>: the h2ingress section's
-# APNs request (headers HEADERS, payload BODY) to a token of its own per
-# request, formatted once per thread as WRK_SCRIPT does.
-WRK_DEVICE_SCRIPT = r"""
-local counter = 0
-local thread_index = 0
-local threads = 0
-local before, after
-function setup(thread)
-  thread:set("thread_index", threads)
-  threads = threads + 1
-end
-function init(args)
-  counter = FIRST + thread_index * 1000000
-  local marker = string.rep("T", 64)
-  local request = wrk.format("POST", "/3/device/" .. marker, {HEADERS}, BODY)
-  local first, last = string.find(request, marker, 1, true)
-  before = string.sub(request, 1, first - 1) .. string.rep("0", 48)
-  after = string.sub(request, last + 1)
-end
-function request()
-  counter = counter + 1
-  return before .. string.format("%016x", counter) .. after
-end
-"""
+# The HTTP/1.1 POST /3/device/<token>: the h2ingress section's APNs request
+# (headers HEADERS, payload BODY).
+WRK_DEVICE_SCRIPT = WRK_TOKEN_SCRIPT.replace("REQUEST", 'wrk.format("POST", "/3/device/" .. marker, {HEADERS}, BODY)')
 
 
 def main():
