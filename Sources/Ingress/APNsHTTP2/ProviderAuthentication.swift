@@ -1,5 +1,6 @@
 import HTTPServer
 import ProviderTokens
+import Relay
 import Tracing
 
 /// The HTTP/2 APNs ingress' authentication: the ES256 provider token an APNs
@@ -39,7 +40,7 @@ struct ProviderAuthentication: IngressMiddleware {
                 error.reason = "InvalidProviderToken"
                 throw error
             }
-            if let span = context.span, span.isRecording { span.attributes["apns_relay.caller"] = key.name }
+            if let span = context.span, span.isRecording { SpanAttributeWriter(span).set("apns_relay.caller", key.name) }
             var context = context
             context.key = key
             return try await next(request, context)

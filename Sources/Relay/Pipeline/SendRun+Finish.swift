@@ -26,9 +26,9 @@ extension SendRun {
         let latency = elapsedSeconds
         let uniqueID = response.header("apns-unique-id")
         if span.isRecording {
-            span.attributes["apns.status"] = response.status
-            span.attributes["apns.attempts"] = attempt
-            if !trapHits.isEmpty { span.attributes["apns.trap_ids"] = trapHits.map(\.rawValue) }
+            spanAttributes.set("apns.status", response.status)
+            spanAttributes.set("apns.attempts", attempt)
+            if !trapHits.isEmpty { spanAttributes.set("apns.trap_ids", trapHits.map(\.rawValue)) }
         }
         span.setStatus(SpanStatus(code: .ok))
         span.end()
@@ -58,11 +58,11 @@ extension SendRun {
         case .auditUnavailable: .failed
         }
         if span.isRecording {
-            span.attributes["apns.attempts"] = attempt
-            if let status { span.attributes["apns.status"] = status }
-            if let reason { span.attributes["apns.reason"] = reason }
-            if !trapHits.isEmpty { span.attributes["apns.trap_ids"] = trapHits.map(\.rawValue) }
-            span.attributes["error.type"] = failure.errorType
+            spanAttributes.set("apns.attempts", attempt)
+            if let status { spanAttributes.set("apns.status", status) }
+            if let reason { spanAttributes.set("apns.reason", reason) }
+            if !trapHits.isEmpty { spanAttributes.set("apns.trap_ids", trapHits.map(\.rawValue)) }
+            spanAttributes.set("error.type", failure.errorType)
         }
         span.setStatus(SpanStatus(code: .error, message: failure.errorType))
         span.end()
@@ -85,7 +85,7 @@ extension SendRun {
             cause: .auditUnavailable("the audit journal cannot be written (its disk is full, read-only or failing): nothing was sent"),
             apnsID: request.apnsID, attempts: 0, latencyMilliseconds: elapsedSeconds * 1000, trapHits: [],
             timestamp: Int64(finishedAt / 1_000_000))
-        span.attributes["error.type"] = failure.errorType
+        spanAttributes.set("error.type", failure.errorType)
         span.setStatus(SpanStatus(code: .error, message: failure.errorType))
         span.end()
         client.observers.publishToPlainObservers(SendEvent(
