@@ -30,8 +30,10 @@ struct SendRun: Sendable {
     let request: APNsRequest
     let descriptor: SendDescriptor
     let span: any Span
-    /// Sets the send span's attributes (one at a time where the span takes them so).
-    let spanAttributes: SpanAttributeWriter
+    /// Sets the send span's attributes (one at a time where the span takes
+    /// them so); nil for a span that records nothing (not even asked: the
+    /// cast costs a send that exports no span a few thousand instructions).
+    let spanAttributes: SpanAttributeWriter?
     /// The configured policy, stretched for the request's priority.
     let policy: RetryPolicy
     let clock = ContinuousClock()
@@ -58,7 +60,7 @@ struct SendRun: Sendable {
         policy = client.configuration.retryPolicy.effective(for: request.priority)
         let parent = context.instrumentation ?? InstrumentationContext.current ?? .topLevel
         span = client.tracer.startSpan("apns.send", context: parent, ofKind: .client)
-        spanAttributes = SpanAttributeWriter(span)
+        spanAttributes = span.isRecording ? SpanAttributeWriter(span) : nil
         descriptor = SendDescriptor(
             app: client.configuration.app, environment: client.configuration.environment,
             operation: request.operation, apnsID: request.apnsID, pushType: request.pushType,
@@ -68,7 +70,7 @@ struct SendRun: Sendable {
             traceID: client.tracer.traceParent(ofSpan: span, context: span.context)?.traceID,
             idempotencyKeyHash: context.idempotencyKeyHash)
         // A span nobody will export (the log exporter below `info`, an unsampled trace) takes no attributes.
-        if span.isRecording { Self.describe(spanAttributes, request, client: client, context: context) }
+        if let spanAttributes { Self.describe(spanAttributes, request, client: client, context: context) }
     }
 
     private static func describe(_ attributes: SpanAttributeWriter, _ request: APNsRequest, client: APNsClient, context: SendContext) {

@@ -25,7 +25,7 @@ extension SendRun {
         let finishedAt = UnixTime.nowNanoseconds()
         let latency = elapsedSeconds
         let uniqueID = response.header("apns-unique-id")
-        if span.isRecording {
+        if let spanAttributes, span.isRecording {
             spanAttributes.set("apns.status", response.status)
             spanAttributes.set("apns.attempts", attempt)
             if !trapHits.isEmpty { spanAttributes.set("apns.trap_ids", trapHits.map(\.rawValue)) }
@@ -57,7 +57,7 @@ extension SendRun {
         case .invalidSnapshot, .configuration: .rejected
         case .auditUnavailable: .failed
         }
-        if span.isRecording {
+        if let spanAttributes, span.isRecording {
             spanAttributes.set("apns.attempts", attempt)
             if let status { spanAttributes.set("apns.status", status) }
             if let reason { spanAttributes.set("apns.reason", reason) }
@@ -85,7 +85,7 @@ extension SendRun {
             cause: .auditUnavailable("the audit journal cannot be written (its disk is full, read-only or failing): nothing was sent"),
             apnsID: request.apnsID, attempts: 0, latencyMilliseconds: elapsedSeconds * 1000, trapHits: [],
             timestamp: Int64(finishedAt / 1_000_000))
-        spanAttributes.set("error.type", failure.errorType)
+        spanAttributes?.set("error.type", failure.errorType)
         span.setStatus(SpanStatus(code: .error, message: failure.errorType))
         span.end()
         client.observers.publishToPlainObservers(SendEvent(
