@@ -1,5 +1,18 @@
 public import RelayBasics
 
+/// A client certificate a TLS server verified.
+public struct ClientCertificate: Sendable, Hashable {
+    /// SHA-256 of its DER encoding, 64 lowercase hex digits.
+    public var sha256: String
+    /// Its subject in OpenSSL's one-line form (`/O=Example/CN=backend`).
+    public var subject: String
+
+    public init(sha256: String, subject: String) {
+        self.sha256 = sha256
+        self.subject = subject
+    }
+}
+
 /// A request the server received, fully read.
 public struct HTTPRequest: Sendable {
     public var method: String
@@ -20,6 +33,10 @@ public struct HTTPRequest: Sendable {
     /// `{name...}` is written `{name}`), for span attributes and metric
     /// labels; nil before routing.
     public var route: String?
+    /// The client's TLS certificate, verified by the server against its
+    /// client CA (the HTTP/2 APNs ingress with `apns_ingress.client_ca_file`);
+    /// nil everywhere else. Set by the server, never from a header.
+    public var clientCertificate: ClientCertificate?
     /// Set by the server: reports whether the client is gone.
     var clientProbe: (@Sendable () -> Bool)?
 

@@ -16,7 +16,10 @@ import Synchronization
 /// At most `maximumWaiting` workers wait; one more ends when it has
 /// answered, so a burst of concurrent requests does not keep its tasks
 /// (and their slabs) for good. ``close()`` ends the waiting ones.
-final class HandlerWorkers<Job: Sendable>: Sendable {
+///
+/// libmicrohttpd's server (`MHDServerCore`) and the HTTP/2 APNs ingress
+/// (RelayServer) run their handlers on one each.
+public final class HandlerWorkers<Job: Sendable>: Sendable {
     private struct State {
         var waiting: [UnsafeContinuation<Job?, Never>] = []
         var closed = false
@@ -29,7 +32,7 @@ final class HandlerWorkers<Job: Sendable>: Sendable {
     private let handle: @Sendable (Job) async -> Void
 
     /// - Parameter handle: runs one job; a worker runs one at a time.
-    init(maximumWaiting: Int, handle: @escaping @Sendable (Job) async -> Void) {
+    public init(maximumWaiting: Int, handle: @escaping @Sendable (Job) async -> Void) {
         self.maximumWaiting = maximumWaiting
         self.handle = handle
     }
@@ -41,7 +44,7 @@ final class HandlerWorkers<Job: Sendable>: Sendable {
     var startedCount: Int { state.withLock { $0.started } }
 
     /// Runs `job` on a waiting worker, else on a new one. Never waits.
-    func run(_ job: Job) {
+    public func run(_ job: Job) {
         let worker = state.withLock { state -> UnsafeContinuation<Job?, Never>? in
             if let worker = state.waiting.popLast() { return worker }
             state.started += 1
@@ -58,7 +61,7 @@ final class HandlerWorkers<Job: Sendable>: Sendable {
     }
 
     /// Ends every waiting worker; later ones end when they have answered.
-    func close() {
+    public func close() {
         let waiting = state.withLock { state in
             state.closed = true
             defer { state.waiting = [] }

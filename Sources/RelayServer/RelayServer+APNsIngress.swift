@@ -12,14 +12,19 @@ extension RelayServer {
     /// The server's accept loop and connections run on threads of their own
     /// (``HTTP2Server``); each request is handed to a task, so the send's
     /// awaits never hold a connection thread and the connection thread never
-    /// blocks the cooperative pool. The answer goes back through the
-    /// responder from whichever thread the task ends on.
-    static func startAPNsIngress(_ settings: ServerConfiguration.APNsIngressSettings, ingress: Ingress) throws -> HTTP2Server? {
+    /// blocks the cooperative pool. The tasks are kept from one request to
+    /// the next (``HandlerWorkers``, as the HTTP/1.1 listener's): a task per
+    /// request cost its creation and its stack allocator's slabs, malloc'ed
+    /// for the handler's deep call chain and freed with the task, every
+    /// time. The answer goes back through the responder from whichever
+    /// thread the task ends on.
+    static func startAPNsIngress(_ settings: ServerConfiguration.APNsIngressSettings, ingress: Ingress) throws -> APNsIngressListener? {
         guard let listen = settings.listen else { return nil }
         let handler = try ingress.apnsHTTP2Handler(environment: settings.environment?.rawValue, now: { UnixTime.nowSeconds() })
         var tls: TLSServerConfiguration?
         if settings.tls, let certificate = settings.certificateFile, let key = settings.privateKeyFile {
             tls = TLSServerConfiguration(certificateChainFile: certificate, privateKeyFile: key)
+            tls?.clientCAFile = settings.clientCAFile
         }
         var configuration = HTTP2Server.Configuration(tls: tls)
         configuration.host = listen.host
@@ -36,13 +41,19 @@ extension RelayServer {
             let body = JSONValue.object(JSONObject([("reason", .string(reason))])).encoded()
             return HTTP2Response(status: status, headers: [HTTPHeader("content-type", "application/json")], body: body)
         }
-        return try HTTP2Server(configuration: configuration) { request, responder in
-            let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
-            let httpRequest = HTTPRequest(method: request.method, path: path, headers: request.headers, body: request.body)
-            Task {
-                let response = await handler(httpRequest)
-                responder.respond(HTTP2Response(status: response.status, headers: response.headers, body: response.body))
-            }
+        // Two clients' worth of streams at the shipped limit (100 each) keep
+        // their tasks; past that a burst's extra workers end when done.
+        let workers = HandlerWorkers<APNsIngressListener.Job>(maximumWaiting: 128) { job in
+            let response = await handler(job.request)
+            job.responder.respond(HTTP2Response(status: response.status, headers: response.headers, body: response.body))
         }
+        let server = try HTTP2Server(configuration: configuration) { request, responder in
+            // The path without its query, sliced without Foundation (no bridging to NSString per request).
+            let path = request.path.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(request.path[..<$0]) } ?? request.path
+            var httpRequest = HTTPRequest(method: request.method, path: path, headers: request.headers, body: request.body)
+            httpRequest.clientCertificate = request.clientCertificate.map { ClientCertificate(sha256: $0.sha256, subject: $0.subject) }
+            workers.run(.init(request: httpRequest, responder: responder))
+        }
+        return APNsIngressListener(server: server, workers: workers)
     }
 }

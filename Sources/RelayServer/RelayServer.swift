@@ -29,7 +29,7 @@ public final class RelayServer: Sendable {
     let ingressServer: HTTPServer
     let metricsServer: HTTPServer
     /// The APNs-compatible HTTP/2 listener (`apns_ingress:`), when configured.
-    let apnsIngressServer: HTTP2Server?
+    let apnsIngressServer: APNsIngressListener?
     let tracing: RelayTracing
     let logger: Logger
     /// The parts' group, once started (see `RelayServer+Lifecycle.swift`).

@@ -15,7 +15,7 @@ struct APNsRelayCommand: AsyncParsableCommand {
             """,
         subcommands: [
             ServeCommand.self, CheckConfigCommand.self, APIKeyCommand.self, SendCommand.self, DescribeCommand.self, MigrateCommand.self, AuditCommand.self,
-            MockAPNsCommand.self, DemoCommand.self, BenchCommand.self,
+            MockAPNsCommand.self, DemoCommand.self, BenchCommand.self, SettingsTableCommand.self,
         ]
     )
 }

@@ -28,8 +28,11 @@ struct AuditInsertCostMigrationTests {
         let sums = "SELECT count(*), count(DISTINCT id), sum(latency_ms), string_agg(apns_id, ',' ORDER BY recorded_at, id) FROM apns_audit"
         let stored = try database.connect().execute(sums).rows
 
-        let report = try Migrator().apply(conninfo: database.conninfo)
-        #expect(report.applied == Migration.all.filter { $0.version >= 6 }.map(\.name))
+        // Up to 0010: 0011 replaces apns_audit_slow with apns_audit_app_latency
+        // (AuditLatencyIndexMigrationTests).
+        let upTo10 = Migration.all.filter { $0.version < 11 }
+        let report = try Migrator(migrations: upTo10).apply(conninfo: database.conninfo)
+        #expect(report.applied == upTo10.filter { $0.version >= 6 }.map(\.name))
         #expect(try database.connect().execute(sums).rows == stored, "every row kept as it was")
 
         let indexes = Dictionary(uniqueKeysWithValues: try database.connect().execute("""

@@ -2,10 +2,10 @@
 import Foundation
 import Testing
 
-/// The "Slowest sends" panel reads sends of a second or more from their
-/// partial index (apns_audit_slow) and takes the rest of its 50 from the
-/// range only when fewer were that slow: its rows must be exactly those of
-/// the plain `ORDER BY latency_ms DESC LIMIT 50`, however many were slow.
+/// The "Slowest sends" panel (from 0011's apns_audit_app_latency; before it,
+/// sends of a second or more from a partial index and the rest of its 50
+/// from the range): its rows must be exactly those of the plain
+/// `ORDER BY latency_ms DESC LIMIT 50`, however many were slow.
 @Suite("Audit dashboard: slowest sends")
 struct AuditSlowestSendsTests {
     @Test("the panel's 50 rows are the 50 slowest in the range and apps, with none, few, exactly 50 and many sends of a second or more",

@@ -8,8 +8,18 @@ struct GrafanaDashboard {
         var sql: String
         /// The panel's minimum interval ("5m"), what `$__interval` is at least.
         var interval: String?
+        /// The most points Grafana asks for over the range (the panel's
+        /// maxDataPoints; without it, the panel's width in pixels).
+        var maxDataPoints: Int?
         /// Field names that carry data links.
         var links: [String]
+
+        /// `$__interval` over `range`: from maxDataPoints when the panel sets
+        /// it; otherwise its minimum interval, what the widest panel gets.
+        func interval(over range: GrafanaSQL.Range) -> String? {
+            guard let maxDataPoints else { return interval }
+            return GrafanaSQL.interval(range: range, maxDataPoints: maxDataPoints, minimum: interval)
+        }
     }
 
     struct Variable {
@@ -36,7 +46,8 @@ struct GrafanaDashboard {
             }
             for target in (panel["targets"] as? [[String: Any]]) ?? [] {
                 let sql = try #require(target["rawSql"] as? String, "panel \(title): a target without rawSql")
-                panels.append(Panel(title: title, sql: sql, interval: panel["interval"] as? String, links: links))
+                panels.append(Panel(title: title, sql: sql, interval: panel["interval"] as? String,
+                                    maxDataPoints: panel["maxDataPoints"] as? Int, links: links))
             }
         }
         for variable in ((json["templating"] as? [String: Any])?["list"] as? [[String: Any]]) ?? [] where variable["type"] as? String == "query" {

@@ -45,6 +45,11 @@ enum GrafanaSQL {
                 output += interval
                 continue
             }
+            if name == "__interval_ms", let interval {
+                guard let seconds = seconds(interval) else { throw Unknown(description: "interval \(interval)") }
+                output += String(Int((seconds * 1_000).rounded()))
+                continue
+            }
             if name.hasPrefix("__") {  // a macro or built-in the server expands
                 output += match.output.0
                 continue
@@ -89,6 +94,32 @@ enum GrafanaSQL {
             return name == "__timeGroup" ? group : group + " AS \"time\""
         default: throw Unknown(description: "macro $\(name)")
         }
+    }
+
+    /// `$__interval` as the data source computes it for a panel
+    /// (pkg/tsdb/grafana-postgresql-datasource/sqleng, intervalv2.Calculate):
+    /// the range over the panel's maxDataPoints, at least its minimum
+    /// interval, else rounded to Grafana's steps; written as gtime.FormatInterval
+    /// writes it ("5m", "1h", "2d").
+    static func interval(range: Range, maxDataPoints: Int, minimum: String?) -> String {
+        let raw = range.to.timeIntervalSince(range.from) * 1_000 / Double(maxDataPoints)
+        let minimumMs = minimum.flatMap(seconds).map { $0 * 1_000 } ?? 0
+        let ms = raw < minimumMs ? minimumMs : roundInterval(raw)
+        let units: [(Double, String)] = [(31_536_000_000, "y"), (86_400_000, "d"), (3_600_000, "h"), (60_000, "m"), (1_000, "s"), (1, "ms")]
+        let (size, unit) = units.first { ms >= $0.0 } ?? (1, "ms")
+        return "\(max(1, Int(ms / size)))\(unit)"
+    }
+
+    /// Grafana's roundInterval (intervalv2, rangeutil.ts): milliseconds to its steps.
+    static func roundInterval(_ ms: Double) -> Double {
+        let steps: [(below: Double, step: Double)] = [
+            (10, 1), (15, 10), (35, 20), (75, 50), (150, 100), (350, 200), (750, 500), (1_500, 1_000), (3_500, 2_000), (7_500, 5_000),
+            (12_500, 10_000), (17_500, 15_000), (25_000, 20_000), (45_000, 30_000), (90_000, 60_000), (210_000, 120_000),
+            (450_000, 300_000), (750_000, 600_000), (1_050_000, 900_000), (1_500_000, 1_200_000), (2_700_000, 1_800_000),
+            (5_400_000, 3_600_000), (9_000_000, 7_200_000), (16_200_000, 10_800_000), (32_400_000, 21_600_000),
+            (86_400_000, 43_200_000), (604_800_000, 86_400_000), (1_814_400_000, 604_800_000), (3_628_800_000, 2_592_000_000),
+        ]
+        return steps.first { ms < $0.below }?.step ?? 31_536_000_000
     }
 
     /// "30s", "5m", "1h", "1d" as seconds.

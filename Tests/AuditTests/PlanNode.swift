@@ -6,6 +6,9 @@ struct PlanNode: CustomStringConvertible {
     var type: String
     var relation: String?
     var index: String?
+    /// Under ANALYZE: the rows this node read from its relation over all its
+    /// loops (those it passed on and those its filter removed).
+    var rowsRead: Double?
     var children: [PlanNode]
 
     init(explainJSON text: String) throws {
@@ -17,6 +20,11 @@ struct PlanNode: CustomStringConvertible {
         type = node["Node Type"] as? String ?? "?"
         relation = node["Relation Name"] as? String
         index = node["Index Name"] as? String
+        if let rows = node["Actual Rows"] as? Double ?? (node["Actual Rows"] as? Int).map(Double.init) {
+            let loops = node["Actual Loops"] as? Double ?? (node["Actual Loops"] as? Int).map(Double.init) ?? 1
+            let removed = node["Rows Removed by Filter"] as? Double ?? (node["Rows Removed by Filter"] as? Int).map(Double.init) ?? 0
+            rowsRead = (rows + removed) * loops
+        }
         children = ((node["Plans"] as? [[String: Any]]) ?? []).map(PlanNode.init)
     }
 

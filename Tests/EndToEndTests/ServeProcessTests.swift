@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HTTP2
 import MockAPNs
 import RelayJSON
 import Testing
@@ -38,7 +39,7 @@ struct ServeProcessTests {
 
     static func writeConfiguration(
         directory: String, mock: MockAPNsServer, keyPath: String, instance: String, databaseURL: String, spool: String,
-        journalSync: String = "interval", logLevel: String = "info"
+        journalSync: String = "interval", logLevel: String = "info", extraYAML: String = ""
     ) throws -> String {
         let hash = Fingerprint.sha256Hex(Array(TestRelay.keys["backend"]!.utf8))
         let yaml = """
@@ -73,7 +74,7 @@ struct ServeProcessTests {
               drain_timeout_seconds: 20
             logging:
               level: \(logLevel)
-            """
+            """ + (extraYAML.isEmpty ? "" : "\n" + extraYAML)
         let path = directory + "/relay.yaml"
         try yaml.write(toFile: path, atomically: true, encoding: .utf8)
         return path
@@ -171,18 +172,47 @@ struct ServeProcessTests {
     @Test("stdout holds exactly the banner lines docs/operations.md documents (and serve --help names), naming the bound ports; stderr only JSON log lines")
     func banners() async throws {
         let banners = try Self.documentedBanners()
-        #expect(banners.count == 2, "\(banners)")
+        #expect(banners.count == 3, "\(banners)")
         let documented = try banners.map(Self.pattern)
         let relay = try await TestRelay.start()
         defer { Task { await relay.stop() } }
         let stderr = relay.directory + "/banner-stderr.log"
+        // Without apns_ingress: the first two lines only (read from a relay of its own, stopped at once).
+        let plainConfig = try Self.writeConfiguration(
+            directory: relay.directory, mock: relay.mock, keyPath: relay.keyPath, instance: "banner-plain",
+            databaseURL: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2", spool: relay.directory + "/spool-banner-plain")
+        let plain = try RelayProcess(arguments: ["serve", "--config", plainConfig])
+        _ = try await plain.port(after: "apns-relay metrics on")
+        plain.signal(SIGTERM)
+        #expect(await plain.waitForExit() != nil)
+        #expect(plain.output.count == 2 && zip(plain.output, documented).allSatisfy { line, pattern in
+            pattern.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)) != nil
+        }, "stdout without apns_ingress: \(plain.output)")
+
+        // With the HTTP/2 APNs ingress on TLS: all three.
+        // A directory of its own: the mock's certificate in relay.directory has the same file names.
+        let certificateDirectory = relay.directory + "/apns-ingress-tls"
+        try FileManager.default.createDirectory(atPath: certificateDirectory, withIntermediateDirectories: true)
+        let certificate = try SelfSignedCertificate.generate(in: certificateDirectory)
         // Port 1 refuses connections: the audit goes to the spool, and the log has warnings to hold to JSON.
         let config = try Self.writeConfiguration(
             directory: relay.directory, mock: relay.mock, keyPath: relay.keyPath, instance: "banner",
-            databaseURL: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2", spool: relay.directory + "/spool-banner")
+            databaseURL: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2", spool: relay.directory + "/spool-banner",
+            extraYAML: """
+                apns_ingress:
+                  listen: 127.0.0.1:0
+                  certificate_file: \(certificate.certificateFile)
+                  private_key_file: \(certificate.privateKeyFile)
+                """)
         let serve = try RelayProcess(arguments: ["serve", "--config", config], standardError: stderr)
         let port = try await serve.port(after: "apns-relay ingress on")
         let metricsPort = try await serve.port(after: "apns-relay metrics on")
+        let apnsIngressPort = try await serve.port(after: "apns-relay apns_ingress on")
+        // The port named is the APNs ingress' own: it answers HTTP/2 over TLS (APNs' 404 BadPath for /).
+        let (curlStatus, probe) = try await ProcessRunner.runOffPool([
+            "curl", "-s", "-o", "/dev/null", "-w", "%{http_version} %{http_code}", "--http2", "--cacert", certificate.certificateFile,
+            "https://127.0.0.1:\(apnsIngressPort)/"])
+        #expect(curlStatus == 0 && probe == "2 404", "curl on the apns_ingress port: \(probe)")
         let sent = try await relay.curl("POST", "/v1/send", body: TestRelay.send(), base: "http://127.0.0.1:\(port)")
         #expect(sent.status == 200, "\(sent)")
         #expect(try await relay.curl("GET", "/healthz", key: nil, base: "http://127.0.0.1:\(metricsPort)").status == 200)
@@ -195,7 +225,7 @@ struct ServeProcessTests {
             let match = pattern.firstMatch(in: line, range: NSRange(line.startIndex..., in: line))
             #expect(match != nil, "'\(line)' is not the documented '\(pattern.pattern)'")
         }
-        #expect(output.first?.hasSuffix(":\(port)") == true && output.last?.hasSuffix(":\(metricsPort)/metrics") == true, "\(output)")
+        #expect(output.count == 3 && output[0].hasSuffix(":\(port)") && output[1].hasSuffix(":\(metricsPort)/metrics") && output[2].hasSuffix(":\(apnsIngressPort)"), "\(output)")
 
         let logLines = try String(contentsOfFile: stderr, encoding: .utf8).split(separator: "\n")
         #expect(!logLines.isEmpty)
@@ -206,7 +236,7 @@ struct ServeProcessTests {
             }
         }
 
-        // serve --help says the same: both banners, placeholders and all.
+        // serve --help says the same: every banner, placeholders and all.
         let (status, help) = try await ProcessRunner.runOffPool([RelayProcess.binary, "serve", "--help"])
         #expect(status == 0)
         let flat = help.split(whereSeparator: \.isWhitespace).joined(separator: " ")

@@ -1,4 +1,5 @@
 import Foundation
+import Ingress
 import RelayServer
 import Testing
 
@@ -78,6 +79,50 @@ struct APNsIngressConfigurationTests {
                 Issue.record("\(entry) was accepted")
             } catch {
                 #expect("\(error)".contains("api_keys[0].provider_key.\(field)"), "\(entry): \(error)")
+            }
+        }
+    }
+    @Test("client_ca_file (a PEM certificate, TLS only) and an API key's client_certificate (sha256 with or without colons, or subject; one of the two), shown by check-config")
+    func clientCertificates() throws {
+        let directory = NSTemporaryDirectory() + "client-ca-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        FileManager.default.createFile(atPath: directory + "/ca.pem", contents: Data("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".utf8))
+        FileManager.default.createFile(atPath: directory + "/not-a-cert.pem", contents: Data("hello\n".utf8))
+        func parse(ingress: String, certificate: String) throws -> ServerConfiguration {
+            let yaml = """
+                apps:
+                  - {name: a, bundle_id: com.example.a, team_id: ABCDE12345, key_id: KEY1234567, key_path: /nonexistent.p8, environments: [development]}
+                api_keys:
+                  - {name: b, sha256: f8f4bf7056494c85a232414dbf744875d3457a9a1e995c37510506acbccffc37, apps: [a], client_certificate: \(certificate)}
+                apns_ingress:
+                  listen: 127.0.0.1:8443
+                \(ingress)
+
+                """
+            return try ServerConfiguration.parse(yaml: yaml, file: directory + "/relay.yaml", environment: [:])
+        }
+        let tls = "  certificate_file: cert.pem\n  private_key_file: key.pem\n  client_ca_file: ca.pem"
+        let colons = (0..<32).map { _ in "AB" }.joined(separator: ":")
+        let byFingerprint = try parse(ingress: tls, certificate: "{sha256: \"\(colons)\"}")
+        #expect(byFingerprint.apnsIngress.clientCAFile == directory + "/ca.pem")
+        #expect(byFingerprint.apiKeys.first?.clientCertificate == .sha256(String(repeating: "ab", count: 32)))
+        #expect(byFingerprint.maskedDescription.contains("  client_ca_file: \(directory)/ca.pem"))
+        #expect(byFingerprint.maskedDescription.contains("    client_certificate: {sha256: \(String(repeating: "ab", count: 32))}"))
+        let bySubject = try parse(ingress: tls, certificate: "{subject: \"/O=Example/CN=backend\"}")
+        #expect(bySubject.apiKeys.first?.clientCertificate == .subject("/O=Example/CN=backend"))
+        for (field, ingress, certificate) in [
+            ("apns_ingress.client_ca_file", "  certificate_file: cert.pem\n  private_key_file: key.pem\n  client_ca_file: not-a-cert.pem", "{subject: /CN=x}"),
+            ("apns_ingress.client_ca_file", "  tls: false\n  client_ca_file: ca.pem", "{subject: /CN=x}"),
+            ("api_keys[0].client_certificate.sha256", tls, "{sha256: abcd}"),
+            ("api_keys[0].client_certificate.sha256", tls, "{sha256: \(String(repeating: "ab", count: 32)), subject: /CN=x}"),
+            ("api_keys[0].client_certificate.subject", tls, "{subject: CN=x}"),
+        ] {
+            do {
+                _ = try parse(ingress: ingress, certificate: certificate)
+                Issue.record("\(ingress) \(certificate) was accepted")
+            } catch {
+                #expect("\(error)".contains(field), "\(certificate): \(error)")
             }
         }
     }

@@ -83,3 +83,20 @@ def write_shipped_config(path, *, root, instance, mock_port, ca_file, key_path, 
         config["tracing"].update(tracing)
     with open(path, "w") as f:
         yaml.safe_dump(config, f, sort_keys=False)
+
+
+def add_apns_ingress(path, *, tls, certificate_file, private_key_file, provider_key):
+    """Turns on the HTTP/2 APNs ingress in the configuration at `path` (as
+    written by write_shipped_config): `apns_ingress.listen` on a free loopback
+    port, TLS with the given certificate or cleartext HTTP/2 with prior
+    knowledge, the example's limits as shipped; and names `provider_key` (a
+    dict: key_id, team_id, public_key_file) on its one API key entry, so the
+    bench key's rate limit and apps apply to provider-token callers too."""
+    import yaml
+
+    with open(path) as f:
+        config = yaml.safe_load(f)
+    config["apns_ingress"].update(listen="127.0.0.1:0", tls=tls, certificate_file=certificate_file, private_key_file=private_key_file)
+    config["api_keys"][0]["provider_key"] = dict(provider_key)
+    with open(path, "w") as f:
+        yaml.safe_dump(config, f, sort_keys=False)

@@ -17,9 +17,11 @@ DEBIAN_PACKAGES=(
 # the fuzz campaign's OpenAPI component, pinned to a version known to install here;
 # opentelemetry-proto: OpenTelemetry's own protobuf classes for the OTLP receiver in
 # Tests/EndToEndTests/otlp_receiver.py; aioapns: the unmodified APNs client library that
-# APNsHTTP2IngressTests sends through the HTTP/2 APNs ingress, scripts/lib/aioapns_client.py).
-PYTHON_PACKAGES=(cryptography jsonschema rfc3339-validator PyYAML kubernetes-validate "schemathesis==4.32.5" "opentelemetry-proto==1.45.2" "aioapns==4.0")
-PYTHON_MODULES=(cryptography jsonschema rfc3339_validator yaml kubernetes_validate schemathesis opentelemetry.proto.collector.trace.v1.trace_service_pb2 aioapns)
+# APNsHTTP2IngressTests sends through the HTTP/2 APNs ingress, scripts/lib/aioapns_client.py;
+# httpx with its HTTP/2 extra (h2): the client APNsHTTP2ChannelTests makes APNs' channel and
+# broadcast requests with, scripts/lib/httpx_apns_client.py).
+PYTHON_PACKAGES=(cryptography jsonschema rfc3339-validator PyYAML kubernetes-validate "schemathesis==4.32.5" "opentelemetry-proto==1.45.2" "aioapns==4.0" "httpx[http2]==0.28.1")
+PYTHON_MODULES=(cryptography jsonschema rfc3339_validator yaml kubernetes_validate schemathesis opentelemetry.proto.collector.trace.v1.trace_service_pb2 aioapns "httpx, h2")
 
 install_test_dependencies() {
     local missing=()

@@ -14,17 +14,17 @@ section prints its ratio against a reference measured in the same run.
 
     scripts/lib/send_bench.py --binary .build/release/apns-relay --database-url URL [--quick] [--sections agree,production,...]
 """
-import argparse, os, re, resource, shutil, statistics, subprocess, sys, tempfile, threading, time, urllib.request
+import argparse, json, os, re, resource, shutil, statistics, subprocess, sys, tempfile, threading, time, urllib.request
 
 from audit_pg_cost import Cluster, psql, with_database
-from bench_relay import write_relay_config, write_shipped_config
+from bench_relay import add_apns_ingress, write_relay_config, write_shipped_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_ROUNDS = 5  # the defaults section: alternating rounds of each configuration
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 REFERENCE_ROUNDS = 3  # the CPU-per-send ratio against --reference-binary: alternating rounds
-SECTIONS = ["defaults", "agree", "production", "connections", "batches", "payloads", "million", "audit", "writer", "peers"]
+SECTIONS = ["defaults", "agree", "production", "connections", "batches", "payloads", "million", "audit", "writer", "peers", "h2ingress"]
 API_KEY = "bench-key-0123456789"
 APP = "app-a"
 
@@ -88,11 +88,13 @@ class Relay:
     """`apns-relay serve` in a process of its own, audit to Postgres (or off)."""
 
     def __init__(self, binary, work, key, mock, database_url, audit=True, connections_per_origin=2, extra_ingress="", shipped=None,
-                 environment=None):
+                 environment=None, configure=None):
         """`shipped`: None for the benchmarks' own quiet configuration (logs at
         error), else a dict of write_shipped_config's options (log_level,
         tracing): the shipped example configuration, its log lines written to
-        a file in `work` as a log collector would take them."""
+        a file in `work` as a log collector would take them. `configure`, if
+        given, is called with the configuration file's path before the relay
+        starts (the h2ingress section turns on `apns_ingress:` with it)."""
         self.work = work
         self.mock = mock
         self.audit = audit and bool(database_url)
@@ -107,6 +109,7 @@ class Relay:
         else:
             write_shipped_config(config, root=ROOT, instance="send-bench", mock_port=mock.port, ca_file=mock.cert, key_path=key,
                                  api_key=API_KEY, spool_directory=spool, database_url=database, **shipped)
+        if configure: configure(config)
         command = [binary, "serve", "--config", config] + ([] if audit else ["--benchmark-without-audit"])
         self.log_path = os.path.join(work, "relay.log")
         self.log_file = open(self.log_path, "wb") if shipped is not None else None
@@ -116,8 +119,8 @@ class Relay:
         while self.port is None or self.metrics_port is None:
             line = self.process.stdout.readline()
             if not line: sys.exit("serve exited before listening")
-            if m := re.search(r"ingress on http://127.0.0.1:(\d+)", line): self.port = int(m.group(1))
-            if m := re.search(r"metrics on http://127.0.0.1:(\d+)", line): self.metrics_port = int(m.group(1))
+            if m := re.match(r"apns-relay ingress on http://127.0.0.1:(\d+)", line): self.port = int(m.group(1))
+            if m := re.match(r"apns-relay metrics on http://127.0.0.1:(\d+)", line): self.metrics_port = int(m.group(1))
 
     def cpu_seconds(self):
         return process_cpu_seconds(self.process.pid)
@@ -599,6 +602,246 @@ class Bench:
         else:
             figure("aioapns req/s", "not run (no --venv with aioapns)")
 
+    # --- the HTTP/2 APNs ingress against the HTTP/1.1 path (issue 30, step 5) ------------------------------------------
+
+    def h2ingress(self):
+        """The HTTP/2 APNs ingress (`apns_ingress:`) beside the HTTP/1.1 path:
+        one mock APNs, one Postgres, the shipped example configuration
+        (section defaults) with the listener turned on, in two relays alike
+        but for its TLS: one cleartext (HTTP/2 with prior knowledge, as on
+        loopback or behind a mesh's sidecar), one TLS with ALPN h2. Each of
+        `H2_ROUNDS` alternating rounds runs, each measured alone:
+
+          http1         wrk, 16 connections, POST /v1/send (the snapshot alert the other sections send), cleartext relay
+          h2c           h2load, 2 connections x 100 streams, POST /3/device/<token>, cleartext relay
+          h2 tls        the same h2load over TLS, the TLS relay
+          http1 device  wrk, 16 connections, POST /3/device/<token> over HTTP/1.1 with the API key, cleartext relay
+
+        h2load sends as APNs client libraries send to APNs: few connections,
+        many streams on each (aioapns, pushy and APNSwift keep one or a few
+        connections open with up to the server's SETTINGS_MAX_CONCURRENT_STREAMS
+        streams, 100 as shipped). Its requests carry the backend's own
+        provider token (ES256, made with Python's cryptography; its public key
+        is the bench API key's provider_key) and the apns-* headers and
+        payload /v1/describe gives for the http1 body, so both ingresses
+        hand APNs the same request; every request has a token of its own.
+
+        Relay CPU per send (from /proc, over the sends the relay counted) and
+        sends/s (the relay's count over the run's window) per round; issue
+        30's target, per round and as the median of the rounds' ratios:
+        h2c / http1 CPU per send <= 0.8, sends/s not lower. http1 device
+        tells the route's share (no snapshot to validate and project) from
+        the protocol's."""
+        rounds = 1 if self.smoke else 2 if self.q else H2_ROUNDS
+        seconds = 1 if self.smoke else 3 if self.q else 10
+        warm_up = 500 if self.smoke else 5000
+        connections = 16
+        log(f"h2ingress: the HTTP/2 APNs ingress (h2load, 2 connections x 100 streams) beside /v1/send (wrk, {connections} connections), "
+            f"the shipped configuration with apns_ingress on, {rounds} alternating rounds of about {seconds} s each")
+        backend_key, public_key = os.path.join(self.work, "backend.p8"), os.path.join(self.work, "backend.pub.pem")
+        subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", backend_key], check=True, capture_output=True)
+        subprocess.run(["openssl", "pkey", "-in", backend_key, "-pubout", "-out", public_key], check=True, capture_output=True)
+        certificate, private_key = self_signed_certificate(self.work)
+        provider = {"key_id": H2_PROVIDER_KEY_ID, "team_id": H2_TEAM_ID, "public_key_file": public_key}
+        mock = Mock(self.binary, self.work, self.key)
+        relays = []
+        try:
+            for tls in (False, True):
+                relays.append(H2IngressRelay(self.binary, tempfile.mkdtemp(prefix="relay-h2-", dir=self.work), self.key, mock, self.args.database_url,
+                                             tls=tls, certificate=certificate, private_key=private_key, provider_key=provider))
+            plain, secure = relays
+            request = self.describe_send(plain)
+            token = provider_token(backend_key, H2_PROVIDER_KEY_ID, H2_TEAM_ID, int(time.time()))
+            for relay in relays: check_h2_send(relay, request, token, self.tokens(1))
+            # Warm-up (connections, the token caches, the allocator); h2load's count: what it sent in `seconds` then.
+            self.wrk(plain, seconds, connections)
+            self.wrk_device(plain, request, seconds, connections)
+            self.h2load(secure, request, token, warm_up)
+            warm = self.h2load(plain, request, token, warm_up)
+            requests = max(warm_up, round(warm["sends_per_s"] * seconds / 1000) * 1000)
+            runs = [
+                ("http1", plain, lambda: self.wrk(plain, seconds, connections)),
+                ("h2c", plain, lambda: self.h2load(plain, request, token, requests)),
+                ("h2 tls", secure, lambda: self.h2load(secure, request, token, requests)),
+                ("http1 device", plain, lambda: self.wrk_device(plain, request, seconds, connections)),
+            ]
+            names = [name for name, _, _ in runs]
+            results = {name: [] for name in names}
+            for round_ in range(rounds):
+                for name, relay, run in (runs if round_ % 2 == 0 else list(reversed(runs))):
+                    result = self.measured(relay, run)
+                    result["rate"] = result["relay_sends"] / result["window"]
+                    if result["failed_requests"] > 0.01 * max(result["requests"], 1):
+                        sys.exit(f"h2ingress {name}: {result['failed_requests']:.0f} of {result['requests']:.0f} requests failed: no figure")
+                    results[name].append(result)
+                figure(f"h2ingress round {round_ + 1}: relay CPU per send", " ".join(f"{results[n][-1]['cpu_us']:.1f}" for n in names), "us",
+                       " / ".join(names) + "; sends/s " + " / ".join(f"{results[n][-1]['rate']:,.0f}" for n in names)
+                       + "; failed " + " / ".join(f"{results[n][-1]['failed_requests']:.0f}" for n in names))
+        finally:
+            for relay in relays: relay.stop()
+            mock.stop()
+        def median(name, key): return statistics.median(r[key] for r in results[name])
+        def spread(values): return f"{min(values):.3g}-{max(values):.3g} over {len(values)} rounds"
+        def ratios(name, reference, key): return [a[key] / b[key] for a, b in zip(results[name], results[reference])]
+        for name in names:
+            figure(f"h2ingress relay CPU per send, {name}", median(name, "cpu_us"), "us",
+                   f"median; rounds {' '.join(f'{r:.1f}' for r in (x['cpu_us'] for x in results[name]))}; {median(name, 'rate'):,.0f} sends/s; "
+                   f"machine {median(name, 'machine_us'):.0f} us (mock {median(name, 'mock_us'):.0f}, postgres {median(name, 'postgres_us'):.0f}, "
+                   f"load generator {median(name, 'load_us'):.0f})")
+        for name in ("h2c", "h2 tls"):
+            cpu, rate = ratios(name, "http1", "cpu_us"), ratios(name, "http1", "rate")
+            figure(f"h2ingress {name} / http1, relay CPU per send", statistics.median(cpu), "",
+                   f"target <= 0.8; median, {spread(cpu)}: {' '.join(f'{r:.2f}' for r in cpu)}; reference: wrk on /v1/send, same run")
+            figure(f"h2ingress {name} / http1, sends/s", statistics.median(rate), "",
+                   f"target >= 1; median, {spread(rate)}: {' '.join(f'{r:.2f}' for r in rate)}")
+        protocol, route = ratios("h2c", "http1 device", "cpu_us"), ratios("http1 device", "http1", "cpu_us")
+        figure("h2ingress h2c / http1 device, relay CPU per send", statistics.median(protocol), "",
+               f"the same APNs request over both protocols; median, {spread(protocol)}")
+        figure("h2ingress http1 device / http1, relay CPU per send", statistics.median(route), "",
+               f"the route alone: no snapshot to validate and project; median, {spread(route)}")
+
+    def describe_send(self, relay):
+        """The APNs request the http1 runs' body becomes (POST /v1/describe,
+        nothing sent): its apns-* headers but apns-id (one per send) and its
+        payload, encoded compactly as the relay encodes it."""
+        body = ('{"app":"%s","environment":"development","operation":"alert","token":"%s","snapshot":%s}' % (APP, "0" * 64, LIVE_SNAPSHOT)).encode()
+        call = urllib.request.Request(f"http://127.0.0.1:{relay.port}/v1/describe", data=body, method="POST",
+                                      headers={"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(call, timeout=30) as r:
+            described = json.loads(r.read())
+        payload = json.dumps(described["payload"], separators=(",", ":"), ensure_ascii=False).encode()
+        if len(payload) != described["payloadBytes"]:
+            sys.exit(f"h2ingress: the described payload re-encodes to {len(payload)} bytes, not the relay's {described['payloadBytes']}")
+        headers = [(name, value) for name, value in described["headers"].items() if name.startswith("apns-") and name != "apns-id"]
+        payload_file = os.path.join(self.work, "payload.json")
+        with open(payload_file, "wb") as f: f.write(payload)
+        log(f"  the APNs request of both: {' '.join(f'{n}: {v};' for n, v in headers)} a {len(payload)}-byte payload")
+        return {"headers": headers, "payload": payload, "payload_file": payload_file}
+
+    def h2load(self, relay, request, token, requests):
+        """h2load against the relay's HTTP/2 APNs ingress: 2 connections x 100
+        streams, `requests` POST /3/device/<token>, each to a token of its own
+        (h2load's URI list, up to 20,000, used in turn)."""
+        first = self.tokens(requests)
+        scheme = "https" if relay.tls else "http"
+        uris = os.path.join(self.work, "h2load-uris.txt")
+        with open(uris, "w") as f:
+            f.writelines(f"{scheme}://127.0.0.1:{relay.h2_port}/3/device/{first + i:064x}\n" for i in range(min(requests, 20000)))
+        command = ["h2load", "-c", "2", "-m", "100", "-t", "1", "-n", str(requests), "-i", uris, "-d", request["payload_file"],
+                   "-H", f"authorization: bearer {token}"]
+        for name, value in request["headers"]: command += ["-H", f"{name}: {value}"]
+        out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+        counts = re.search(r"requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded", out)
+        codes = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out)
+        finished = re.search(r"finished in ([\d.]+)(ms|s), ([\d.]+) req/s", out)
+        if not (counts and codes and finished): sys.exit(f"h2load printed what this script cannot read:\n{out}")
+        total, ok = int(counts.group(1)), int(codes.group(1))
+        return {"requests": total, "failed_requests": total - ok, "sends_per_s": float(finished.group(3))}
+
+    def wrk_device(self, relay, request, seconds, connections):
+        """wrk posting the described APNs request to the HTTP/1.1 POST
+        /3/device/<token> with the API key, a new token for each."""
+        script = os.path.join(self.work, "device.lua")
+        headers = [("Authorization", f"Bearer {API_KEY}")] + request["headers"]
+        table = ", ".join(f"[ {lua_string(n)} ] = {lua_string(v)}" for n, v in headers)  # spaced: "[[[" would open a long string
+        with open(script, "w") as f:
+            f.write(WRK_DEVICE_SCRIPT.replace("FIRST", str(self.tokens(2_000_000))).replace("HEADERS", table)
+                    .replace("BODY", lua_string(request["payload"].decode())))
+        out = subprocess.run(["wrk", "-t", str(min(2, connections)), "-c", str(connections), "-d", f"{seconds}s", "-s", script,
+                              f"http://127.0.0.1:{relay.port}/"], check=True, capture_output=True, text=True).stdout
+        requests = int(re.search(r"(\d+) requests in", out).group(1))
+        non2xx = int(m.group(1)) if (m := re.search(r"Non-2xx or 3xx responses: (\d+)", out)) else 0
+        duration = float(re.search(r"requests in ([\d.]+)s", out).group(1))
+        return {"requests": requests, "failed_requests": non2xx, "sends_per_s": (requests - non2xx) / duration}
+
+
+H2_ROUNDS = 5  # the h2ingress section: alternating rounds of each run
+H2_PROVIDER_KEY_ID = "BKEND12345"  # the backend's own provider key (not the app's), as the ingress tests name it
+H2_TEAM_ID = "BTEAM12345"
+
+
+class H2IngressRelay(Relay):
+    """`apns-relay serve` in the shipped example configuration with its HTTP/2
+    APNs ingress on (bench_relay.add_apns_ingress), TLS or cleartext, audit
+    to Postgres. `h2_port` is the listener's bound port: serve prints only
+    the ingress and metrics ports, so it is the one other port the process
+    listens on (listening_ports)."""
+
+    def __init__(self, binary, work, key, mock, database_url, *, tls, certificate, private_key, provider_key):
+        self.tls = tls
+        super().__init__(binary, work, key, mock, database_url, shipped={},
+                         configure=lambda path: add_apns_ingress(path, tls=tls, certificate_file=certificate, private_key_file=private_key,
+                                                                 provider_key=provider_key))
+        others = listening_ports(self.process.pid) - {self.port, self.metrics_port}
+        if len(others) != 1:
+            self.stop()
+            sys.exit(f"h2ingress: cannot tell the HTTP/2 APNs ingress' port from the relay's other listening ports {sorted(others)}")
+        self.h2_port = others.pop()
+
+
+def listening_ports(pid):
+    """The TCP ports (IPv4) process `pid` listens on: its socket inodes
+    (/proc/PID/fd) matched against the LISTEN rows of /proc/PID/net/tcp."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try: target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError: continue  # closed meanwhile
+        if target.startswith("socket:["): inodes.add(target[len("socket:["):-1])
+    ports = set()
+    with open(f"/proc/{pid}/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes: ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def self_signed_certificate(directory):
+    """A P-256 certificate for 127.0.0.1 and its key (the TLS listener's; h2load does not verify it)."""
+    certificate, key = os.path.join(directory, "ingress-cert.pem"), os.path.join(directory, "ingress-key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", certificate],
+                   check=True, capture_output=True)
+    return certificate, key
+
+
+def provider_token(key_path, key_id, team_id, issued_at):
+    """An ES256 provider token as APNs client libraries make one (header alg
+    and kid, claims iss and iat, the raw r||s signature), with Python's
+    cryptography: nothing of the relay's own signing code."""
+    import base64
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, utils
+    with open(key_path, "rb") as f:
+        key = serialization.load_pem_private_key(f.read(), None)
+    b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+    signed = f"{b64(json.dumps({'alg': 'ES256', 'kid': key_id}).encode())}.{b64(json.dumps({'iss': team_id, 'iat': issued_at}).encode())}"
+    r, s = utils.decode_dss_signature(key.sign(signed.encode(), ec.ECDSA(hashes.SHA256())))
+    return f"{signed}.{b64(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}"
+
+
+def check_h2_send(relay, request, token, number):
+    """One send through the relay's HTTP/2 APNs ingress with curl before any
+    figure: anything but 200 (a refused provider token, a wrong topic) would
+    make every h2load request a refusal, so the bench stops here with APNs'
+    answer instead."""
+    url = f"{'https' if relay.tls else 'http'}://127.0.0.1:{relay.h2_port}/3/device/{number:064x}"
+    command = ["curl", "-sS", "--http2" if relay.tls else "--http2-prior-knowledge", "-k", "-o", "-", "-w", "\n%{http_code} %{http_version}",
+               "-H", f"authorization: bearer {token}", "--data-binary", "@" + request["payload_file"], url]
+    for name, value in request["headers"]: command += ["-H", f"{name}: {value}"]
+    out = subprocess.run(command, capture_output=True, text=True)
+    status = out.stdout.rsplit("\n", 1)[-1]
+    if status != "200 2":
+        sys.exit(f"h2ingress: one send through the {'TLS' if relay.tls else 'cleartext'} HTTP/2 ingress was answered {status!r}: "
+                 f"{out.stdout.rsplit(chr(10), 1)[0]} {out.stderr}")
+
+
+def lua_string(text):
+    """`text` as a Lua long-bracket string literal (no escapes to get wrong)."""
+    level = 0
+    while f"]{'=' * level}]" in text: level += 1
+    return f"[{'=' * level}[{text}]{'=' * level}]"
+
 
 def parse_wrk_latency(out, label):
     m = re.search(rf"^\s+{re.escape(label)}\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
@@ -643,6 +886,33 @@ end
 """
 
 
+# wrk's Lua for the HTTP/1.1 POST /3/device/<token>: the h2ingress section's
+# APNs request (headers HEADERS, payload BODY) to a token of its own per
+# request, formatted once per thread as WRK_SCRIPT does.
+WRK_DEVICE_SCRIPT = r"""
+local counter = 0
+local thread_index = 0
+local threads = 0
+local before, after
+function setup(thread)
+  thread:set("thread_index", threads)
+  threads = threads + 1
+end
+function init(args)
+  counter = FIRST + thread_index * 1000000
+  local marker = string.rep("T", 64)
+  local request = wrk.format("POST", "/3/device/" .. marker, {HEADERS}, BODY)
+  local first, last = string.find(request, marker, 1, true)
+  before = string.sub(request, 1, first - 1) .. string.rep("0", 48)
+  after = string.sub(request, last + 1)
+end
+function request()
+  counter = counter + 1
+  return before .. string.format("%016x", counter) .. after
+end
+"""
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", default=".build/release/apns-relay")
@@ -650,14 +920,14 @@ def main():
     parser.add_argument("--venv", help="a virtualenv with aioapns (scripts/bench makes one under .build)")
     parser.add_argument("--quick", action="store_true", help="fewer sends per run: a smoke in about two minutes")
     parser.add_argument("--smoke", action="store_true",
-                        help="the harness itself, for scripts/test: the agree section with tiny runs; fails unless every figure line parses (no speed is judged)")
+                        help="the harness itself, for scripts/test: the defaults, agree and h2ingress sections with tiny runs; fails unless every figure line parses (no speed is judged)")
     parser.add_argument("--reference-binary", help="a release apns-relay of an earlier commit, measured in the agree section beside this one")
     parser.add_argument("--audit-reference-binary",
                         help="a release apns-relay of an earlier commit, also run with the audit on in the audit section, against a database of "
                              "its own that it migrates (its schema): its on / off beside this build's, same rounds, same audit-off runs")
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
     args = parser.parse_args()
-    sections = ["defaults", "agree"] if args.smoke else [s for s in args.sections.split(",") if s]
+    sections = ["defaults", "agree", "h2ingress"] if args.smoke else [s for s in args.sections.split(",") if s]
     unknown = [s for s in sections if s not in SECTIONS]
     if unknown: sys.exit(f"unknown sections {unknown}; known: {SECTIONS}")
     bench = Bench(args)
@@ -676,7 +946,8 @@ def main():
                     "single sends/s, wrk (audit on, 8 conn)", "relay CPU per send, wrk", "agreement sends/s (built-in / wrk)",
                     "agreement CPU/send (built-in / wrk)", "relay CPU per send, defaults", "relay CPU per send, quiet",
                     "defaults / quiet, relay CPU per send", "otlp / defaults, relay CPU per send",
-                    "audit share of relay CPU per send (audit, quiet - quiet)"]
+                    "audit share of relay CPU per send (audit, quiet - quiet)", "h2ingress relay CPU per send, h2c",
+                    "h2ingress relay CPU per send, h2 tls", "h2ingress h2c / http1, relay CPU per send", "h2ingress h2c / http1, sends/s"]
         missing = [name for name in expected if name not in names]
         if bad or missing:
             sys.exit(f"send_bench smoke FAILED: unparsable figure lines {bad}, missing figures {missing}")

@@ -61,12 +61,25 @@ extension Preflight {
         if topic.utf8.count > 255 {
             throw APNsError.preflight(.badTopic, field: field, rule: "must be at most 255 bytes (is \(topic.utf8.count))", apnsID: apnsID)
         }
-        if allowedTopics(forBundleID: bundleID).contains(topic) { return }
+        if isAllowed(topic, bundleID: bundleID) { return }
         throw APNsError.preflight(
             .topicNotForApp, field: field,
             rule: "must be this app's bundle id \(bundleID), bare or with a push-type suffix "
                 + "(\(suffixes.joined(separator: ", "))); \(topic) is not one of them",
             apnsID: apnsID)
+    }
+
+    /// Whether `topic` is one of ``allowedTopics(forBundleID:)``, decided
+    /// without building that set per send: `topic` (letters, digits, '.'
+    /// and '-' by now) is compared byte for byte as the bundle id followed by
+    /// a push type's suffix. A bundle id that is not ASCII takes the set,
+    /// where `String`'s canonical equivalence decides as it always did.
+    static func isAllowed(_ topic: String, bundleID: String) -> Bool {
+        guard bundleID.utf8.allSatisfy({ $0 < 0x80 }) else { return allowedTopics(forBundleID: bundleID).contains(topic) }
+        let utf8 = topic.utf8
+        guard utf8.starts(with: bundleID.utf8) else { return false }
+        let suffix = utf8.dropFirst(bundleID.utf8.count)
+        return PushType.allCases.contains { $0.topicSuffix.utf8.elementsEqual(suffix) }
     }
 
     /// Every topic a send for `bundleID` may carry.

@@ -118,7 +118,10 @@ struct RawHeaders {
     var others: [HTTPHeader] = []
 
     init(_ headers: [HTTPHeader]) throws(APNsError) {
-        var seen = Set<String>()
+        // Names seen so far, searched in order: a raw send has a handful of
+        // headers, fewer than hashing each name into a set is worth.
+        var seen: [String] = []
+        seen.reserveCapacity(headers.count)
         var pushType: PushType?
         for header in headers {
             let name = header.name
@@ -127,9 +130,10 @@ struct RawHeaders {
             // retry and report as a transport failure.
             try Preflight.checkHeaderName(name)
             try Preflight.checkHeaderValue(header.value, field: name)
-            guard seen.insert(name).inserted else {
+            guard !seen.contains(name) else {
                 throw APNsError.preflight("DuplicateHeaders", field: name, rule: "must appear once")
             }
+            seen.append(name)
             switch name {
             case "apns-push-type":
                 guard let type = PushType(rawValue: header.value) else {

@@ -45,6 +45,16 @@ final class TLSContext: @unchecked Sendable {
         if configuration.offerHTTP2 {
             SSL_CTX_set_alpn_select_cb(context, selectHTTP2, nil)
         }
+        if let caFile = configuration.clientCAFile {
+            // Asked for, not required (no SSL_VERIFY_FAIL_IF_NO_PEER_CERT): a
+            // client may authenticate with a token instead. One it sends must
+            // verify against this CA, or the handshake fails.
+            guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1, let names = SSL_load_client_CA_file(caFile) else {
+                throw Self.failure("cannot load client CA file \(caFile)")
+            }
+            SSL_CTX_set_client_CA_list(context, names)
+            SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+        }
     }
 
     deinit { SSL_CTX_free(context) }

@@ -84,6 +84,26 @@ final class TLSStream {
         return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
     }
 
+    /// The client's certificate, when it sent one and it verified against
+    /// the context's client CA (``TLSServerConfiguration/clientCAFile``);
+    /// nil otherwise. Read once the handshake is done.
+    func peerCertificate() -> TLSPeerCertificate? {
+        guard let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
+        defer { X509_free(certificate) }
+        guard SSL_get_verify_result(ssl) == X509_V_OK else { return nil }
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        guard X509_digest(certificate, EVP_sha256(), &digest, &length) == 1 else { return nil }
+        var subject = [CChar](repeating: 0, count: 512)
+        _ = X509_NAME_oneline(X509_get_subject_name(certificate), &subject, Int32(subject.count))
+        let hex = digest.prefix(Int(length)).map { byte in
+            let text = String(byte, radix: 16)
+            return byte < 16 ? "0" + text : text
+        }.joined()
+        return TLSPeerCertificate(
+            sha256: hex, subject: String(decoding: subject.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+
     func read(into buffer: UnsafeMutableRawBufferPointer) -> IOResult {
         ERR_clear_error()
         let result = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))

@@ -13,6 +13,9 @@ public struct HTTP2ServerRequest: Sendable {
     /// Which accepted connection carried it (1, 2, … in accept order).
     public var connectionID: Int
     public var streamID: Int32
+    /// The connection's client certificate, verified against the server's
+    /// client CA; nil without TLS, without a client CA, or when the client sent none.
+    public var clientCertificate: TLSPeerCertificate? = nil
 }
 
 /// How the server answers one request. Exactly one call per request; the

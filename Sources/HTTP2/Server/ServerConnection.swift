@@ -50,6 +50,8 @@ final class ServerConnection: @unchecked Sendable {
     private let wake = WakeSignal()
     private var socket: Int32
     private var tls: TLSStream?
+    /// The client's verified certificate, set by the handshake before any request is read.
+    private var clientCertificate: TLSPeerCertificate?
     private var session: NGHTTP2Session?
     private var incoming: [Int32: IncomingStream] = [:]
     /// The stream whose frames arrived last, kept out of `incoming`: a
@@ -220,7 +222,10 @@ final class ServerConnection: @unchecked Sendable {
         let deadline = MonotonicClock.now() + 10_000_000_000
         while MonotonicClock.now() < deadline {
             guard let progress = try? stream.handshake() else { return false }
-            if case .done = progress { return stream.negotiatedProtocol == "h2" }
+            if case .done = progress {
+                clientCertificate = stream.peerCertificate()
+                return stream.negotiatedProtocol == "h2"
+            }
             _ = Poll.wait(socket: socket, read: progress == .wantRead, write: progress == .wantWrite, wake: wake, milliseconds: 1000)
         }
         return false
@@ -294,7 +299,7 @@ extension ServerConnection: NGHTTP2SessionDelegate {
             return
         }
         listener.handler(
-            HTTP2ServerRequest(method: request.method, path: request.path, authority: request.authority, headers: request.headers, body: request.body, connectionID: id, streamID: stream),
+            HTTP2ServerRequest(method: request.method, path: request.path, authority: request.authority, headers: request.headers, body: request.body, connectionID: id, streamID: stream, clientCertificate: clientCertificate),
             HTTP2Responder(connection: self, stream: stream))
     }
 

@@ -24,9 +24,28 @@ public struct TLSServerConfiguration: Sendable, Hashable {
     public var privateKeyFile: String
     /// Offer HTTP/2 in ALPN. Off only to test clients against a server without h2.
     public var offerHTTP2 = true
+    /// A PEM bundle of CAs whose client certificates the server accepts. When
+    /// set, the server asks each client for a certificate; one that does not
+    /// verify fails the handshake, and none at all is allowed (the request's
+    /// ``HTTP2ServerRequest/clientCertificate`` is then nil).
+    public var clientCAFile: String?
 
     public init(certificateChainFile: String, privateKeyFile: String) {
         self.certificateChainFile = certificateChainFile
         self.privateKeyFile = privateKeyFile
+    }
+}
+
+/// A client certificate the server verified against its client CA.
+public struct TLSPeerCertificate: Sendable, Hashable {
+    /// SHA-256 of the certificate's DER encoding, lowercase hex (64 digits):
+    /// `openssl x509 -noout -fingerprint -sha256` without the colons.
+    public var sha256: String
+    /// The subject, as OpenSSL's one-line form (`/O=Example/CN=backend`).
+    public var subject: String
+
+    public init(sha256: String, subject: String) {
+        self.sha256 = sha256
+        self.subject = subject
     }
 }

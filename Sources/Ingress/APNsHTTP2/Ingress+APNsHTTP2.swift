@@ -9,7 +9,8 @@ extension Ingress {
     public static let apnsHTTP2Route = "h2:/3/device/{token}"
 
     /// The handler of the HTTP/2 APNs-compatible listener (`apns_ingress:`):
-    /// `POST /3/device/<token>` authenticated by the caller's own provider
+    /// `POST /3/device/<token>` (and APNs' channel and broadcast requests,
+    /// ``apnsChannelSend(_:)``) authenticated by the caller's own provider
     /// token (``ProviderAuthentication``), through the same steps as the
     /// API (metrics, span, drain, concurrency, per-key rate) and the same
     /// send as the HTTP/1.1 `/3/device/{token}` route (``deviceSend(_:vocabulary:)``),
@@ -29,10 +30,24 @@ extension Ingress {
             guard let key = context.key else { throw IngressError.unauthorized }
             return await deviceSend(Call(request: request, key: key, span: context.span), vocabulary: .apns)
         }
+        let channels = steps.responder { [self] (request: HTTPRequest, context: IngressContext) async throws(IngressError) -> HTTPResponse in
+            guard let key = context.key else { throw IngressError.unauthorized }
+            return await apnsChannelSend(Call(request: request, key: key, span: context.span))
+        }
         let keyed = idempotency != nil
         return { request in
             guard let request = Self.apnsHTTP2Request(request, environment: environment, keyed: keyed) else {
-                return Self.apnsPathRefusal(request)
+                // APNs' channel and broadcast paths (Ingress+APNsHTTP2Channels.swift), else APNs' 404 or 405.
+                switch Self.apnsHTTP2ChannelRequest(request, environment: environment, keyed: keyed) {
+                case .request(let request):
+                    do throws(IngressError) {
+                        return try await channels(request, IngressContext(route: request.route ?? request.path))
+                    } catch {
+                        return Self.compatibleResponse(.failure(error), .apns)
+                    }
+                case .refusal(let refusal): return refusal
+                case nil: return Self.apnsPathRefusal(request)
+                }
             }
             do throws(IngressError) {
                 return try await responder(request, IngressContext(route: Self.apnsHTTP2Route))
@@ -52,8 +67,10 @@ extension Ingress {
     static func apnsHTTP2Request(_ request: HTTPRequest, environment: String?, keyed: Bool) -> HTTPRequest? {
         let prefix = "/3/device/"
         guard request.method == "POST", request.path.hasPrefix(prefix) else { return nil }
-        let token = String(request.path.dropFirst(prefix.count))
-        guard !token.isEmpty, !token.contains("/") else { return nil }
+        // In UTF-8 code units: the prefix is ASCII, so the cut is on a character
+        // boundary, and no Character or Foundation search runs per request.
+        let token = String(Substring(request.path.utf8.dropFirst(prefix.utf8.count)))
+        guard !token.isEmpty, !token.utf8.contains(UInt8(ascii: "/")) else { return nil }
         var request = request
         request.pathParameters["token"] = token
         request.route = apnsHTTP2Route
@@ -70,7 +87,7 @@ extension Ingress {
     static func apnsPathRefusal(_ request: HTTPRequest) -> HTTPResponse {
         let error = request.path.hasPrefix("/3/device/") && request.method != "POST"
             ? IngressError(status: 405, type: .methodNotAllowed, message: "use POST")
-            : IngressError(status: 404, type: .notFound, message: "this listener serves POST /3/device/<token>")
+            : IngressError(status: 404, type: .notFound, message: "this listener serves APNs' /3/device/<token>, /1/apps/<bundle-id>/channels, /1/apps/<bundle-id>/all-channels and /4/broadcasts/apps/<bundle-id>")
         return compatibleResponse(.failure(error), .apns)
     }
 }

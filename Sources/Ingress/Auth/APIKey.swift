@@ -20,6 +20,26 @@ public struct APIKey: Sendable, Hashable {
     /// backend authenticates with the ES256 token it would send Apple,
     /// signed with this key, instead of the API key.
     public var providerKey: ProviderKey?
+    /// A TLS client certificate that stands for this key on the HTTP/2 APNs
+    /// ingress (`apns_ingress.client_ca_file`), for libraries that still
+    /// authenticate to APNs with a certificate instead of a token.
+    public var clientCertificate: ClientCertificateMatch?
+
+    /// Which client certificate a key accepts: its SHA-256 fingerprint, or
+    /// its subject (any certificate of the client CA with that subject).
+    public enum ClientCertificateMatch: Sendable, Hashable {
+        /// 64 lowercase hex digits, no colons.
+        case sha256(String)
+        /// OpenSSL's one-line form, compared exactly (`/O=Example/CN=backend`).
+        case subject(String)
+
+        public func matches(sha256: String, subject: String) -> Bool {
+            switch self {
+            case .sha256(let fingerprint): fingerprint == sha256
+            case .subject(let name): name == subject
+            }
+        }
+    }
 
     /// A provider key's public half, as a backend registered it with the relay.
     public struct ProviderKey: Sendable, Hashable {

@@ -109,7 +109,7 @@ extension Ingress {
         throw .invalid("apns-relay-app", "name the app with this header (or ?app=): the topic does not pick exactly one of this key's apps")
     }
 
-    private func compatibleEnvironment(_ call: Call, app: String) throws(IngressError) -> Environment {
+    func compatibleEnvironment(_ call: Call, app: String) throws(IngressError) -> Environment {
         if let name = call.request.header("apns-relay-environment") ?? call.request.query["environment"] {
             guard let environment = Environment(name: name) else { throw .invalid("apns-relay-environment", "must be development or production") }
             return environment

@@ -26,6 +26,11 @@ public enum RelayOperation: Sendable {
     /// `bytes`: the payload as the caller wrote it (it parses to `payload`),
     /// sent as it is; nil sends `payload` encoded.
     case raw(token: String, payload: JSONValue, headers: [HTTPHeader], bytes: [UInt8]? = nil)
+    /// A channel create, list or delete, or a broadcast, with the caller's
+    /// own `apns-*` headers and body (the HTTP/2 APNs ingress); audited and
+    /// counted under the operation of its kind, as the relay's own channel
+    /// routes and broadcasts are.
+    case rawChannel(RawChannelRequest)
 
     /// The SDK's default ActivityKit attributes type name.
     public static let defaultAttributesType = "MobileSurfacesActivityAttributes"
@@ -55,6 +60,7 @@ public enum RelayOperation: Sendable {
         case .listChannels: .channelList
         case .deleteChannel: .channelDelete
         case .raw: .raw
+        case .rawChannel(let request): request.kind.operation
         }
     }
 }

@@ -98,6 +98,8 @@ extension RelayService {
             return (try builder.deleteChannel(channelID: channelID), nil)
         case .raw(let token, let payload, let headers, let bytes):
             return (try builder.raw(token: token, payload: payload, headers: headers, bytes: bytes), nil)
+        case .rawChannel(let request):
+            return (try builder.rawChannel(request), nil)
         }
     }
 

@@ -58,6 +58,9 @@ public struct ServerConfiguration: Sendable {
         public var tls = true
         public var certificateFile: String?
         public var privateKeyFile: String?
+        /// CAs whose TLS client certificates stand for API keys
+        /// (`client_certificate` of an `api_keys` entry); nil: none asked for.
+        public var clientCAFile: String?
         /// The APNs environment this listener plays (APNs has a host for
         /// each); nil: the app's only one.
         public var environment: Environment?

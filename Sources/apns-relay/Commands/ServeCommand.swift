@@ -52,10 +52,11 @@ struct ServeCommand: AsyncParsableCommand {
             APNS_RELAY_APP_<NAME>_KEY_PATH, APNS_RELAY_DISABLE_RETRY, …; see deploy/apns-relay.example.yaml). \
             OpenTelemetry's OTEL_TRACES_EXPORTER (otlp, console, none) and OTEL_SDK_DISABLED win over \
             tracing.exporter; OTEL_EXPORTER_OTLP_* name the collector. \
-            Logs are JSON lines on standard error. Standard output gets two lines once the listeners \
-            are bound, and nothing else: 'apns-relay ingress on http://HOST:PORT' and \
-            'apns-relay metrics on http://HOST:PORT/metrics' (the bound port; a stable format for \
-            scripts, docs/operations.md).
+            Logs are JSON lines on standard error. Standard output gets one line per listener once the \
+            listeners are bound, and nothing else: 'apns-relay ingress on http://HOST:PORT', \
+            'apns-relay metrics on http://HOST:PORT/metrics' and, when apns_ingress.listen is set, \
+            'apns-relay apns_ingress on https://HOST:PORT' (http:// with apns_ingress.tls false) \
+            (the bound port; a stable format for scripts, docs/operations.md).
 
             SIGTERM or SIGINT: intake stops (new connections are refused, new requests on open ones get 503 Draining, /readyz fails), in-flight \
             sends finish within shutdown.drain_timeout_seconds, every audit row is written to Postgres or \
@@ -89,6 +90,10 @@ struct ServeCommand: AsyncParsableCommand {
         // writes") and held to it by ServeProcessTests.banners.
         printUnbuffered("apns-relay ingress on http://\(server.ingressAddress)")
         printUnbuffered("apns-relay metrics on http://\(server.metricsAddress)/metrics")
+        // The HTTP/2 APNs ingress, only when apns_ingress.listen is set: https with TLS (ALPN h2), http for cleartext h2.
+        if let address = server.apnsIngressAddress {
+            printUnbuffered("apns-relay apns_ingress on \(configuration.apnsIngress.tls ? "https" : "http")://\(address)")
+        }
         // Until SIGTERM or SIGINT has drained every part (the relay's
         // ServiceGroup), or a part failed: logged by the server, naming it.
         // Then the log lines still buffered, and a closing line with the
