@@ -1,5 +1,6 @@
 public import HTTPServer
 import Instrumentation
+import Relay
 import Tracing
 import RelayBasics
 
@@ -23,8 +24,9 @@ extension Ingress {
             tracer.extract(request.headers, into: &parent, using: HTTPHeaderPropagation())
             let span = tracer.startSpan("ingress.request", context: parent, ofKind: .server)
             if span.isRecording {
-                span.attributes["http.request.method"] = request.method
-                span.attributes["http.response.status_code"] = response.status
+                let attributes = SpanAttributeWriter(span)
+                attributes.set("http.request.method", request.method)
+                attributes.set("http.response.status_code", response.status)
             }
             if response.status >= 500 { span.setStatus(SpanStatus(code: .error)) }
             if let traceparent = tracer.traceParentHeader(for: span.context) { response.headers.append(HTTPHeader(TraceParent.headerName, traceparent)) }

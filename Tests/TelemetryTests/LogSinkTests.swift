@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import RelayBasics
 import RelayJSON
 import Synchronization
 import Telemetry
@@ -104,5 +105,34 @@ struct LogSinkTests {
                     "flag": .stringConvertible(true), "nested": ["b": "2", "a": ["x", "y"]], "both": "event"],
             into: &line)
         #expect(String(decoding: line, as: UTF8.self) == #"{"ts":"2026-01-02T03:04:05.000Z","level":"info","logger":"l","msg":"a \"quoted\"\nline\u0001","both":"event","count":3,"flag":true,"nested":{"a":["x","y"],"b":"2"},"ratio":1.5,"trace_id":"t","whole":2,"zeta":"h"}"# + "\n")
+    }
+
+    @Test("keys in UTF-8 byte order however many and whatever their bytes (prefixes, upper case, non-ASCII, long), and the time written as bytes equals the formatted string")
+    func keyOrderAndTimestamp() throws {
+        let keys = [
+            "apns_id", "app", "a", "ab", "aB", "Z", "_x", "z\u{E9}", "ze", "\u{1F600}", "latency_ms", "trace_id", "span_id",
+            "token_fingerprint", "a_key_well_past_fifteen_bytes_long", "a_key_well_past_fifteen_bytes", "status", "0", "9a",
+        ]
+        var metadata: Logger.Metadata = [:]
+        for (index, key) in keys.enumerated() { metadata[key] = .string(String(index)) }
+        let nanoseconds: UInt64 = 1_764_300_000_123_456_789
+        var fromBytes: [UInt8] = []
+        LogLineEncoder.encode(
+            timestampNanoseconds: nanoseconds, level: .info, label: "l", message: "m", handler: ["h": "1"],
+            provided: ["trace_id": "provided", "p": "2"], event: metadata, into: &fromBytes)
+        var fromString: [UInt8] = []
+        LogLineEncoder.encode(
+            timestamp: RFC3339.format(nanoseconds: nanoseconds), level: .info, label: "l", message: "m", handler: ["h": "1"],
+            provided: ["trace_id": "provided", "p": "2"], event: metadata, into: &fromString)
+        #expect(fromBytes == fromString)
+        let text = String(decoding: fromBytes, as: UTF8.self)
+        #expect(text.hasPrefix(#"{"ts":"2025-11-28T03:20:00.123Z","level":"info","logger":"l","msg":"m","#))
+        let expected = (keys + ["h", "p"]).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        guard case .object(let object) = try JSONParser.parse(String(text.dropLast())) else {
+            Issue.record("not an object: \(text)")
+            return
+        }
+        #expect(Array(object.keys.dropFirst(4)) == expected)
+        #expect(object["trace_id"]?.stringValue == String(keys.firstIndex(of: "trace_id")!), "the event's value wins")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Instrumentation
 import Logging
+import Relay
 import RelayBasics
 import RelayJSON
 import Synchronization
@@ -219,6 +220,43 @@ struct OTLPExporterTests {
         })
         #expect(sends.first?["resource"]?["service.name"] == "exporter-test")
         #expect(sends.first?["scope"] == "apns-relay")
+    }
+
+    @Test("attributes set one at a time (SpanAttributeWriter) or through the tracing API reach the receiver as last set, each key once, and read back the same")
+    func attributesEncodedAsSet() async throws {
+        let file = NSTemporaryDirectory() + "otlp-attributes-\(UUID().uuidString).jsonl"
+        let receiver = try await Self.receiver(file)
+        defer { receiver.child.terminate() }
+        let drops = DropCounter()
+        let exporter = Self.exporter(port: receiver.port, batch: 100, drops: drops)
+        let tracer = OTLPTracer(exporter: exporter, sampler: OTLPSampler(root: .alwaysOn, parentBased: true))
+        let span = tracer.startSpan("apns.send", context: InstrumentationContext.topLevel, ofKind: .client)
+        let writer = SpanAttributeWriter(span)
+        writer.set("apns.id", "first")
+        writer.set("apns.status", 200)
+        writer.set("apns.trap_ids", ["MS001", "MS004"])
+        writer.set("apns.id", "second")  // replaces the first: OTLP keys are unique
+        span.attributes["via.api"] = true
+        span.attributes["apns.status"] = 410  // the tracing API's way replaces too
+        writer.set("apns.ratio", 0.5)
+        #expect(span.attributes["apns.id"]?.toSpanAttribute() == .string("second"))
+        #expect(span.attributes["apns.status"]?.toSpanAttribute() == .int64(410))
+        var count = 0
+        span.attributes.forEach { _, _ in count += 1 }
+        #expect(count == 5)
+        span.end()
+        writer.set("after.end", 1)  // recorded nowhere: the span has ended
+        #expect(await Self.finishes { exporter.shutdown(within: 20) })
+        #expect(exporter.counts.exported == 1, "\(exporter.counts)")
+        let exported = try #require(Self.lines(file).first)
+        let keys = exported["attribute_keys"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(keys.sorted() == ["apns.id", "apns.ratio", "apns.status", "apns.trap_ids", "via.api"])
+        let attributes = try #require(exported["attributes"])
+        #expect(attributes["apns.id"] == "second")
+        #expect(attributes["apns.status"] == 410)
+        #expect(attributes["apns.trap_ids"]?.arrayValue?.compactMap(\.stringValue) == ["MS001", "MS004"])
+        #expect(attributes["via.api"] == true)
+        #expect(attributes["apns.ratio"] == 0.5)
     }
 
     @Test("receiver stopped mid-run: each span is exported or counted dropped when it is dropped; received == exported, exported + dropped == recorded")

@@ -6,7 +6,11 @@ OpenTelemetry's own protobuf classes (PyPI opentelemetry-proto; nothing the
 relay's authors wrote) and appends one JSON line per span to OUTPUT:
 
   {"trace_id", "span_id", "parent_span_id", "name", "kind", "status",
-   "start_ns", "end_ns", "attributes": {...}, "resource": {...}, "scope"}
+   "start_ns", "end_ns", "attributes": {...}, "attribute_keys": [...],
+   "resource": {...}, "scope"}
+
+("attribute_keys" lists the span's keys as they came, repeats included:
+OTLP requires them unique, which "attributes", a dict, would hide.)
 
 Usage: otlp_receiver.py OUTPUT [--status CODE] [--tls CERT KEY]
 Listens on 127.0.0.1, port 0, and prints "otlp-receiver on PORT" once ready.
@@ -94,6 +98,7 @@ def main():
                             "start_ns": span.start_time_unix_nano,
                             "end_ns": span.end_time_unix_nano,
                             "attributes": attributes(span.attributes),
+                            "attribute_keys": [kv.key for kv in span.attributes],
                             "resource": resource,
                             "scope": scope_spans.scope.name,
                         }, sort_keys=True))

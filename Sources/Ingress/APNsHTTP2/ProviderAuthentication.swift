@@ -1,5 +1,6 @@
 import HTTPServer
 import ProviderTokens
+import Relay
 import Tracing
 
 /// The HTTP/2 APNs ingress' authentication: the ES256 provider token an APNs
@@ -62,7 +63,7 @@ struct ProviderAuthentication: IngressMiddleware {
 
     /// The context with `key` as the caller (and the span saying so).
     private func authenticated(_ key: APIKey, _ context: IngressContext) -> IngressContext {
-        if let span = context.span, span.isRecording { span.attributes["apns_relay.caller"] = key.name }
+        if let span = context.span, span.isRecording { SpanAttributeWriter(span).set("apns_relay.caller", key.name) }
         var context = context
         context.key = key
         return context

@@ -1,5 +1,6 @@
 import HTTPServer
 import Instrumentation
+import Relay
 import RelayBasics
 import Tracing
 
@@ -15,18 +16,16 @@ struct RequestSpan: IngressMiddleware {
         let span = tracer.startSpan("ingress.request", context: parent, ofKind: .server)
         defer { span.end() }
         // A span nobody will export (the log exporter below `info`, an unsampled trace) takes no attributes.
-        let recording = span.isRecording
-        if recording {
-            span.attributes["http.route"] = context.route
-            span.attributes["http.request.method"] = request.method
-        }
+        let attributes = span.isRecording ? SpanAttributeWriter(span) : nil
+        attributes?.set("http.route", context.route)
+        attributes?.set("http.request.method", request.method)
         var context = context
         context.span = span
         var response = try await next(request, context)
-        if recording { span.attributes["http.response.status_code"] = response.status }
+        attributes?.set("http.response.status_code", response.status)
         // OpenTelemetry's HTTP server conventions: only a 5xx is the server's error.
         if response.status >= 500 {
-            if recording { span.attributes["error.type"] = String(response.status) }
+            attributes?.set("error.type", String(response.status))
             span.setStatus(SpanStatus(code: .error))
         }
         if let traceparent = tracer.traceParentHeader(for: span.context) { response.headers.append(HTTPHeader(TraceParent.headerName, traceparent)) }

@@ -30,6 +30,10 @@ struct SendRun: Sendable {
     let request: APNsRequest
     let descriptor: SendDescriptor
     let span: any Span
+    /// Sets the send span's attributes (one at a time where the span takes
+    /// them so); nil for a span that records nothing (not even asked: the
+    /// cast costs a send that exports no span a few thousand instructions).
+    let spanAttributes: SpanAttributeWriter?
     /// The configured policy, stretched for the request's priority.
     let policy: RetryPolicy
     let clock = ContinuousClock()
@@ -56,6 +60,7 @@ struct SendRun: Sendable {
         policy = client.configuration.retryPolicy.effective(for: request.priority)
         let parent = context.instrumentation ?? InstrumentationContext.current ?? .topLevel
         span = client.tracer.startSpan("apns.send", context: parent, ofKind: .client)
+        spanAttributes = span.isRecording ? SpanAttributeWriter(span) : nil
         descriptor = SendDescriptor(
             app: client.configuration.app, environment: client.configuration.environment,
             operation: request.operation, apnsID: request.apnsID, pushType: request.pushType,
@@ -65,22 +70,20 @@ struct SendRun: Sendable {
             traceID: client.tracer.traceParent(ofSpan: span, context: span.context)?.traceID,
             idempotencyKeyHash: context.idempotencyKeyHash)
         // A span nobody will export (the log exporter below `info`, an unsampled trace) takes no attributes.
-        if span.isRecording { Self.describe(span, request, client: client, context: context) }
+        if let spanAttributes { Self.describe(spanAttributes, request, client: client, context: context) }
     }
 
-    private static func describe(_ span: any Span, _ request: APNsRequest, client: APNsClient, context: SendContext) {
-        span.updateAttributes { attributes in
-            attributes["apns.operation"] = request.operation.rawValue
-            attributes["apns.app"] = client.configuration.app
-            attributes["apns.environment"] = client.configuration.environment.rawValue
-            attributes["apns.id"] = request.apnsID.value
-            attributes["apns.payload_bytes"] = request.body.count
-            if let pushType = request.pushType { attributes["apns.push_type"] = pushType.rawValue }
-            if let priority = request.priority { attributes["apns.priority"] = priority.rawValue }
-            if let fingerprint = request.tokenFingerprint { attributes["apns.token_fingerprint"] = fingerprint }
-            if let channel = request.channelID { attributes["apns.channel_id"] = channel }
-            if let snapshot = context.snapshotID { attributes["surface.snapshot_id"] = snapshot }
-        }
+    private static func describe(_ attributes: SpanAttributeWriter, _ request: APNsRequest, client: APNsClient, context: SendContext) {
+        attributes.set("apns.operation", request.operation.rawValue)
+        attributes.set("apns.app", client.configuration.app)
+        attributes.set("apns.environment", client.configuration.environment.rawValue)
+        attributes.set("apns.id", request.apnsID.value)
+        attributes.set("apns.payload_bytes", request.body.count)
+        if let pushType = request.pushType { attributes.set("apns.push_type", pushType.rawValue) }
+        if let priority = request.priority { attributes.set("apns.priority", priority.rawValue) }
+        if let fingerprint = request.tokenFingerprint { attributes.set("apns.token_fingerprint", fingerprint) }
+        if let channel = request.channelID { attributes.set("apns.channel_id", channel) }
+        if let snapshot = context.snapshotID { attributes.set("surface.snapshot_id", snapshot) }
     }
 
     var elapsedSeconds: Double { (clock.now - start).seconds }
@@ -113,8 +116,8 @@ struct SendRun: Sendable {
             let attemptSpan: (any Span)? = span.isRecording
                 ? client.tracer.startSpan("apns.attempt", context: span.context, ofKind: .client) : nil
             // Attributes only for a span that will be exported (see `init`).
-            let recording = attemptSpan?.isRecording ?? false
-            if recording { attemptSpan?.attributes["apns.attempt"] = attempt }
+            let attemptAttributes = attemptSpan.flatMap { $0.isRecording ? SpanAttributeWriter($0) : nil }
+            attemptAttributes?.set("apns.attempt", attempt)
             let attemptStart = clock.now
 
             let authorization: ProviderAuthorization
@@ -133,10 +136,8 @@ struct SendRun: Sendable {
             let deadlineBoundsAttempt = remaining <= client.configuration.requestTimeout
             let origin = request.origin(in: client.configuration.endpoints)
             // OpenTelemetry's semantic conventions for the peer (server.*), the relay's own under apns.*.
-            if recording {
-                attemptSpan?.attributes["server.address"] = origin.host
-                attemptSpan?.attributes["server.port"] = origin.port
-            }
+            attemptAttributes?.set("server.address", origin.host)
+            attemptAttributes?.set("server.port", origin.port)
             var headers: [HTTPHeader] = []
             headers.reserveCapacity(request.headers.count + 1)
             headers.append(contentsOf: request.headers)
@@ -158,7 +159,7 @@ struct SendRun: Sendable {
             switch answer {
             case .success(let response):
                 client.clockSkew?.observe(dateHeader: response.header("date"), now: UnixTime.nowSeconds())
-                if recording { attemptSpan?.attributes["apns.status"] = response.status }
+                attemptAttributes?.set("apns.status", response.status)
                 attemptLog.append(AttemptSummary(status: response.status, reason: nil, durationSeconds: duration))
                 if (200..<300).contains(response.status) {
                     attemptSpan?.end()
@@ -168,10 +169,10 @@ struct SendRun: Sendable {
                 let error = APNsError.fromResponse(status: response.status, body: response.body, apnsID: request.apnsID)
                 attemptLog[attemptLog.count - 1].reason = error.code.rawValue
                 if let trap = error.trapID, !trapHits.contains(trap) { trapHits.append(trap) }
-                if recording {
-                    attemptSpan?.attributes["apns.reason"] = error.code.rawValue
-                    attemptSpan?.attributes["error.type"] = error.code.rawValue
-                    if let trap = error.trapID { attemptSpan?.attributes["apns.trap_ids"] = [trap.rawValue] }
+                if let attemptAttributes {
+                    attemptAttributes.set("apns.reason", error.code.rawValue)
+                    attemptAttributes.set("error.type", error.code.rawValue)
+                    if let trap = error.trapID { attemptAttributes.set("apns.trap_ids", [trap.rawValue]) }
                 }
                 attemptSpan?.setStatus(SpanStatus(code: .error, message: error.code.rawValue))
                 attemptSpan?.end()
@@ -180,9 +181,9 @@ struct SendRun: Sendable {
 
             case .failure(let error):
                 attemptLog.append(AttemptSummary(status: nil, reason: "transport_\(error.kind.rawValue)", durationSeconds: duration))
-                if recording {
-                    attemptSpan?.attributes["apns.transport_error"] = error.kind.rawValue
-                    attemptSpan?.attributes["error.type"] = "transport_\(error.kind.rawValue)"
+                if let attemptAttributes {
+                    attemptAttributes.set("apns.transport_error", error.kind.rawValue)
+                    attemptAttributes.set("error.type", "transport_\(error.kind.rawValue)")
                 }
                 attemptSpan?.setStatus(SpanStatus(code: .error, message: error.kind.rawValue))
                 attemptSpan?.end()

@@ -34,7 +34,7 @@ public struct JSONLogHandler: LogHandler {
         var line: [UInt8] = []
         line.reserveCapacity(512)
         LogLineEncoder.encode(
-            timestamp: RFC3339.format(nanoseconds: UnixTime.nowNanoseconds()), level: event.level, label: label,
+            timestampNanoseconds: UnixTime.nowNanoseconds(), level: event.level, label: label,
             message: event.message.description, handler: metadata, provided: metadataProvider?.get(), event: event.metadata,
             into: &line)
         sink.write(line)

@@ -78,9 +78,7 @@ public struct OTLPRequestEncoder {
         Protobuf.fixed64(record.startNanoseconds, into: &out)
         Protobuf.tag(8, .fixed64, into: &out)
         Protobuf.fixed64(record.endNanoseconds, into: &out)
-        record.attributes.forEach { key, value in
-            Protobuf.keyValue(field: 9, key: key, value: value, into: &out)
-        }
+        out.append(contentsOf: record.encodedAttributes)
         if let code = record.status {
             let number: UInt64 = code == .ok ? 1 : 2
             let message = record.statusMessage ?? ""
@@ -148,7 +146,10 @@ enum Protobuf {
     static func string(field: UInt64, _ text: String, into out: inout [UInt8]) {
         tag(field, .lengthDelimited, into: &out)
         varint(UInt64(text.utf8.count), into: &out)
-        out.append(contentsOf: text.utf8)
+        // The bytes in place (one copy), not the UTF-8 view's generic iteration.
+        if text.utf8.withContiguousStorageIfAvailable({ out.append(contentsOf: $0) }) == nil {
+            out.append(contentsOf: text.utf8)
+        }
     }
 
     static func stringFieldSize(_ text: String, field: UInt64 = 1) -> Int {
@@ -166,13 +167,15 @@ enum Protobuf {
     /// made by the relay's tracer) is written as its UTF-8 bytes.
     static func hexBytes(field: UInt64, _ hex: String, into out: inout [UInt8]) {
         var hex = hex
+        // Read once: a global's every read checks its lazy initialization.
+        let values = hexValues
         let written: Bool = hex.withUTF8 { digits in
             guard digits.count % 2 == 0, digits.count <= 64 else { return false }
             var bytes: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
             return withUnsafeMutableBytes(of: &bytes) { raw in
                 var index = 0
                 while index < digits.count {
-                    let high = hexValues[Int(digits[index])], low = hexValues[Int(digits[index + 1])]
+                    let high = values[Int(digits[index])], low = values[Int(digits[index + 1])]
                     guard high < 16, low < 16 else { return false }
                     raw[index / 2] = high << 4 | low
                     index += 2
@@ -193,7 +196,24 @@ enum Protobuf {
 
     /// A KeyValue field.
     static func keyValue(field: UInt64, key: String, value: SpanAttribute, into out: inout [UInt8]) {
-        // A scalar (nearly every attribute) is converted once, for its size and its bytes.
+        // A string or an integer (a send's attributes but one): written
+        // straight from the attribute, without the Scalar in between.
+        switch value {
+        case .string(let text):
+            let valueSize = stringFieldSize(text, field: 1)
+            keyValueHead(field: field, key: key, valueSize: valueSize, into: &out)
+            string(field: 1, text, into: &out)
+            return
+        case .int64(let number):
+            let valueSize = 1 + varintSize(UInt64(bitPattern: number))
+            keyValueHead(field: field, key: key, valueSize: valueSize, into: &out)
+            tag(3, .varint, into: &out)
+            varint(UInt64(bitPattern: number), into: &out)
+            return
+        default:
+            break
+        }
+        // A scalar (nearly every other attribute) is converted once, for its size and its bytes.
         let scalarValue = single(value)
         let valueSize = scalarValue.map(scalarSize) ?? anyValueSize(value)
         let size = stringFieldSize(key) + tagSize(2) + varintSize(UInt64(valueSize)) + valueSize
@@ -203,6 +223,17 @@ enum Protobuf {
         tag(2, .lengthDelimited, into: &out)
         varint(UInt64(valueSize), into: &out)
         if let scalarValue { scalar(scalarValue, into: &out) } else { anyValue(value, into: &out) }
+    }
+
+    /// A KeyValue's tag and length, its key, and its value's tag and length.
+    @inline(__always)
+    private static func keyValueHead(field: UInt64, key: String, valueSize: Int, into out: inout [UInt8]) {
+        let size = stringFieldSize(key) + tagSize(2) + varintSize(UInt64(valueSize)) + valueSize
+        tag(field, .lengthDelimited, into: &out)
+        varint(UInt64(size), into: &out)
+        string(field: 1, key, into: &out)
+        tag(2, .lengthDelimited, into: &out)
+        varint(UInt64(valueSize), into: &out)
     }
 
     static func scalars(_ attribute: SpanAttribute) -> (single: Scalar?, array: [Scalar]?) {

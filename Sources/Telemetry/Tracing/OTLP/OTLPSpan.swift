@@ -1,4 +1,5 @@
 public import Instrumentation
+public import Relay
 import Synchronization
 public import Tracing
 public import RelayBasics
@@ -6,10 +7,16 @@ public import RelayBasics
 /// A span from ``OTLPTracer``: its name, attributes and status under a
 /// lock while it runs; when it ends, one ``OTLPSpanRecord`` to the exporter.
 ///
+/// Attributes are encoded as they are set: each one's OTLP `KeyValue` bytes
+/// are appended to a buffer the record takes whole, so the exporter's thread
+/// copies them instead of walking a dictionary (``SpanAttributeSetting``, the
+/// relay's way to set them; `attributes`, the tracing API's, reads and
+/// rewrites them all and is meant for the rare caller).
+///
 /// Events and links are not kept: the relay adds none (an error is its
 /// status and `error.type`). `recordError` sets the status to error when
 /// none was set.
-public final class OTLPSpan: Span, TraceParentCarrying {
+public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
     private let startContext: InstrumentationContext
     public let identity: SpanIdentity
     public let kind: SpanKind
@@ -19,7 +26,14 @@ public final class OTLPSpan: Span, TraceParentCarrying {
 
     private struct State {
         var operationName: String
-        var attributes: SpanAttributes
+        /// What was set, in order, for the `attributes` getter: keys and
+        /// values apart, so the search for a key copies no value.
+        var keys: [String] = []
+        var values: [SpanAttribute] = []
+        /// The `KeyValue` fields (Span field 9) of `keys`, in the same order;
+        /// `ends[i]` is where `keys[i]`'s ends.
+        var encoded: [UInt8] = []
+        var ends: [Int] = []
         var status: SpanStatus?
         var ended = false
         var context: InstrumentationContext?
@@ -36,10 +50,7 @@ public final class OTLPSpan: Span, TraceParentCarrying {
         self.kind = kind
         self.startNanoseconds = startNanoseconds
         self.exporter = exporter
-        // A recorded span has room for a send's attributes from the start
-        // (growing a dictionary rehashes it); one that records nothing, none.
-        let attributes = exporter == nil ? SpanAttributes() : SpanAttributes(Dictionary(minimumCapacity: 16))
-        self.state = Mutex(State(operationName: operationName, attributes: attributes))
+        self.state = Mutex(State(operationName: operationName))
     }
 
     /// The context the span was started in, with the span's identity (made when first read).
@@ -60,28 +71,62 @@ public final class OTLPSpan: Span, TraceParentCarrying {
         set { state.withLock { $0.operationName = newValue } }
     }
 
+    /// The attributes set so far. Setting them replaces all of them
+    /// (each re-encoded): ``setAttribute(_:_:)`` sets one.
     public var attributes: SpanAttributes {
-        get { state.withLock { $0.attributes } }
-        set {
-            guard exporter != nil else { return }
-            state.withLock { $0.attributes = newValue }
-        }
-        // `span.attributes["x"] = y`: a get and a set would copy the whole
-        // dictionary for every attribute (the copy the getter returns shares
-        // the stored one). The dictionary is taken out while the caller
-        // changes it in place, then put back. A span is changed by one task
-        // at a time; a reader meanwhile would see it empty, none does.
-        _modify {
-            var taken = state.withLock { state in
-                let attributes = state.attributes
-                state.attributes = SpanAttributes()
+        get {
+            state.withLock { state in
+                var attributes = SpanAttributes()
+                for index in state.keys.indices { attributes[state.keys[index]] = state.values[index] }
                 return attributes
             }
-            defer {
-                if exporter != nil { state.withLock { $0.attributes = taken } }
-            }
-            yield &taken
         }
+        set {
+            guard exporter != nil else { return }
+            state.withLock { state in
+                state.keys.removeAll(keepingCapacity: true)
+                state.values.removeAll(keepingCapacity: true)
+                state.encoded.removeAll(keepingCapacity: true)
+                state.ends.removeAll(keepingCapacity: true)
+                newValue.forEach { key, value in Self.append(key, value, to: &state) }
+            }
+        }
+    }
+
+    /// Encodes the attribute into the span's bytes at once (an earlier value
+    /// of the key is taken out first: OTLP keys are unique in a span).
+    public func setAttribute(_ key: String, _ value: SpanAttribute) {
+        guard exporter != nil else { return }
+        state.withLock { state in
+            let length = key.utf8.count
+            let earlier = state.keys.withUnsafeBufferPointer { keys in
+                keys.firstIndex { $0.utf8.count == length && $0 == key }
+            }
+            if let earlier {
+                let start = earlier == 0 ? 0 : state.ends[earlier - 1]
+                let length = state.ends[earlier] - start
+                state.encoded.removeSubrange(start..<state.ends[earlier])
+                state.keys.remove(at: earlier)
+                state.values.remove(at: earlier)
+                state.ends.remove(at: earlier)
+                for index in earlier..<state.ends.count { state.ends[index] -= length }
+            }
+            Self.append(key, value, to: &state)
+        }
+    }
+
+    private static func append(_ key: String, _ value: SpanAttribute, to state: inout State) {
+        if state.keys.capacity == 0 {
+            // Room for a send's attributes at once, rather than growing four times.
+            state.keys.reserveCapacity(16)
+            state.values.reserveCapacity(16)
+            state.ends.reserveCapacity(16)
+            state.encoded.reserveCapacity(768)
+        }
+        state.keys.append(key)
+        state.values.append(value)
+        Protobuf.keyValue(field: 9, key: key, value: value, into: &state.encoded)
+        state.ends.append(state.encoded.count)
     }
 
     public var isRecording: Bool { exporter != nil && state.withLock { !$0.ended } }
@@ -107,19 +152,19 @@ public final class OTLPSpan: Span, TraceParentCarrying {
     public func end<Instant: TracerInstant>(at instant: @autoclosure () -> Instant) {
         guard let exporter else { return }
         let endNanoseconds = instant().nanosecondsSinceEpoch
-        // The attributes are moved out, not copied: the span records nothing more.
-        guard let finished = state.withLock({ state -> (String, SpanAttributes, SpanStatus?)? in
+        // The encoded attributes are moved out, not copied: the span records nothing more.
+        guard let finished = state.withLock({ state -> (String, [UInt8], SpanStatus?)? in
             guard !state.ended else { return nil }
             state.ended = true
-            let attributes = state.attributes
-            state.attributes = SpanAttributes()
-            return (state.operationName, attributes, state.status)
+            let encoded = state.encoded
+            state.encoded = []
+            return (state.operationName, encoded, state.status)
         }) else { return }
         let (name, attributes, status) = finished
         exporter.record(
             OTLPSpanRecord(
                 traceID: identity.traceID, spanID: identity.spanID, parentSpanID: identity.parentSpanID,
                 name: name, kind: kind, startNanoseconds: startNanoseconds, endNanoseconds: endNanoseconds,
-                attributes: attributes, status: status?.code, statusMessage: status?.message))
+                encodedAttributes: attributes, status: status?.code, statusMessage: status?.message))
     }
 }

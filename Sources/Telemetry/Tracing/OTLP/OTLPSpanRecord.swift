@@ -4,8 +4,9 @@ public import Tracing
 /// made once when the span ends and handed to ``OTLPExporter/record(_:)``.
 ///
 /// Ids stay the hex strings the span already holds (``SpanIdentity``); they
-/// become bytes only when the exporter's thread encodes the batch, so the
-/// send path does no encoding at all.
+/// become bytes only when the exporter's thread encodes the batch. The
+/// attributes are bytes already: encoded as they were set, one buffer to
+/// copy and one to release.
 public struct OTLPSpanRecord: Sendable {
     public var traceID: String
     public var spanID: String
@@ -14,7 +15,9 @@ public struct OTLPSpanRecord: Sendable {
     public var kind: SpanKind
     public var startNanoseconds: UInt64
     public var endNanoseconds: UInt64
-    public var attributes: SpanAttributes
+    /// The attributes as OTLP `KeyValue` fields of the Span message (field 9),
+    /// encoded when they were set (``OTLPSpan``) or by ``init(traceID:spanID:parentSpanID:name:kind:startNanoseconds:endNanoseconds:attributes:status:statusMessage:)``.
+    public var encodedAttributes: [UInt8]
     public var status: SpanStatus.Code?
     public var statusMessage: String?
 
@@ -29,7 +32,26 @@ public struct OTLPSpanRecord: Sendable {
         self.kind = kind
         self.startNanoseconds = startNanoseconds
         self.endNanoseconds = endNanoseconds
-        self.attributes = attributes
+        var encoded: [UInt8] = []
+        attributes.forEach { key, value in Protobuf.keyValue(field: 9, key: key, value: value, into: &encoded) }
+        self.encodedAttributes = encoded
+        self.status = status
+        self.statusMessage = statusMessage
+    }
+
+    /// A record whose attributes are already encoded (``OTLPSpan/end(at:)``).
+    init(
+        traceID: String, spanID: String, parentSpanID: String?, name: String, kind: SpanKind, startNanoseconds: UInt64,
+        endNanoseconds: UInt64, encodedAttributes: [UInt8], status: SpanStatus.Code?, statusMessage: String?
+    ) {
+        self.traceID = traceID
+        self.spanID = spanID
+        self.parentSpanID = parentSpanID
+        self.name = name
+        self.kind = kind
+        self.startNanoseconds = startNanoseconds
+        self.endNanoseconds = endNanoseconds
+        self.encodedAttributes = encodedAttributes
         self.status = status
         self.statusMessage = statusMessage
     }
