@@ -222,7 +222,7 @@ struct APNsHTTP2ChannelTests {
             #expect(again.header("idempotency-replayed") == "true" && again.header("apns-request-id") == broadcastID)
             // The same id with another payload is another request: refused, nothing sent.
             let other = try await Self.httpx(port: port, caFile: nil, "POST", "/4/broadcasts/apps/com.example.a", headers, body: payload.replacingOccurrences(of: "1}", with: "2}"))
-            #expect(other.status == 422 && other.reason == "BadMessageId", "\(other)")
+            #expect(other.status == 400 && other.reason == "BadMessageId" && other.header("apns-request-id") == broadcastID, "\(other)")
 
             for id in [createID, broadcastID] {
                 #expect(relay.mock.engine.log.entries.filter { $0.request.headers.value(of: "apns-request-id") == id }.count == 1, "APNs saw \(id) once")

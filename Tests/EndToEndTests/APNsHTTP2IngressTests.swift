@@ -53,15 +53,17 @@ struct APNsHTTP2IngressTests {
 
     /// A relay whose HTTP/2 APNs ingress is on (TLS unless `tls` is false),
     /// the `backend` API key (app-a only) naming `key` as its provider key.
+    /// The mock answers tokens starting `dead` with 410, then `rules`.
     static func withIngress(
-        key: BackendKey, tls: Bool = true, databaseURL: String? = nil, configure: @escaping (inout ServerConfiguration) -> Void = { _ in },
+        key: BackendKey, tls: Bool = true, databaseURL: String? = nil, rules extraRules: [MockRule] = [],
+        configure: @escaping (inout ServerConfiguration) -> Void = { _ in },
         _ body: (TestRelay, _ port: Int, _ caFile: String) async throws -> Void
     ) async throws {
         let directory = NSTemporaryDirectory() + "apns-relay-h2-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let certificate = try SelfSignedCertificate.generate(in: directory)
-        let rules = [MockRule(.tokenPrefix(deadPrefix), always: .unregistered(at: unregisteredAt))]
+        let rules = [MockRule(.tokenPrefix(deadPrefix), always: .unregistered(at: unregisteredAt))] + extraRules
         try await withRelay(rules: rules, databaseURL: databaseURL, configure: { configuration in
             configuration.apnsIngress.listen = .init(host: "127.0.0.1", port: 0)
             configuration.apnsIngress.tls = tls

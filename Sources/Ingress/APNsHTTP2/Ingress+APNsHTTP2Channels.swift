@@ -98,7 +98,8 @@ extension Ingress {
             let canonical = Self.canonical(
                 "h2-channel-" + kind.rawValue, [app, environment.rawValue] + sentHeaders, .string(String(decoding: call.request.body, as: UTF8.self)))
             let keyed = Self.keyedSend(key, field: Self.idempotencyHeader, app: app, call: call, canonical: canonical)
-            switch try await runKeyed(keyed, call, { call throws(IngressError) in try await perform(app, environment, operation, call) }) {
+            let run = { (call: Call) async throws(IngressError) -> SendResult in try await self.perform(app, environment, operation, call) }
+            switch try await runKeyed(keyed, call, render: Self.apnsChannelResponse, run) {
             case .replay(let answer):
                 return Self.replayResponse(answer)
             case .sent(let result):
@@ -107,6 +108,9 @@ extension Ingress {
                 return response
             }
         } catch {
+            var error = error
+            // The request's own apns-request-id, the first send's when it repeated one (the idempotency key's refusals).
+            if error.apnsID == nil { error.apnsID = call.request.header("apns-request-id").flatMap(APNsID.init) }
             return Self.apnsChannelResponse(.failure(error))
         }
     }

@@ -33,6 +33,10 @@ public struct IngressError: Error, Sendable {
     public var extraHeaders: [HTTPHeader] = []
     /// For 410: when APNs learned the token was gone (unix ms).
     public var unregisteredAt: Int64?
+    /// A keyed send's repeat answered from the first send's audit row,
+    /// which did not end in APNs' answer (`unknown`, `failed`,
+    /// `cancelled`): it may have reached the device, and is not sent again.
+    var outcomeUnknown = false
     /// Set by the decoder for an invalid snapshot, so the refusal is audited.
     var refusal: SnapshotRefusal?
 

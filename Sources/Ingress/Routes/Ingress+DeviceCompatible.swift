@@ -47,7 +47,11 @@ extension Ingress {
             let sentHeaders = headers.map { "\($0.name.lowercased()):\($0.value)" }.sorted()
             let canonical = Self.canonical("device", [token, app, environment.rawValue] + sentHeaders, payload)
             let keyed = Self.keyedSend(key, field: Self.idempotencyHeader, app: app, call: call, canonical: canonical)
-            switch try await runKeyed(keyed, call, { call throws(IngressError) in try await perform(app, environment, operation, call) }) {
+            // A send recovered from its audit row is answered, and kept for
+            // later repeats, in this route's shape (APNs' on the HTTP/2 ingress).
+            let render = { (result: Result<SendResult, IngressError>) in Self.compatibleResponse(result, vocabulary) }
+            let run = { (call: Call) async throws(IngressError) -> SendResult in try await self.perform(app, environment, operation, call) }
+            switch try await runKeyed(keyed, call, render: vocabulary == .apns ? render : Self.sendResponse, run) {
             case .replay(let answer):
                 return Self.replayResponse(answer)
             case .sent(let result):
@@ -56,6 +60,11 @@ extension Ingress {
                 return response
             }
         } catch {
+            var error = error
+            // APNs names the notification in every answer: a refusal (the
+            // idempotency key's among them) carries the client's apns-id,
+            // the first send's when the request repeated it.
+            if vocabulary == .apns, error.apnsID == nil { error.apnsID = call.request.header("apns-id").flatMap(APNsID.init) }
             return Self.compatibleResponse(.failure(error), vocabulary)
         }
     }
@@ -88,10 +97,14 @@ extension Ingress {
             case .relay: error.reason ?? error.type.rawValue
             case .apns: apnsReason(for: error)
             }
+            let status = switch vocabulary {
+            case .relay: error.status
+            case .apns: apnsStatus(for: error)
+            }
             var members: [(String, JSONValue)] = [("reason", .string(reason))]
             if let unregisteredAt = error.unregisteredAt { members.append(("timestamp", .integer(unregisteredAt))) }
             members.append(("error", error.object))
-            return .json(error.status, JSONValue.object(JSONObject(members)).encoded(), headers: error.headers)
+            return .json(status, JSONValue.object(JSONObject(members)).encoded(), headers: error.headers)
         }
     }
 

@@ -85,8 +85,14 @@ extension Ingress {
     ///   key is being sent, 422 `IdempotencyKeyReused` for a key used with
     ///   another request, 503 `Unavailable` when the store cannot answer
     ///   (nothing is sent: a duplicate push is what the key prevents).
+    ///
+    /// - Parameter render: the route's answer to a result, for a send
+    ///   recovered from its audit row (``recoveredResult(_:)``): the store
+    ///   keeps that answer for later repeats, so it must be in the route's
+    ///   shape (`/v1/send`'s by default; APNs' on the HTTP/2 APNs ingress).
     func runKeyed(
-        _ keyed: KeyedSend, _ call: Call, _ send: (Call) async throws(IngressError) -> SendResult
+        _ keyed: KeyedSend, _ call: Call, render: (Result<SendResult, IngressError>) -> HTTPResponse = Ingress.sendResponse,
+        _ send: (Call) async throws(IngressError) -> SendResult
     ) async throws(IngressError) -> KeyedOutcome {
         guard let store = idempotency else {
             throw Self.storeUnavailable(keyed, "idempotency keys need the audit database (audit.database_url)", retryAfter: 30)
@@ -121,7 +127,7 @@ extension Ingress {
             // Sent and answered, its answer never recorded: the audit row
             // is what went out. Answered from it; the key is settled so the
             // next repeat reads it without the audit.
-            let answer = Self.recoveredAnswer(sent)
+            let answer = Self.recoveredAnswer(sent, render: render)
             do {
                 try await store.settle(keyed.claim, over: sent.owner, answer: answer)
             } catch {
@@ -228,18 +234,26 @@ extension Ingress {
             headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
     }
 
-    /// The answer of a send recovered from its audit row: the success
-    /// answer `/v1/send` gives, or for any other outcome an error naming the
-    /// first send's apns-id, outcome and reason. Never a cue to send again:
-    /// a send that ended `unknown` (the relay stopped mid-send) may have
-    /// reached the device.
-    static func recoveredAnswer(_ sent: IdempotencyRecoveredSend) -> IdempotentAnswer {
+    /// The answer of a send recovered from its audit row, in the route's
+    /// shape (`render`): the success answer, or for any other outcome an
+    /// error naming the first send's apns-id, outcome and reason (see
+    /// ``recoveredResult(_:)``).
+    static func recoveredAnswer(
+        _ sent: IdempotencyRecoveredSend, render: (Result<SendResult, IngressError>) -> HTTPResponse = Ingress.sendResponse
+    ) -> IdempotentAnswer {
+        answer(render(recoveredResult(sent)), apnsID: sent.apnsID, status: sent.status, reason: sent.reason, attempts: sent.attempts)
+    }
+
+    /// What a send recovered from its audit row came to: its success, APNs'
+    /// 4xx refusal, or a 502 `upstream` error for any other outcome. Never
+    /// a cue to send again: a send that ended `unknown` (the relay stopped
+    /// mid-send) may have reached the device.
+    static func recoveredResult(_ sent: IdempotencyRecoveredSend) -> Result<SendResult, IngressError> {
         let apnsID = APNsID(sent.apnsID)
         if sent.outcome == SendOutcome.success.rawValue, let apnsID {
-            let result = SendResult(
+            return .success(SendResult(
                 apnsID: apnsID, status: sent.status ?? 200, timestamp: 0, attempts: sent.attempts, latencyMilliseconds: sent.latencyMilliseconds,
-                trapHits: sent.trapIDs.map(TrapID.init(rawValue:)), apnsUniqueID: sent.apnsUniqueID)
-            return answer(successResponse(result), apnsID: sent.apnsID, status: sent.status, reason: nil, attempts: sent.attempts)
+                trapHits: sent.trapIDs.map(TrapID.init(rawValue:)), apnsUniqueID: sent.apnsUniqueID))
         }
         var error: IngressError
         let what = "the first send with this key (apns-id \(sent.apnsID)) ended \(sent.outcome)\(sent.reason.map { " (\($0))" } ?? "")"
@@ -249,13 +263,14 @@ extension Ingress {
             error = IngressError(
                 status: 502, type: .upstream,
                 message: "\(what); it may have reached the device, so nothing was sent again (use a new key to send anew)")
+            error.outcomeUnknown = true
         }
         error.reason = sent.reason
         error.apnsStatus = sent.status
         error.apnsID = apnsID
         error.attempts = sent.attempts
         error.trapHits = sent.trapIDs.map(TrapID.init(rawValue:))
-        return answer(error.response, apnsID: sent.apnsID, status: sent.status, reason: sent.reason, attempts: sent.attempts)
+        return .failure(error)
     }
 
     /// The first answer again, marked as a replay.
