@@ -127,8 +127,7 @@ final class ServerConnection: @unchecked Sendable {
             resetOverdueStreams(now: now, session: session)
             scheduled.removeAll { item in
                 guard item.due <= now else { return false }
-                let headers = [HTTPHeader(":status", String(item.response.status))] + item.response.headers
-                session.submitResponse(stream: item.stream, headers: headers, body: item.response.body)
+                session.submitResponse(stream: item.stream, status: item.response.status, headers: item.response.headers, body: item.response.body)
                 return true
             }
             guard (try? session.collectOutput(into: &output)) != nil, writeOutput() else { return }
