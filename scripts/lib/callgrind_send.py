@@ -10,6 +10,12 @@ generator and the relay run as separate processes, as in send_bench.py
 under valgrind, with instrumentation off until its warm-up is done, then on for
 exactly the measured sends (`callgrind_control -i on/off`), then dumped.
 
+`--route h2c` drives the HTTP/2 APNs ingress instead of `/v1/send`: the
+relay with `apns_ingress` on in cleartext (send_bench.py's H2IngressRelay),
+h2load with 2 connections x 100 streams posting `/3/device/<token>` with a
+provider token, the request `/v1/describe` gives for the /v1/send body, as
+send_bench.py's h2ingress section sends it (issue 30, step 5).
+
 Prints the instructions per send (total, and inclusive for named functions:
 the log line, spans, the OTLP exporter, the audit journal and writer) and
 keeps the dump for `callgrind_annotate`. Threads that wake on a timer (the
@@ -25,12 +31,13 @@ copies its mask to the stack (libdispatch's signal thread passes one in
 read-only memory, which valgrind writes to, and crashes).
 
     scripts/lib/callgrind_send.py --binary .build/release/apns-relay --database-url URL \
-        [--configuration defaults|otlp|audit-quiet|quiet] [--sends 3000] [--output FILE]
+        [--configuration defaults|otlp|audit-quiet|quiet] [--route v1-send|h2c] [--sends 3000] [--output FILE]
 """
-import argparse, os, re, shutil, stat, subprocess, sys, tempfile
+import argparse, os, re, shutil, stat, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from send_bench import Bench, Mock, OTLPReceiver, Relay, figure, log
+from send_bench import (H2_PROVIDER_KEY_ID, H2_TEAM_ID, Bench, H2IngressRelay, Mock, OTLPReceiver, Relay, check_h2_send, figure, log,
+                        provider_token, self_signed_certificate)
 
 CONFIGURATIONS = {
     "defaults": dict(shipped={}, audit=True),
@@ -75,6 +82,8 @@ def main():
     parser.add_argument("--binary", default=".build/release/apns-relay")
     parser.add_argument("--database-url", default="")
     parser.add_argument("--configuration", choices=sorted(CONFIGURATIONS), default="defaults")
+    parser.add_argument("--route", choices=["v1-send", "h2c"], default="v1-send",
+                        help="v1-send: wrk-like load on POST /v1/send (bench load); h2c: h2load on the cleartext HTTP/2 APNs ingress")
     parser.add_argument("--sends", type=int, default=3000)
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--connections", type=int, default=16)
@@ -103,19 +112,36 @@ def main():
     mock = Mock(binary, bench.work, bench.key)
     receiver = OTLPReceiver() if args.configuration == "otlp" else None
     environment = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint} if receiver else None
-    relay = Relay(wrapper, tempfile.mkdtemp(prefix="relay-", dir=bench.work), bench.key, mock, args.database_url,
-                  audit=options["audit"], shipped=options["shipped"], environment=environment)
+    if args.route == "h2c":
+        if args.configuration != "defaults": sys.exit("--route h2c runs the shipped configuration (defaults) only, as send_bench.py's h2ingress")
+        backend_key, public_key = os.path.join(bench.work, "backend.p8"), os.path.join(bench.work, "backend.pub.pem")
+        subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", backend_key], check=True, capture_output=True)
+        subprocess.run(["openssl", "pkey", "-in", backend_key, "-pubout", "-out", public_key], check=True, capture_output=True)
+        certificate, private_key = self_signed_certificate(bench.work)
+        relay = H2IngressRelay(wrapper, tempfile.mkdtemp(prefix="relay-h2-", dir=bench.work), bench.key, mock, args.database_url, tls=False,
+                               certificate=certificate, private_key=private_key,
+                               provider_key={"key_id": H2_PROVIDER_KEY_ID, "team_id": H2_TEAM_ID, "public_key_file": public_key})
+        request = bench.describe_send(relay)
+        token = provider_token(backend_key, H2_PROVIDER_KEY_ID, H2_TEAM_ID, int(time.time()))
+        check_h2_send(relay, request, token, bench.tokens(1))
+        def load(sends):
+            result = bench.h2load(relay, request, token, sends)
+            if result["failed_requests"]: sys.exit(f"h2load: {result['failed_requests']} of {result['requests']} requests failed: no figure")
+    else:
+        relay = Relay(wrapper, tempfile.mkdtemp(prefix="relay-", dir=bench.work), bench.key, mock, args.database_url,
+                      audit=options["audit"], shipped=options["shipped"], environment=environment)
+        def load(sends): bench.load(relay, sends, connections=args.connections)
     pid = str(relay.process.pid)
     def control(*command):
         out = subprocess.run(["callgrind_control", *command, pid], capture_output=True, text=True)
         log(f"callgrind_control {' '.join(command)}: {(out.stdout + out.stderr).strip()}")
     try:
-        log(f"warm-up: {args.warmup} sends ({args.configuration}, under callgrind)")
-        bench.load(relay, args.warmup, connections=args.connections)
+        log(f"warm-up: {args.warmup} sends ({args.configuration}, {args.route}, under callgrind)")
+        load(args.warmup)
         before = relay.succeeded_sends()
         control("-i", "on")
         log(f"measured: {args.sends} sends")
-        bench.load(relay, args.sends, connections=args.connections)
+        load(args.sends)
         control("-i", "off")
         sends = relay.succeeded_sends() - before
         control("-d")
@@ -130,7 +156,7 @@ def main():
                          check=True, capture_output=True, text=True).stdout
     totals = re.search(r"^([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", out, re.M) or re.search(r"^([\d,]+)\s+PROGRAM TOTALS", out, re.M)
     total = int(totals.group(1).replace(",", ""))
-    figure(f"relay instructions per send ({args.configuration})", total / max(sends, 1), "Ir", f"{sends:.0f} sends counted by the relay")
+    figure(f"relay instructions per send ({args.configuration}, {args.route})", total / max(sends, 1), "Ir", f"{sends:.0f} sends counted by the relay")
     rows = []
     for line in out.splitlines():
         m = re.match(r"^\s*([\d,]+) \([\d. ]+%\)\s+\S*:(.*)$", line) or re.match(r"^\s*([\d,]+)\s+\S*:(.*)$", line)

@@ -107,9 +107,11 @@ final class NGHTTP2Session {
         return stream
     }
 
-    /// Submits a response on `stream`.
-    func submitResponse(stream: Int32, headers: [HTTPHeader], body: [UInt8]) {
-        let status = withHeaderBlock(headers) { nva, count in
+    /// Submits a response on `stream`: `:status` first, then `headers`.
+    /// The status goes into the header block directly: prepending it to
+    /// `headers` built a new array (and retained every header) per answer.
+    func submitResponse(stream: Int32, status: Int, headers: [HTTPHeader], body: [UInt8]) {
+        let status = withHeaderBlock(headers, status: status) { nva, count in
             body.isEmpty
                 ? nghttp2_submit_response(session, stream, nva, count, nil)
                 : withDataProvider { provider in nghttp2_submit_response(session, stream, nva, count, provider) }
@@ -141,19 +143,40 @@ final class NGHTTP2Session {
 
     /// The header block as nghttp2 takes it: every name and value copied
     /// once into one buffer (nghttp2 copies them again on submit), not a
-    /// strdup and a free per string.
-    private func withHeaderBlock(_ headers: [HTTPHeader], _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32) -> Int32 {
+    /// strdup and a free per string. `status`, if given, comes first as
+    /// `:status` (a response's).
+    private func withHeaderBlock(_ headers: [HTTPHeader], status: Int? = nil, _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32) -> Int32 {
+        // ":status" and up to three digits (nghttp2 takes 100-999 only).
+        let statusText: (name: StaticString, digits: (UInt8, UInt8, UInt8))? = status.map { status in
+            let status = max(0, min(status, 999))
+            return (":status", (UInt8(48 + status / 100), UInt8(48 + status / 10 % 10), UInt8(48 + status % 10)))
+        }
+        let count = headers.count + (statusText == nil ? 0 : 1)
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(headers.reduce(1) { $0 + $1.name.utf8.count + $1.value.utf8.count })
+        bytes.reserveCapacity(headers.reduce(1 + (statusText == nil ? 0 : 10)) { $0 + $1.name.utf8.count + $1.value.utf8.count })
+        if let statusText {
+            bytes.append(contentsOf: UnsafeBufferPointer(start: statusText.name.utf8Start, count: statusText.name.utf8CodeUnitCount))
+            bytes.append(statusText.digits.0)
+            bytes.append(statusText.digits.1)
+            bytes.append(statusText.digits.2)
+        }
         for header in headers {
             bytes.append(contentsOf: header.name.utf8)
             bytes.append(contentsOf: header.value.utf8)
         }
         bytes.append(0)  // never empty, so the buffer has an address
         return bytes.withUnsafeMutableBufferPointer { buffer in
-            withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, headers.count)) { nva in
+            withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, count)) { nva in
                 var offset = 0
-                for (index, header) in headers.enumerated() {
+                var index = 0
+                if statusText != nil {
+                    nva.initializeElement(at: 0, to: nghttp2_nv(
+                        name: buffer.baseAddress!, value: buffer.baseAddress! + 7, namelen: 7, valuelen: 3,
+                        flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+                    offset = 10
+                    index = 1
+                }
+                for header in headers {
                     let name = buffer.baseAddress! + offset
                     offset += header.name.utf8.count
                     let value = buffer.baseAddress! + offset
@@ -161,8 +184,9 @@ final class NGHTTP2Session {
                     nva.initializeElement(at: index, to: nghttp2_nv(
                         name: name, value: value, namelen: header.name.utf8.count, valuelen: header.value.utf8.count,
                         flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+                    index += 1
                 }
-                return body(UnsafePointer(nva.baseAddress!), headers.count)
+                return body(UnsafePointer(nva.baseAddress!), count)
             }
         }
     }

@@ -127,8 +127,7 @@ final class ServerConnection: @unchecked Sendable {
             resetOverdueStreams(now: now, session: session)
             scheduled.removeAll { item in
                 guard item.due <= now else { return false }
-                let headers = [HTTPHeader(":status", String(item.response.status))] + item.response.headers
-                session.submitResponse(stream: item.stream, headers: headers, body: item.response.body)
+                session.submitResponse(stream: item.stream, status: item.response.status, headers: item.response.headers, body: item.response.body)
                 return true
             }
             guard (try? session.collectOutput(into: &output)) != nil, writeOutput() else { return }
@@ -270,13 +269,27 @@ extension ServerConnection: NGHTTP2SessionDelegate {
             if current!.request.headerBytes > limit { current!.request.refusedWith = 431 }
         }
         guard current!.request.refusedWith == nil else { return }
+        // Regular headers (most of a request's) by their first byte: no
+        // string comparison with each pseudo-header name for each of them.
+        guard name.utf8.first == UInt8(ascii: ":") else {
+            // Room for an APNs request's headers at the first one: growing
+            // the array one header at a time reallocated it four times per request.
+            if current!.request.headers.capacity == 0 { current!.request.headers.reserveCapacity(Self.expectedHeaderCount) }
+            current!.request.headers.append(HTTPHeader(name, value))
+            return
+        }
         switch name {
         case ":method": current!.request.method = value
         case ":path": current!.request.path = value
         case ":authority": current!.request.authority = value
-        default: if !name.hasPrefix(":") { current!.request.headers.append(HTTPHeader(name, value)) }
+        default: break
         }
     }
+
+    /// Regular headers room is made for at a request's first: an APNs
+    /// library's request has up to about ten (authorization and the apns-*
+    /// headers), and the relay's ingress adds two.
+    static let expectedHeaderCount = 16
 
     func sessionReceivedData(stream: Int32, bytes: UnsafeRawBufferPointer) {
         guard select(stream), current!.request.refusedWith == nil else { return }

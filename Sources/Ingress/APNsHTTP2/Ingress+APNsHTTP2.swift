@@ -70,7 +70,8 @@ extension Ingress {
         // In UTF-8 code units: the prefix is ASCII, so the cut is on a character
         // boundary, and no Character or Foundation search runs per request.
         let token = String(Substring(request.path.utf8.dropFirst(prefix.utf8.count)))
-        guard !token.isEmpty, !token.utf8.contains(UInt8(ascii: "/")) else { return nil }
+        // Scanned as a buffer (allUTF8Bytes), not through the UTF8View's iterator.
+        guard !token.isEmpty, token.allUTF8Bytes(satisfy: { $0 != UInt8(ascii: "/") }) else { return nil }
         var request = request
         request.pathParameters["token"] = token
         request.route = apnsHTTP2Route
