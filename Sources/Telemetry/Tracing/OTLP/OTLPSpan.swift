@@ -26,10 +26,14 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
 
     private struct State {
         var operationName: String
-        /// What was set, in order, for the `attributes` getter: keys and
-        /// values apart, so the search for a key copies no value.
+        /// The keys set, in order (a repeated key's earlier bytes are found
+        /// by them). The values are kept only as their encoding: the
+        /// `attributes` getter, rarely called, decodes them.
         var keys: [String] = []
-        var values: [SpanAttribute] = []
+        /// A bit per key set (``keyBit(_:)``): a key whose bit is clear was
+        /// never set, and the search of `keys` for it is skipped. Most keys
+        /// are set once; the search compared them with every earlier key.
+        var keyBits: UInt64 = 0
         /// The `KeyValue` fields (Span field 9) of `keys`, in the same order;
         /// `ends[i]` is where `keys[i]`'s ends.
         var encoded: [UInt8] = []
@@ -71,13 +75,19 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
         set { state.withLock { $0.operationName = newValue } }
     }
 
-    /// The attributes set so far. Setting them replaces all of them
-    /// (each re-encoded): ``setAttribute(_:_:)`` sets one.
+    /// The attributes set so far, decoded from their bytes (as the receiver
+    /// reads them: an `.int32` comes back `.int64`, a `.stringConvertible` a
+    /// `.string`). Setting them replaces all of them (each re-encoded):
+    /// ``setAttribute(_:_:)`` sets one.
     public var attributes: SpanAttributes {
         get {
             state.withLock { state in
                 var attributes = SpanAttributes()
-                for index in state.keys.indices { attributes[state.keys[index]] = state.values[index] }
+                for index in state.keys.indices {
+                    let start = index == 0 ? 0 : state.ends[index - 1]
+                    attributes[state.keys[index]] = Protobuf.attributeValue(
+                        ofKeyValueField: state.encoded[start..<state.ends[index]])
+                }
                 return attributes
             }
         }
@@ -85,10 +95,13 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
             guard exporter != nil else { return }
             state.withLock { state in
                 state.keys.removeAll(keepingCapacity: true)
-                state.values.removeAll(keepingCapacity: true)
+                state.keyBits = 0
                 state.encoded.removeAll(keepingCapacity: true)
                 state.ends.removeAll(keepingCapacity: true)
-                newValue.forEach { key, value in Self.append(key, value, to: &state) }
+                newValue.forEach { key, value in
+                    state.keyBits |= Self.keyBit(key)
+                    Self.append(key, value, to: &state)
+                }
             }
         }
     }
@@ -98,16 +111,17 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
     public func setAttribute(_ key: String, _ value: SpanAttribute) {
         guard exporter != nil else { return }
         state.withLock { state in
+            let bit = Self.keyBit(key)
             let length = key.utf8.count
-            let earlier = state.keys.withUnsafeBufferPointer { keys in
+            let earlier = state.keyBits & bit == 0 ? nil : state.keys.withUnsafeBufferPointer { keys in
                 keys.firstIndex { $0.utf8.count == length && $0 == key }
             }
+            state.keyBits |= bit
             if let earlier {
                 let start = earlier == 0 ? 0 : state.ends[earlier - 1]
                 let length = state.ends[earlier] - start
                 state.encoded.removeSubrange(start..<state.ends[earlier])
                 state.keys.remove(at: earlier)
-                state.values.remove(at: earlier)
                 state.ends.remove(at: earlier)
                 for index in earlier..<state.ends.count { state.ends[index] -= length }
             }
@@ -115,16 +129,20 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
         }
     }
 
+    /// One of 64 bits, from the key's length and last byte.
+    private static func keyBit(_ key: String) -> UInt64 {
+        let last = key.utf8.withContiguousStorageIfAvailable { $0.last ?? 0 } ?? 0
+        return 1 << (UInt64(truncatingIfNeeded: key.utf8.count &+ Int(last) &* 7) & 63)
+    }
+
     private static func append(_ key: String, _ value: SpanAttribute, to state: inout State) {
         if state.keys.capacity == 0 {
             // Room for a send's attributes at once, rather than growing four times.
             state.keys.reserveCapacity(16)
-            state.values.reserveCapacity(16)
             state.ends.reserveCapacity(16)
             state.encoded.reserveCapacity(768)
         }
         state.keys.append(key)
-        state.values.append(value)
         Protobuf.keyValue(field: 9, key: key, value: value, into: &state.encoded)
         state.ends.append(state.encoded.count)
     }
