@@ -26,18 +26,14 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
 
     private struct State {
         var operationName: String
-        /// The keys set, in order (a repeated key's earlier bytes are found
-        /// by them). The values are kept only as their encoding: the
-        /// `attributes` getter, rarely called, decodes them.
-        var keys: [String] = []
-        /// A bit per key set (``keyBit(_:)``): a key whose bit is clear was
-        /// never set, and the search of `keys` for it is skipped. Most keys
-        /// are set once; the search compared them with every earlier key.
-        var keyBits: UInt64 = 0
-        /// The `KeyValue` fields (Span field 9) of `keys`, in the same order;
-        /// `ends[i]` is where `keys[i]`'s ends.
+        /// The `KeyValue` fields (Span field 9) of the attributes set, in
+        /// order: all the span keeps of them. An earlier value of a key, and
+        /// the `attributes` getter, are read back from these bytes.
         var encoded: [UInt8] = []
-        var ends: [Int] = []
+        /// A bit per key set (``keyBit(_:)``): a key whose bit is clear was
+        /// never set, and `encoded` is not searched for it. Most keys are set
+        /// once; a search for each compared it with every earlier key.
+        var keyBits: UInt64 = 0
         var status: SpanStatus?
         var ended = false
         var context: InstrumentationContext?
@@ -83,10 +79,8 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
         get {
             state.withLock { state in
                 var attributes = SpanAttributes()
-                for index in state.keys.indices {
-                    let start = index == 0 ? 0 : state.ends[index - 1]
-                    attributes[state.keys[index]] = Protobuf.attributeValue(
-                        ofKeyValueField: state.encoded[start..<state.ends[index]])
+                for (range, key) in Protobuf.keyValueFields(state.encoded) {
+                    attributes[key] = Protobuf.attributeValue(ofKeyValueField: state.encoded[range])
                 }
                 return attributes
             }
@@ -94,10 +88,8 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
         set {
             guard exporter != nil else { return }
             state.withLock { state in
-                state.keys.removeAll(keepingCapacity: true)
-                state.keyBits = 0
                 state.encoded.removeAll(keepingCapacity: true)
-                state.ends.removeAll(keepingCapacity: true)
+                state.keyBits = 0
                 newValue.forEach { key, value in
                     state.keyBits |= Self.keyBit(key)
                     Self.append(key, value, to: &state)
@@ -112,19 +104,10 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
         guard exporter != nil else { return }
         state.withLock { state in
             let bit = Self.keyBit(key)
-            let length = key.utf8.count
-            let earlier = state.keyBits & bit == 0 ? nil : state.keys.withUnsafeBufferPointer { keys in
-                keys.firstIndex { $0.utf8.count == length && $0 == key }
+            if state.keyBits & bit != 0, let earlier = Protobuf.keyValueField(withKey: key, in: state.encoded) {
+                state.encoded.removeSubrange(earlier)
             }
             state.keyBits |= bit
-            if let earlier {
-                let start = earlier == 0 ? 0 : state.ends[earlier - 1]
-                let length = state.ends[earlier] - start
-                state.encoded.removeSubrange(start..<state.ends[earlier])
-                state.keys.remove(at: earlier)
-                state.ends.remove(at: earlier)
-                for index in earlier..<state.ends.count { state.ends[index] -= length }
-            }
             Self.append(key, value, to: &state)
         }
     }
@@ -136,15 +119,9 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
     }
 
     private static func append(_ key: String, _ value: SpanAttribute, to state: inout State) {
-        if state.keys.capacity == 0 {
-            // Room for a send's attributes at once, rather than growing four times.
-            state.keys.reserveCapacity(16)
-            state.ends.reserveCapacity(16)
-            state.encoded.reserveCapacity(768)
-        }
-        state.keys.append(key)
+        // Room for a send's attributes at once, rather than growing four times.
+        if state.encoded.capacity == 0 { state.encoded.reserveCapacity(768) }
         Protobuf.keyValue(field: 9, key: key, value: value, into: &state.encoded)
-        state.ends.append(state.encoded.count)
     }
 
     public var isRecording: Bool { exporter != nil && state.withLock { !$0.ended } }

@@ -1,13 +1,49 @@
-public import Tracing
+import Tracing
 
-/// Reading an attribute back from the `KeyValue` bytes ``Protobuf`` wrote:
-/// ``OTLPSpan`` keeps only its attributes' encoding (not the values as well,
-/// which every send paid to store and release for a getter it never calls),
-/// and its `attributes` getter decodes them.
+/// Reading attributes back from the `KeyValue` bytes ``Protobuf`` wrote:
+/// ``OTLPSpan`` keeps only its attributes' encoding (not their keys and values
+/// as well, which every send paid to store and release for a getter it never
+/// calls and a search that rarely finds anything), and finds an earlier value
+/// of a key, and decodes them for its `attributes` getter, from those bytes.
 ///
 /// What comes back is what the receiver sees: a 32-bit integer reads back as
 /// `.int64`, a `.stringConvertible` as the `.string` of its description.
 extension Protobuf {
+    /// Each `KeyValue` field in `bytes` (fields as ``keyValue(field:key:value:into:)``
+    /// appends them, one after another), in order: its range in `bytes` and its key.
+    static func keyValueFields(_ bytes: [UInt8]) -> [(range: Range<Int>, key: String)] {
+        var fields: [(range: Range<Int>, key: String)] = []
+        var reader = Reader(bytes[...])
+        while true {
+            let start = reader.offset
+            guard reader.tag() != nil, let body = reader.lengthDelimited() else { return fields }
+            fields.append((start..<body.endIndex, String(decoding: key(ofKeyValue: body) ?? [], as: UTF8.self)))
+        }
+    }
+
+    /// The range in `bytes` of the `KeyValue` field whose key is `key`, if one is there.
+    static func keyValueField(withKey key: String, in bytes: [UInt8]) -> Range<Int>? {
+        let length = key.utf8.count
+        var reader = Reader(bytes[...])
+        while true {
+            let start = reader.offset
+            guard reader.tag() != nil, let body = reader.lengthDelimited() else { return nil }
+            if let found = Self.key(ofKeyValue: body), found.count == length, found.elementsEqual(key.utf8) {
+                return start..<body.endIndex
+            }
+        }
+    }
+
+    /// A `KeyValue` message's key bytes.
+    private static func key(ofKeyValue body: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
+        var reader = Reader(body)
+        while let (number, type) = reader.tag() {
+            if number == 1 && type == WireType.lengthDelimited.rawValue { return reader.lengthDelimited() }
+            guard reader.skip(type) else { return nil }
+        }
+        return nil
+    }
+
     /// The value of one `KeyValue` field (tag, length, message), or nil when the bytes are not one.
     static func attributeValue(ofKeyValueField bytes: ArraySlice<UInt8>) -> SpanAttribute? {
         var field = Reader(bytes)
@@ -85,6 +121,9 @@ extension Protobuf {
             guard position < bytes.endIndex, let tag = varint() else { return nil }
             return (tag >> 3, tag & 7)
         }
+
+        /// Where the next read starts, an index of the bytes given.
+        var offset: Int { position }
 
         mutating func varint() -> UInt64? {
             var value: UInt64 = 0
