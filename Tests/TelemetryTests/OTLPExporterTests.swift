@@ -279,13 +279,13 @@ struct OTLPExporterTests {
         writer.set("flag", false)
         writer.set("ratio", -2.25)
         writer.set("names", ["a", "", "ü"])
-        writer.set("numbers", [1, -1, Int.max])
+        writer.set("numbers", SpanAttribute.int64Array([1, -1, .max]))
         writer.set("described", SpanAttribute.stringConvertible(URL(fileURLWithPath: "/x")))
 
         let read = span.attributes
         var count = 0
         read.forEach { _, _ in count += 1 }
-        #expect(count == 109)
+        #expect(count == 108)
         #expect(read["key.3"]?.toSpanAttribute() == .int64(3))
         #expect(read["key.4"]?.toSpanAttribute() == .string("again 4"))
         #expect(read["long.value"]?.toSpanAttribute() == .string(long))
@@ -301,7 +301,7 @@ struct OTLPExporterTests {
         #expect(exporter.counts.exported == 1, "\(exporter.counts)")
         let exported = try #require(Self.lines(file).first)
         let keys = exported["attribute_keys"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        #expect(keys.count == 109 && Set(keys).count == 109, "each key once: \(keys.count)")
+        #expect(keys.count == 108 && Set(keys).count == 108, "each key once: \(keys.count)")
         let attributes = try #require(exported["attributes"])
         #expect(attributes["key.3"] == 3)
         #expect(attributes["key.4"] == "again 4")
