@@ -51,9 +51,11 @@ public struct OTLPRequestEncoder {
     public mutating func encode(_ records: some Collection<OTLPSpanRecord>, into output: inout [UInt8]) {
         output.removeAll(keepingCapacity: true)
         spans.removeAll(keepingCapacity: true)
-        for record in records {
+        // By index, the record read in place: `for record in records` copied
+        // each one out (its strings retained, its bytes' buffer too) and released it.
+        for index in records.indices {
             span.removeAll(keepingCapacity: true)
-            Self.encodeSpan(record, into: &span)
+            Self.encodeSpan(records[index], into: &span)
             Protobuf.lengthDelimited(field: 2, span, into: &spans)
         }
         let scopeSpansSize = scopeField.count + spans.count
