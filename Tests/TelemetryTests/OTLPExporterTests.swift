@@ -259,6 +259,62 @@ struct OTLPExporterTests {
         #expect(attributes["apns.ratio"] == 0.5)
     }
 
+    @Test("many keys (more than the span's 64 key bits), repeats among them, a value past the one-copy bound and every value kind reach the receiver as last set and read back from the span's bytes")
+    func attributesManyKeysLongValuesEveryKind() async throws {
+        let file = NSTemporaryDirectory() + "otlp-attributes-many-\(UUID().uuidString).jsonl"
+        let receiver = try await Self.receiver(file)
+        defer { receiver.child.terminate() }
+        let exporter = Self.exporter(port: receiver.port, batch: 100, drops: DropCounter())
+        let tracer = OTLPTracer(exporter: exporter, sampler: OTLPSampler(root: .alwaysOn, parentBased: true))
+        let span = tracer.startSpan("apns.send", context: InstrumentationContext.topLevel, ofKind: .client)
+        let writer = SpanAttributeWriter(span)
+        // 100 keys, then each even one again: with 64 key bits, many a first
+        // set shares a bit with an earlier key (a search that finds nothing).
+        for index in 0..<100 { writer.set("key.\(index)", index) }
+        for index in stride(from: 0, to: 100, by: 2) { writer.set("key.\(index)", "again \(index)") }
+        let long = String(repeating: "é", count: 300)  // 600 bytes: written by pieces
+        writer.set("long.value", long)
+        writer.set(String(repeating: "k", count: 200), -7)  // a key past the bound, a negative integer
+        span.attributes["small"] = SpanAttribute.int32(-3)
+        writer.set("flag", false)
+        writer.set("ratio", -2.25)
+        writer.set("names", ["a", "", "ü"])
+        writer.set("numbers", SpanAttribute.int64Array([1, -1, .max]))
+        writer.set("described", SpanAttribute.stringConvertible(URL(fileURLWithPath: "/x")))
+
+        let read = span.attributes
+        var count = 0
+        read.forEach { _, _ in count += 1 }
+        #expect(count == 108)
+        #expect(read["key.3"]?.toSpanAttribute() == .int64(3))
+        #expect(read["key.4"]?.toSpanAttribute() == .string("again 4"))
+        #expect(read["long.value"]?.toSpanAttribute() == .string(long))
+        #expect(read[String(repeating: "k", count: 200)]?.toSpanAttribute() == .int64(-7))
+        #expect(read["small"]?.toSpanAttribute() == .int64(-3))  // as the receiver reads it
+        #expect(read["flag"]?.toSpanAttribute() == .bool(false))
+        #expect(read["ratio"]?.toSpanAttribute() == .double(-2.25))
+        #expect(read["names"]?.toSpanAttribute() == .stringArray(["a", "", "ü"]))
+        #expect(read["numbers"]?.toSpanAttribute() == .int64Array([1, -1, Int64.max]))
+        #expect(read["described"]?.toSpanAttribute() == .string("file:///x"))
+        span.end()
+        #expect(await Self.finishes { exporter.shutdown(within: 20) })
+        #expect(exporter.counts.exported == 1, "\(exporter.counts)")
+        let exported = try #require(Self.lines(file).first)
+        let keys = exported["attribute_keys"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(keys.count == 108 && Set(keys).count == 108, "each key once: \(keys.count)")
+        let attributes = try #require(exported["attributes"])
+        #expect(attributes["key.3"] == 3)
+        #expect(attributes["key.4"] == "again 4")
+        #expect(attributes["key.99"] == 99)
+        #expect(attributes["long.value"]?.stringValue == long)
+        #expect(attributes[String(repeating: "k", count: 200)] == -7)
+        #expect(attributes["small"] == -3)
+        #expect(attributes["flag"] == false)
+        #expect(attributes["ratio"] == -2.25)
+        #expect(attributes["names"]?.arrayValue?.compactMap(\.stringValue) == ["a", "", "ü"])
+        #expect(attributes["described"] == "file:///x")
+    }
+
     @Test("receiver stopped mid-run: each span is exported or counted dropped when it is dropped; received == exported, exported + dropped == recorded")
     func receiverStopped() async throws {
         let file = NSTemporaryDirectory() + "otlp-stopped-\(UUID().uuidString).jsonl"

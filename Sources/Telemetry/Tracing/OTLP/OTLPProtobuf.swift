@@ -51,9 +51,11 @@ public struct OTLPRequestEncoder {
     public mutating func encode(_ records: some Collection<OTLPSpanRecord>, into output: inout [UInt8]) {
         output.removeAll(keepingCapacity: true)
         spans.removeAll(keepingCapacity: true)
-        for record in records {
+        // By index, the record read in place: `for record in records` copied
+        // each one out (its strings retained, its bytes' buffer too) and released it.
+        for index in records.indices {
             span.removeAll(keepingCapacity: true)
-            Self.encodeSpan(record, into: &span)
+            Self.encodeSpan(records[index], into: &span)
             Protobuf.lengthDelimited(field: 2, span, into: &spans)
         }
         let scopeSpansSize = scopeField.count + spans.count
@@ -68,16 +70,24 @@ public struct OTLPRequestEncoder {
     }
 
     static func encodeSpan(_ record: OTLPSpanRecord, into out: inout [UInt8]) {
-        Protobuf.hexBytes(field: 1, record.traceID, into: &out)
-        Protobuf.hexBytes(field: 2, record.spanID, into: &out)
-        if let parent = record.parentSpanID { Protobuf.hexBytes(field: 4, parent, into: &out) }
+        // The ids and the fixed fields are written into a stack buffer and
+        // appended as one copy each, not byte by byte (issue 26).
+        if !Protobuf.appendIDs(record, into: &out) {
+            Protobuf.hexBytes(field: 1, record.traceID, into: &out)
+            Protobuf.hexBytes(field: 2, record.spanID, into: &out)
+            if let parent = record.parentSpanID { Protobuf.hexBytes(field: 4, parent, into: &out) }
+        }
         Protobuf.string(field: 5, record.name, into: &out)
-        Protobuf.tag(6, .varint, into: &out)
-        Protobuf.varint(kindNumber(record.kind), into: &out)
-        Protobuf.tag(7, .fixed64, into: &out)
-        Protobuf.fixed64(record.startNanoseconds, into: &out)
-        Protobuf.tag(8, .fixed64, into: &out)
-        Protobuf.fixed64(record.endNanoseconds, into: &out)
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buffer in
+            let bytes = buffer.baseAddress!
+            bytes[0] = 6 << 3  // kind, a varint (1 to 5: one byte)
+            bytes[1] = UInt8(kindNumber(record.kind))
+            bytes[2] = 7 << 3 | 1  // start_time_unix_nano, fixed64
+            UnsafeMutableRawPointer(bytes + 3).storeBytes(of: record.startNanoseconds.littleEndian, as: UInt64.self)
+            bytes[11] = 8 << 3 | 1  // end_time_unix_nano, fixed64
+            UnsafeMutableRawPointer(bytes + 12).storeBytes(of: record.endNanoseconds.littleEndian, as: UInt64.self)
+            out.append(contentsOf: UnsafeBufferPointer(start: bytes, count: 20))
+        }
         out.append(contentsOf: record.encodedAttributes)
         if let code = record.status {
             let number: UInt64 = code == .ok ? 1 : 2
@@ -189,6 +199,55 @@ enum Protobuf {
         if !written { string(field: field, hex, into: &out) }
     }
 
+    /// A span record's trace, span and parent span ids (fields 1, 2 and 4)
+    /// as bytes fields, appended as one copy; false (nothing appended) when
+    /// one is not an even number of hex digits, 64 at most, in contiguous
+    /// UTF-8 (never so for the relay's own ids): ``hexBytes(field:_:into:)`` then writes them.
+    static func appendIDs(_ record: OTLPSpanRecord, into out: inout [UInt8]) -> Bool {
+        // Read once: a global's every read checks its lazy initialization.
+        let values = hexValues
+        return values.withUnsafeBufferPointer { values -> Bool in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 3 * 34) { buffer -> Bool in
+                let bytes = buffer.baseAddress!
+                var count = 0
+                guard putHexID(field: 1, record.traceID, values, bytes, &count),
+                      putHexID(field: 2, record.spanID, values, bytes, &count)
+                else { return false }
+                if let parent = record.parentSpanID {
+                    guard putHexID(field: 4, parent, values, bytes, &count) else { return false }
+                }
+                out.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
+                return true
+            }
+        }
+    }
+
+    /// One id's tag, length and bytes at `bytes + count` (34 bytes at most).
+    private static func putHexID(
+        field: UInt8, _ hex: String, _ values: UnsafeBufferPointer<UInt8>, _ bytes: UnsafeMutablePointer<UInt8>,
+        _ count: inout Int
+    ) -> Bool {
+        let start = count
+        let written = hex.utf8.withContiguousStorageIfAvailable { digits -> Bool in
+            guard digits.count % 2 == 0, digits.count <= 64 else { return false }
+            bytes[count] = field << 3 | 2
+            bytes[count + 1] = UInt8(digits.count / 2)
+            count += 2
+            var index = 0
+            while index < digits.count {
+                let high = values[Int(digits[index])], low = values[Int(digits[index + 1])]
+                guard high < 16, low < 16 else { return false }
+                bytes[count] = high << 4 | low
+                count += 1
+                index += 2
+            }
+            return true
+        }
+        if written == true { return true }
+        count = start
+        return false
+    }
+
     /// Each byte's value as a hex digit, 0xFF for a byte that is not one.
     static let hexValues: [UInt8] = (0...255).map { byte in Hex.value(of: UInt8(byte)) ?? 0xFF }
 
@@ -200,11 +259,20 @@ enum Protobuf {
         // straight from the attribute, without the Scalar in between.
         switch value {
         case .string(let text):
+            let written: Bool? = key.utf8.withContiguousStorageIfAvailable { keyBytes in
+                text.utf8.withContiguousStorageIfAvailable { textBytes in
+                    contiguousKeyValue(field: field, key: keyBytes, text: textBytes, number: 0, into: &out)
+                } != nil
+            }
+            if written == true { return }
             let valueSize = stringFieldSize(text, field: 1)
             keyValueHead(field: field, key: key, valueSize: valueSize, into: &out)
             string(field: 1, text, into: &out)
             return
         case .int64(let number):
+            if key.utf8.withContiguousStorageIfAvailable({ keyBytes in
+                contiguousKeyValue(field: field, key: keyBytes, text: nil, number: number, into: &out)
+            }) != nil { return }
             let valueSize = 1 + varintSize(UInt64(bitPattern: number))
             keyValueHead(field: field, key: key, valueSize: valueSize, into: &out)
             tag(3, .varint, into: &out)
@@ -223,6 +291,91 @@ enum Protobuf {
         tag(2, .lengthDelimited, into: &out)
         varint(UInt64(valueSize), into: &out)
         if let scalarValue { scalar(scalarValue, into: &out) } else { anyValue(value, into: &out) }
+    }
+
+    /// A KeyValue holding a string (`text`) or else an integer (`number`), from
+    /// bytes in place: written whole into a stack buffer (tags, lengths, the
+    /// key's and the text's bytes) and appended as one copy. Appending byte by
+    /// byte (`tag`, `varint`) checked the array's capacity and uniqueness for
+    /// every byte, and each append of a piece costs ~90 instructions: ~800 per
+    /// attribute, and a send sets about twenty as it runs (issue 26).
+    private static func contiguousKeyValue(
+        field: UInt64, key: UnsafeBufferPointer<UInt8>, text: UnsafeBufferPointer<UInt8>?, number: Int64,
+        into out: inout [UInt8]
+    ) {
+        let valueSize = text.map { 1 + varintSize(UInt64($0.count)) + $0.count } ?? 1 + varintSize(UInt64(bitPattern: number))
+        let size = 1 + varintSize(UInt64(key.count)) + key.count + 1 + varintSize(UInt64(valueSize)) + valueSize
+        let total = varintSize(field << 3) + varintSize(UInt64(size)) + size
+        // A send's attributes are short; a longer one is written by pieces.
+        guard total <= 256 else {
+            keyValueHead(field: field, key: key, size: size, valueSize: valueSize, into: &out)
+            if let text {
+                tag(1, .lengthDelimited, into: &out)
+                varint(UInt64(text.count), into: &out)
+                out.append(contentsOf: text)
+            } else {
+                tag(3, .varint, into: &out)
+                varint(UInt64(bitPattern: number), into: &out)
+            }
+            return
+        }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 256) { buffer in
+            let bytes = buffer.baseAddress!
+            var count = 0
+            putVarint(field << 3 | WireType.lengthDelimited.rawValue, bytes, &count)
+            putVarint(UInt64(size), bytes, &count)
+            bytes[count] = 1 << 3 | 2  // KeyValue.key
+            count += 1
+            putVarint(UInt64(key.count), bytes, &count)
+            put(key, bytes, &count)
+            bytes[count] = 2 << 3 | 2  // KeyValue.value
+            count += 1
+            putVarint(UInt64(valueSize), bytes, &count)
+            if let text {
+                bytes[count] = 1 << 3 | 2  // AnyValue.string_value
+                count += 1
+                putVarint(UInt64(text.count), bytes, &count)
+                put(text, bytes, &count)
+            } else {
+                bytes[count] = 3 << 3  // AnyValue.int_value, a varint
+                count += 1
+                putVarint(UInt64(bitPattern: number), bytes, &count)
+            }
+            out.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
+        }
+    }
+
+    /// A long KeyValue's tag and length, its key, and its value's tag and length, by pieces.
+    private static func keyValueHead(
+        field: UInt64, key: UnsafeBufferPointer<UInt8>, size: Int, valueSize: Int, into out: inout [UInt8]
+    ) {
+        tag(field, .lengthDelimited, into: &out)
+        varint(UInt64(size), into: &out)
+        tag(1, .lengthDelimited, into: &out)
+        varint(UInt64(key.count), into: &out)
+        out.append(contentsOf: key)
+        tag(2, .lengthDelimited, into: &out)
+        varint(UInt64(valueSize), into: &out)
+    }
+
+    @inline(__always)
+    private static func put(_ source: UnsafeBufferPointer<UInt8>, _ bytes: UnsafeMutablePointer<UInt8>, _ count: inout Int) {
+        if let base = source.baseAddress, source.count > 0 {
+            (bytes + count).update(from: base, count: source.count)
+            count += source.count
+        }
+    }
+
+    @inline(__always)
+    private static func putVarint(_ value: UInt64, _ bytes: UnsafeMutablePointer<UInt8>, _ count: inout Int) {
+        var value = value
+        while value >= 0x80 {
+            bytes[count] = UInt8(truncatingIfNeeded: value) | 0x80
+            value >>= 7
+            count += 1
+        }
+        bytes[count] = UInt8(value)
+        count += 1
     }
 
     /// A KeyValue's tag and length, its key, and its value's tag and length.

@@ -26,14 +26,14 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
 
     private struct State {
         var operationName: String
-        /// What was set, in order, for the `attributes` getter: keys and
-        /// values apart, so the search for a key copies no value.
-        var keys: [String] = []
-        var values: [SpanAttribute] = []
-        /// The `KeyValue` fields (Span field 9) of `keys`, in the same order;
-        /// `ends[i]` is where `keys[i]`'s ends.
+        /// The `KeyValue` fields (Span field 9) of the attributes set, in
+        /// order: all the span keeps of them. An earlier value of a key, and
+        /// the `attributes` getter, are read back from these bytes.
         var encoded: [UInt8] = []
-        var ends: [Int] = []
+        /// A bit per key set (``keyBit(_:)``): a key whose bit is clear was
+        /// never set, and `encoded` is not searched for it. Most keys are set
+        /// once; a search for each compared it with every earlier key.
+        var keyBits: UInt64 = 0
         var status: SpanStatus?
         var ended = false
         var context: InstrumentationContext?
@@ -71,24 +71,29 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
         set { state.withLock { $0.operationName = newValue } }
     }
 
-    /// The attributes set so far. Setting them replaces all of them
-    /// (each re-encoded): ``setAttribute(_:_:)`` sets one.
+    /// The attributes set so far, decoded from their bytes (as the receiver
+    /// reads them: an `.int32` comes back `.int64`, a `.stringConvertible` a
+    /// `.string`). Setting them replaces all of them (each re-encoded):
+    /// ``setAttribute(_:_:)`` sets one.
     public var attributes: SpanAttributes {
         get {
             state.withLock { state in
                 var attributes = SpanAttributes()
-                for index in state.keys.indices { attributes[state.keys[index]] = state.values[index] }
+                for (range, key) in Protobuf.keyValueFields(state.encoded) {
+                    attributes[key] = Protobuf.attributeValue(ofKeyValueField: state.encoded[range])
+                }
                 return attributes
             }
         }
         set {
             guard exporter != nil else { return }
             state.withLock { state in
-                state.keys.removeAll(keepingCapacity: true)
-                state.values.removeAll(keepingCapacity: true)
                 state.encoded.removeAll(keepingCapacity: true)
-                state.ends.removeAll(keepingCapacity: true)
-                newValue.forEach { key, value in Self.append(key, value, to: &state) }
+                state.keyBits = 0
+                newValue.forEach { key, value in
+                    state.keyBits |= Self.keyBit(key)
+                    Self.append(key, value, to: &state)
+                }
             }
         }
     }
@@ -98,35 +103,25 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
     public func setAttribute(_ key: String, _ value: SpanAttribute) {
         guard exporter != nil else { return }
         state.withLock { state in
-            let length = key.utf8.count
-            let earlier = state.keys.withUnsafeBufferPointer { keys in
-                keys.firstIndex { $0.utf8.count == length && $0 == key }
+            let bit = Self.keyBit(key)
+            if state.keyBits & bit != 0, let earlier = Protobuf.keyValueField(withKey: key, in: state.encoded) {
+                state.encoded.removeSubrange(earlier)
             }
-            if let earlier {
-                let start = earlier == 0 ? 0 : state.ends[earlier - 1]
-                let length = state.ends[earlier] - start
-                state.encoded.removeSubrange(start..<state.ends[earlier])
-                state.keys.remove(at: earlier)
-                state.values.remove(at: earlier)
-                state.ends.remove(at: earlier)
-                for index in earlier..<state.ends.count { state.ends[index] -= length }
-            }
+            state.keyBits |= bit
             Self.append(key, value, to: &state)
         }
     }
 
+    /// One of 64 bits, from the key's length and last byte.
+    private static func keyBit(_ key: String) -> UInt64 {
+        let last = key.utf8.withContiguousStorageIfAvailable { $0.last ?? 0 } ?? 0
+        return 1 << (UInt64(truncatingIfNeeded: key.utf8.count &+ Int(last) &* 7) & 63)
+    }
+
     private static func append(_ key: String, _ value: SpanAttribute, to state: inout State) {
-        if state.keys.capacity == 0 {
-            // Room for a send's attributes at once, rather than growing four times.
-            state.keys.reserveCapacity(16)
-            state.values.reserveCapacity(16)
-            state.ends.reserveCapacity(16)
-            state.encoded.reserveCapacity(768)
-        }
-        state.keys.append(key)
-        state.values.append(value)
+        // Room for a send's attributes at once, rather than growing four times.
+        if state.encoded.capacity == 0 { state.encoded.reserveCapacity(768) }
         Protobuf.keyValue(field: 9, key: key, value: value, into: &state.encoded)
-        state.ends.append(state.encoded.count)
     }
 
     public var isRecording: Bool { exporter != nil && state.withLock { !$0.ended } }
