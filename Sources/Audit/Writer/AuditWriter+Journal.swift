@@ -40,14 +40,18 @@ extension AuditWriter {
     func encodeIntent(_ send: SendDescriptor, startedAt: UInt64, attempts: Int = 1, into bytes: inout [UInt8]) -> JournalItem {
         let layout = configuration.rowLayout
         let key = AuditJournalKey(apnsID: send.apnsID.value, startedAt: startedAt)
-        let keyText = key.bytes
         let relayInstance = configuration.relayInstance
         AuditSpool.encode(kind: .intent, format: layout.format, into: &bytes) { line in
-            Self.appendKey(keyText, to: &line)
+            // The key straight into the record, and the row id's hashes
+            // taken from it there: no array of its own for the key's text.
+            let keyStart = line.count
+            key.append(to: &line)
+            let derivedID = line.withUnsafeBufferPointer { AuditRecord.derivedIDWords(of: UnsafeBufferPointer(rebasing: $0[keyStart...])) }
+            line.append(0x09)
             if attempts > 1 {
                 layout.appendLine(AuditRecord(intent: send, startedAt: startedAt, relayInstance: relayInstance, attempts: attempts), to: &line)
             } else {
-                layout.appendIntentLine(send, startedAt: startedAt, key: keyText, relayInstance: relayInstance, to: &line)
+                layout.appendIntentLine(send, startedAt: startedAt, derivedID: derivedID, relayInstance: relayInstance, to: &line)
             }
         }
         return JournalItem(key: key, intent: true)

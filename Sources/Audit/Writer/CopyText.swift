@@ -91,6 +91,13 @@ struct CopyLineWriter {
         raw.withUnsafeBufferPointer { append(escaping: $0) }
     }
 
+    /// A field that `body` appends and that holds nothing COPY escapes (hex,
+    /// digits, dashes: a row id), not scanned for escapes.
+    mutating func unescaped(writing body: (inout [UInt8]) -> Void) {
+        separate()
+        body(&line)
+    }
+
     /// A field already in COPY text (escaped, or `\N`), copied as it is.
     mutating func escaped(_ field: [UInt8]) {
         separate()
