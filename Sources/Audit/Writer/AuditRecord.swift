@@ -191,7 +191,9 @@ public struct AuditRecord: Sendable, Hashable {
         for (index, attempt) in attempts.enumerated() {
             if index > 0 { text.append(UInt8(ascii: ",")) }
             text.append(contentsOf: #"{"status":"#.utf8)
-            (attempt.status.map { JSONValue.integer(Int64($0)) } ?? .null).encode(into: &text)
+            // An integer's JSON is its decimal digits (`JSONValue.integer`
+            // printed them through a String of their own).
+            if let status = attempt.status { DecimalDigits.append(status, to: &text) } else { text.append(contentsOf: "null".utf8) }
             text.append(contentsOf: #","reason":"#.utf8)
             (attempt.reason.map { JSONValue.string(jsonbSafe($0)) } ?? .null).encode(into: &text)
             text.append(contentsOf: #","duration_ms":"#.utf8)

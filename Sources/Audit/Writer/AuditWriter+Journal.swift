@@ -66,7 +66,9 @@ extension AuditWriter {
         var audit: [UInt8] = []
         audit.reserveCapacity(512)
         layout.appendCompletionLine(event, relayInstance: configuration.relayInstance, to: &audit)
-        let dead = DeadTokenRecord(event: event)?.copyLine()
+        // Asked first: the failable init copied the whole event (a retain of
+        // each of its strings) only to find no dead token, on every send.
+        let dead = event.deadToken == nil ? nil : DeadTokenRecord(event: event)?.copyLine()
         AuditSpool.encode(kind: .completion, format: layout.format, into: &bytes) { line in
             key.append(to: &line)
             line.append(0x09)
