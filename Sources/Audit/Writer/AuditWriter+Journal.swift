@@ -99,10 +99,15 @@ extension AuditWriter {
         if let dead = item.dead {
             queue.append(Row(kind: .deadToken, format: format, line: dead, journalSegment: segment))
         }
-        if let segment { journalOutstanding[segment, default: 0] += item.dead == nil ? 1 : 2 }
         // The intent is answered; its segment may go once this
-        // completion's own segment does (deletion is oldest first).
-        if let intentSegment = openIntents.removeValue(forKey: item.key) {
+        // completion's own segment does (deletion is oldest first). Mostly
+        // both are the current segment: its count then changes once.
+        let intentSegment = openIntents.removeValue(forKey: item.key)
+        if let segment {
+            let added = item.dead == nil ? 1 : 2
+            journalOutstanding[segment, default: 0] += intentSegment == segment ? added - 1 : added
+        }
+        if let intentSegment, intentSegment != segment {
             journalOutstanding[intentSegment, default: 0] -= 1
         }
     }
@@ -342,10 +347,20 @@ extension AuditWriter {
     /// Settles rows the writer wrote or spooled: their journal segments no
     /// longer need to hold them. Called with `condition` held.
     func settleInJournal(_ rows: some Collection<Row>) {
+        // A batch's rows mostly come from one or two segments: one update
+        // of the ledger per run of rows of a segment, not one per row.
+        var run: (segment: Int, rows: Int)?
         for row in rows {
-            if let segment = row.journalSegment { journalOutstanding[segment, default: 0] -= 1 }
             if row.undurable { counters.undurableRows -= 1 }
+            guard let segment = row.journalSegment else { continue }
+            if run?.segment == segment {
+                run!.rows += 1
+            } else {
+                if let run { journalOutstanding[run.segment, default: 0] -= run.rows }
+                run = (segment, 1)
+            }
         }
+        if let run { journalOutstanding[run.segment, default: 0] -= run.rows }
     }
 
     /// Deletes journal segments, oldest first, while every row in them is
