@@ -59,19 +59,13 @@ struct CopyLineWriter {
         }
     }
 
-    /// Bit `b` set for each byte `b` below 64 that COPY text escapes (or
-    /// replaces): NUL, tab, newline, carriage return. The backslash (0x5C)
-    /// is the only other.
-    private static let escapedBelow64: UInt64 = 1 << 0x00 | 1 << 0x09 | 1 << 0x0A | 1 << 0x0D
-
-    /// Whether any byte of `bytes` is one COPY text escapes: one shift and
-    /// test per byte instead of five comparisons.
+    /// Whether any byte of `bytes` is one COPY text escapes (or replaces).
+    ///
+    /// The five comparisons as before: a hand-written test against a 64-bit
+    /// mask measured 1,700 instructions a send more (callgrind, issue 26).
     @inline(__always)
     static func needsEscaping(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        for byte in bytes {
-            if byte < 64 ? (escapedBelow64 >> UInt64(byte)) & 1 != 0 : byte == 0x5C { return true }
-        }
-        return false
+        bytes.contains(where: { $0 == 0x5C || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 == 0x00 })
     }
 
     private mutating func append(escaping bytes: UnsafeBufferPointer<UInt8>) {
