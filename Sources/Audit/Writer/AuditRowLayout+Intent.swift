@@ -56,15 +56,21 @@ extension AuditRowLayout {
     /// released, three timestamps formatted), once per send on the sending thread.
     /// `key` is the journal key's text, which the row's id derives from.
     func appendIntentLine(_ send: SendDescriptor, startedAt: UInt64, key: [UInt8], relayInstance: String, to line: inout [UInt8]) {
+        appendIntentLine(
+            send, startedAt: startedAt, derivedID: AuditRecord.derivedIDWords(of: key), relayInstance: relayInstance, to: &line)
+    }
+
+    /// ``appendIntentLine(_:startedAt:key:relayInstance:to:)`` with the row
+    /// id's hashes (``AuditRecord/derivedIDWords(of:)``) already taken from
+    /// the key, which the journal writes into the record just before the
+    /// line: no array of its own for the key, the id or the timestamp.
+    func appendIntentLine(
+        _ send: SendDescriptor, startedAt: UInt64, derivedID: (high: UInt64, low: UInt64), relayInstance: String,
+        to line: inout [UInt8]
+    ) {
         guard let intentPlan else {
             return appendLine(AuditRecord(intent: send, startedAt: startedAt, relayInstance: relayInstance), to: &line)
         }
-        var id: [UInt8] = []
-        id.reserveCapacity(36)
-        AuditRecord.appendDerivedID(of: key, to: &id)
-        var started: [UInt8] = []
-        started.reserveCapacity(24)
-        RFC3339.append(nanoseconds: startedAt, to: &started)
         var writer = CopyLineWriter(line: line)
         line = []
         intentPlan.withUnsafeBufferPointer { steps in
@@ -73,8 +79,8 @@ extension AuditRowLayout {
                 case .field(let field): writer.escaped(field)
                 case .value(let value):
                     switch value {
-                    case .derivedID: writer.escaped(id)
-                    case .startedAt: writer.escaped(started)
+                    case .derivedID: writer.unescaped { AuditRecord.appendDerivedID(high: derivedID.high, low: derivedID.low, to: &$0) }
+                    case .startedAt: writer.timestamp(startedAt)
                     case .send(let field): field.write(send, to: &writer)
                     case .relayInstance: writer.text(relayInstance)
                     case .fixed: preconditionFailure("a fixed column is planned as its field")

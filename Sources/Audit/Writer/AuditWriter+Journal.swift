@@ -40,14 +40,18 @@ extension AuditWriter {
     func encodeIntent(_ send: SendDescriptor, startedAt: UInt64, attempts: Int = 1, into bytes: inout [UInt8]) -> JournalItem {
         let layout = configuration.rowLayout
         let key = AuditJournalKey(apnsID: send.apnsID.value, startedAt: startedAt)
-        let keyText = key.bytes
         let relayInstance = configuration.relayInstance
         AuditSpool.encode(kind: .intent, format: layout.format, into: &bytes) { line in
-            Self.appendKey(keyText, to: &line)
+            // The key straight into the record, and the row id's hashes
+            // taken from it there: no array of its own for the key's text.
+            let keyStart = line.count
+            key.append(to: &line)
+            let derivedID = line.withUnsafeBufferPointer { AuditRecord.derivedIDWords(of: UnsafeBufferPointer(rebasing: $0[keyStart...])) }
+            line.append(0x09)
             if attempts > 1 {
                 layout.appendLine(AuditRecord(intent: send, startedAt: startedAt, relayInstance: relayInstance, attempts: attempts), to: &line)
             } else {
-                layout.appendIntentLine(send, startedAt: startedAt, key: keyText, relayInstance: relayInstance, to: &line)
+                layout.appendIntentLine(send, startedAt: startedAt, derivedID: derivedID, relayInstance: relayInstance, to: &line)
             }
         }
         return JournalItem(key: key, intent: true)
@@ -62,7 +66,9 @@ extension AuditWriter {
         var audit: [UInt8] = []
         audit.reserveCapacity(512)
         layout.appendCompletionLine(event, relayInstance: configuration.relayInstance, to: &audit)
-        let dead = DeadTokenRecord(event: event)?.copyLine()
+        // Asked first: the failable init copied the whole event (a retain of
+        // each of its strings) only to find no dead token, on every send.
+        let dead = event.deadToken == nil ? nil : DeadTokenRecord(event: event)?.copyLine()
         AuditSpool.encode(kind: .completion, format: layout.format, into: &bytes) { line in
             key.append(to: &line)
             line.append(0x09)
@@ -93,10 +99,15 @@ extension AuditWriter {
         if let dead = item.dead {
             queue.append(Row(kind: .deadToken, format: format, line: dead, journalSegment: segment))
         }
-        if let segment { journalOutstanding[segment, default: 0] += item.dead == nil ? 1 : 2 }
         // The intent is answered; its segment may go once this
-        // completion's own segment does (deletion is oldest first).
-        if let intentSegment = openIntents.removeValue(forKey: item.key) {
+        // completion's own segment does (deletion is oldest first). Mostly
+        // both are the current segment: its count then changes once.
+        let intentSegment = openIntents.removeValue(forKey: item.key)
+        if let segment {
+            let added = item.dead == nil ? 1 : 2
+            journalOutstanding[segment, default: 0] += intentSegment == segment ? added - 1 : added
+        }
+        if let intentSegment, intentSegment != segment {
             journalOutstanding[intentSegment, default: 0] -= 1
         }
     }
@@ -336,10 +347,20 @@ extension AuditWriter {
     /// Settles rows the writer wrote or spooled: their journal segments no
     /// longer need to hold them. Called with `condition` held.
     func settleInJournal(_ rows: some Collection<Row>) {
+        // A batch's rows mostly come from one or two segments: one update
+        // of the ledger per run of rows of a segment, not one per row.
+        var run: (segment: Int, rows: Int)?
         for row in rows {
-            if let segment = row.journalSegment { journalOutstanding[segment, default: 0] -= 1 }
             if row.undurable { counters.undurableRows -= 1 }
+            guard let segment = row.journalSegment else { continue }
+            if run?.segment == segment {
+                run!.rows += 1
+            } else {
+                if let run { journalOutstanding[run.segment, default: 0] -= run.rows }
+                run = (segment, 1)
+            }
         }
+        if let run { journalOutstanding[run.segment, default: 0] -= run.rows }
     }
 
     /// Deletes journal segments, oldest first, while every row in them is

@@ -59,9 +59,18 @@ struct CopyLineWriter {
         }
     }
 
+    /// Whether any byte of `bytes` is one COPY text escapes (or replaces).
+    ///
+    /// The five comparisons as before: a hand-written test against a 64-bit
+    /// mask measured 1,700 instructions a send more (callgrind, issue 26).
+    @inline(__always)
+    static func needsEscaping(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        bytes.contains(where: { $0 == 0x5C || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 == 0x00 })
+    }
+
     private mutating func append(escaping bytes: UnsafeBufferPointer<UInt8>) {
         // Most fields need no escaping: copy them whole.
-        if !bytes.contains(where: { $0 == 0x5C || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 == 0x00 }) {
+        if !Self.needsEscaping(bytes) {
             line.append(contentsOf: bytes)
             return
         }
@@ -84,11 +93,18 @@ struct CopyLineWriter {
         separate()
         let start = line.count
         body(&line)
-        let needsEscaping = line[start...].contains { $0 == 0x5C || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 == 0x00 }
+        let needsEscaping = line.withUnsafeBufferPointer { Self.needsEscaping(UnsafeBufferPointer(rebasing: $0[start...])) }
         guard needsEscaping else { return }
         let raw = Array(line[start...])
         line.removeSubrange(start...)
         raw.withUnsafeBufferPointer { append(escaping: $0) }
+    }
+
+    /// A field that `body` appends and that holds nothing COPY escapes (hex,
+    /// digits, dashes: a row id), not scanned for escapes.
+    mutating func unescaped(writing body: (inout [UInt8]) -> Void) {
+        separate()
+        body(&line)
     }
 
     /// A field already in COPY text (escaped, or `\N`), copied as it is.
