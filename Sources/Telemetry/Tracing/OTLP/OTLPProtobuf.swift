@@ -284,12 +284,7 @@ enum Protobuf {
         // A scalar (nearly every other attribute) is converted once, for its size and its bytes.
         let scalarValue = single(value)
         let valueSize = scalarValue.map(scalarSize) ?? anyValueSize(value)
-        let size = stringFieldSize(key) + tagSize(2) + varintSize(UInt64(valueSize)) + valueSize
-        tag(field, .lengthDelimited, into: &out)
-        varint(UInt64(size), into: &out)
-        string(field: 1, key, into: &out)
-        tag(2, .lengthDelimited, into: &out)
-        varint(UInt64(valueSize), into: &out)
+        keyValueHead(field: field, key: key, valueSize: valueSize, into: &out)
         if let scalarValue { scalar(scalarValue, into: &out) } else { anyValue(value, into: &out) }
     }
 

@@ -25,18 +25,11 @@ public struct OTLPSpanRecord: Sendable {
         traceID: String, spanID: String, parentSpanID: String?, name: String, kind: SpanKind, startNanoseconds: UInt64,
         endNanoseconds: UInt64, attributes: SpanAttributes = [:], status: SpanStatus.Code? = nil, statusMessage: String? = nil
     ) {
-        self.traceID = traceID
-        self.spanID = spanID
-        self.parentSpanID = parentSpanID
-        self.name = name
-        self.kind = kind
-        self.startNanoseconds = startNanoseconds
-        self.endNanoseconds = endNanoseconds
         var encoded: [UInt8] = []
         attributes.forEach { key, value in Protobuf.keyValue(field: 9, key: key, value: value, into: &encoded) }
-        self.encodedAttributes = encoded
-        self.status = status
-        self.statusMessage = statusMessage
+        self.init(
+            traceID: traceID, spanID: spanID, parentSpanID: parentSpanID, name: name, kind: kind, startNanoseconds: startNanoseconds,
+            endNanoseconds: endNanoseconds, encodedAttributes: encoded, status: status, statusMessage: statusMessage)
     }
 
     /// A record whose attributes are already encoded (``OTLPSpan/end(at:)``).
