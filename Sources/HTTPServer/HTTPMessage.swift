@@ -1,18 +1,5 @@
 public import RelayBasics
 
-/// A client certificate a TLS server verified.
-public struct ClientCertificate: Sendable, Hashable {
-    /// SHA-256 of its DER encoding, 64 lowercase hex digits.
-    public var sha256: String
-    /// Its subject in OpenSSL's one-line form (`/O=Example/CN=backend`).
-    public var subject: String
-
-    public init(sha256: String, subject: String) {
-        self.sha256 = sha256
-        self.subject = subject
-    }
-}
-
 /// A request the server received, fully read.
 public struct HTTPRequest: Sendable {
     public var method: String

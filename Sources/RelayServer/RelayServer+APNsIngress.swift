@@ -55,7 +55,7 @@ extension RelayServer {
                 ? request.path
                 : request.path.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(request.path[..<$0]) } ?? request.path
             var httpRequest = HTTPRequest(method: request.method, path: path, headers: request.headers, body: request.body)
-            httpRequest.clientCertificate = request.clientCertificate.map { ClientCertificate(sha256: $0.sha256, subject: $0.subject) }
+            httpRequest.clientCertificate = request.clientCertificate
             workers.run(.init(request: httpRequest, responder: responder))
         }
         return APNsIngressListener(server: server, workers: workers)

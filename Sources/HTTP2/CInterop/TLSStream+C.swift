@@ -1,4 +1,5 @@
 internal import COpenSSL
+import RelayBasics
 
 #if canImport(Glibc)
     import Glibc
@@ -87,7 +88,7 @@ final class TLSStream {
     /// The client's certificate, when it sent one and it verified against
     /// the context's client CA (``TLSServerConfiguration/clientCAFile``);
     /// nil otherwise. Read once the handshake is done.
-    func peerCertificate() -> TLSPeerCertificate? {
+    func peerCertificate() -> ClientCertificate? {
         guard let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
         defer { X509_free(certificate) }
         guard SSL_get_verify_result(ssl) == X509_V_OK else { return nil }
@@ -100,7 +101,7 @@ final class TLSStream {
             let text = String(byte, radix: 16)
             return byte < 16 ? "0" + text : text
         }.joined()
-        return TLSPeerCertificate(
+        return ClientCertificate(
             sha256: hex, subject: String(decoding: subject.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 

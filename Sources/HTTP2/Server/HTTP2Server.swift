@@ -15,7 +15,7 @@ public struct HTTP2ServerRequest: Sendable {
     public var streamID: Int32
     /// The connection's client certificate, verified against the server's
     /// client CA; nil without TLS, without a client CA, or when the client sent none.
-    public var clientCertificate: TLSPeerCertificate? = nil
+    public var clientCertificate: ClientCertificate? = nil
 }
 
 /// How the server answers one request. Exactly one call per request; the

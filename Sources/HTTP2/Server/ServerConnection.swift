@@ -51,7 +51,7 @@ final class ServerConnection: @unchecked Sendable {
     private var socket: Int32
     private var tls: TLSStream?
     /// The client's verified certificate, set by the handshake before any request is read.
-    private var clientCertificate: TLSPeerCertificate?
+    private var clientCertificate: ClientCertificate?
     private var session: NGHTTP2Session?
     private var incoming: [Int32: IncomingStream] = [:]
     /// The stream whose frames arrived last, kept out of `incoming`: a

@@ -35,17 +35,3 @@ public struct TLSServerConfiguration: Sendable, Hashable {
         self.privateKeyFile = privateKeyFile
     }
 }
-
-/// A client certificate the server verified against its client CA.
-public struct TLSPeerCertificate: Sendable, Hashable {
-    /// SHA-256 of the certificate's DER encoding, lowercase hex (64 digits):
-    /// `openssl x509 -noout -fingerprint -sha256` without the colons.
-    public var sha256: String
-    /// The subject, as OpenSSL's one-line form (`/O=Example/CN=backend`).
-    public var subject: String
-
-    public init(sha256: String, subject: String) {
-        self.sha256 = sha256
-        self.subject = subject
-    }
-}
