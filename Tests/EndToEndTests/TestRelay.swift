@@ -72,7 +72,15 @@ final class TestRelay: Sendable {
         configure(&configuration)
         var logger = Logger(label: "e2e")
         logger.logLevel = .critical
-        let server = try await RelayServer(configuration: configuration, logger: logger)
+        let server: RelayServer
+        do {
+            server = try await RelayServer(configuration: configuration, logger: logger)
+        } catch {
+            // A relay that did not start leaves no mock behind either.
+            mock.stop()
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
         return TestRelay(mock: mock, server: server, directory: directory, keyPath: keyPath, publicKeyPEM: publicKeyPEM)
     }
 

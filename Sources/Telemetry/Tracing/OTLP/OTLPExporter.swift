@@ -109,7 +109,13 @@ public final class OTLPExporter: @unchecked Sendable {
         client = OTLPHTTPClient(endpoint: configuration.endpoint, headers: configuration.headers, opener: opener)
         encoder = OTLPRequestEncoder(resource: configuration.resource, scopeName: "apns-relay", scopeVersion: scopeVersion)
         pending.reserveCapacity(configuration.maximumQueueSize)
-        Thread.detachNewThread { [self] in run() }
+        let thread = Thread { [self] in
+            // Named from inside: on Linux only a running thread gets its
+            // name as the system's (`comm`: top -H, /proc, gdb).
+            Thread.current.name = "apns-relay-otlp"
+            run()
+        }
+        thread.start()
     }
 
     public var counts: Counts {
