@@ -13,7 +13,7 @@ struct AuditPoisonTests {
         _ = try Migrator().apply(conninfo: database.conninfo)
         var configuration = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "nul")
         configuration.reconnectMinimumDelay = 0.01
-        let writer = try AuditWriter(configuration: configuration, logger: quietLogger())
+        let writer = try AuditWriter.started(configuration: configuration, logger: quietLogger())
         var events = (0..<200).map { EventFactory.event($0) }
         events[17].send.topic = "com.example.app\u{0}evil"
         events[18].send.snapshotID = "snap\u{0}"
@@ -38,7 +38,7 @@ struct AuditPoisonTests {
             event.attemptLog = [AttemptSummary(status: 400, reason: "Bad\u{0}Reason", durationSeconds: 0.003)]
             return event
         }
-        let live = try AuditWriter(
+        let live = try AuditWriter.started(
             configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "nul-reason"), logger: quietLogger())
         await live.sendFinishedDurably(refused(1))
         await live.shutdown()
@@ -47,13 +47,13 @@ struct AuditPoisonTests {
 
         // Spooled while Postgres was away, then replayed.
         let spoolDirectory = temporaryDirectory()
-        let offline = try AuditWriter(
+        let offline = try AuditWriter.started(
             configuration: .init(conninfo: "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2", spoolDirectory: spoolDirectory, relayInstance: "nul-reason-2"),
             logger: quietLogger())
         await offline.sendFinishedDurably(refused(2))
         await offline.shutdown()
         #expect(offline.statistics.spooled == 1, "\(offline.statistics)")
-        let replaying = try AuditWriter(
+        let replaying = try AuditWriter.started(
             configuration: .init(conninfo: database.conninfo, spoolDirectory: spoolDirectory, relayInstance: "nul-reason-2"), logger: quietLogger())
         await replaying.shutdown()
         #expect(replaying.statistics.replayed == 1, "\(replaying.statistics)")
@@ -74,7 +74,7 @@ struct AuditPoisonTests {
         var configuration = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "poison")
         configuration.batchSize = 1_000
         configuration.flushInterval = 0.5
-        let writer = try AuditWriter(configuration: configuration, logger: quietLogger())
+        let writer = try AuditWriter.started(configuration: configuration, logger: quietLogger())
         events.forEach(writer.sendFinished)
         await writer.shutdown()
         let statistics = writer.statistics
@@ -92,13 +92,13 @@ struct AuditPoisonTests {
         let spoolDirectory = temporaryDirectory()
         var offline = AuditWriter.Configuration(conninfo: "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2", spoolDirectory: spoolDirectory, relayInstance: "poison-2")
         offline.reconnectMinimumDelay = 0.01
-        let first = try AuditWriter(configuration: offline, logger: quietLogger())
+        let first = try AuditWriter.started(configuration: offline, logger: quietLogger())
         var later = (1_000..<1_300).map { EventFactory.event($0) }
         later[5].payloadBytesForTest = 3_000_000_000
         later.forEach(first.sendFinished)
         await first.shutdown()
         #expect(first.statistics.spooled == 300)
-        let second = try AuditWriter(
+        let second = try AuditWriter.started(
             configuration: .init(conninfo: database.conninfo, spoolDirectory: spoolDirectory, relayInstance: "poison-2"), logger: quietLogger())
         await second.shutdown()
         #expect(second.statistics.replayed == 299, "\(second.statistics)")
@@ -140,13 +140,13 @@ struct AuditJournalTests {
         // append succeeded and the relay died before deleting the journal.
         let copies = journal.segments().map { ($0, try! Data(contentsOf: $0)) }
 
-        let first = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "next"), logger: quietLogger())
+        let first = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "next"), logger: quietLogger())
         await first.shutdown()
         #expect(first.statistics.recoveredCompleted == 200)
         #expect(first.statistics.recoveredUnknown == 50)
         #expect(journal.segments().isEmpty)
         for (url, data) in copies { try data.write(to: url) }
-        let second = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "next"), logger: quietLogger())
+        let second = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "next"), logger: quietLogger())
         await second.shutdown()
 
         #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "250")
@@ -164,7 +164,7 @@ struct AuditJournalTests {
         let directory = temporaryDirectory()
         var configuration = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "d")
         configuration.journalSync = journalSync
-        let writer = try AuditWriter(configuration: configuration, logger: quietLogger())
+        let writer = try AuditWriter.started(configuration: configuration, logger: quietLogger())
         let events = (0..<2_000).map { EventFactory.event($0, dead: $0 % 400 == 1) }
         await withTaskGroup(of: Void.self) { group in
             for event in events {
@@ -193,7 +193,7 @@ struct AuditJournalTests {
         defer { database.drop() }
         _ = try Migrator().apply(conninfo: database.conninfo)
         let directory = temporaryDirectory()
-        let writer = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "late"), logger: quietLogger())
+        let writer = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "late"), logger: quietLogger())
         let straggler = EventFactory.event(1)
         let unfinished = EventFactory.event(2)
         await writer.sendStarting(straggler.send, startedAt: straggler.startedAt)
@@ -205,7 +205,7 @@ struct AuditJournalTests {
         #expect(writer.statistics.dropped == 0)
         #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "0")
 
-        let next = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "late"), logger: quietLogger())
+        let next = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "late"), logger: quietLogger())
         await next.shutdown()
         #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "3")
         #expect(try database.scalar("SELECT outcome FROM apns_audit WHERE apns_id = '\(straggler.send.apnsID.value)'") == "success")

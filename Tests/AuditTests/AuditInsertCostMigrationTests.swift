@@ -21,7 +21,7 @@ struct AuditInsertCostMigrationTests {
         let database = try Self.database(Self.beforeMigration6)
         defer { database.drop() }
         let events = (0..<1_000).map { EventFactory.event($0) }
-        let before = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "old"), logger: quietLogger())
+        let before = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "old"), logger: quietLogger())
         events.forEach(before.sendFinished)
         await before.shutdown()
         #expect(before.statistics.written == 1_000)
@@ -82,7 +82,7 @@ struct AuditInsertCostMigrationTests {
         // names no constraint, are this build's unchanged): live rows, then a
         // spool holding every row twice, half of them already in Postgres.
         let events = (0..<400).map { EventFactory.event($0, dead: $0 % 100 == 0) }
-        let live = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "old"), logger: quietLogger())
+        let live = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "old"), logger: quietLogger())
         let records = events.map { AuditRecord(event: $0, relayInstance: "old") }
         live.enqueueEncodedRowsForBenchmark(records.prefix(200).map { $0.copyLine() })
         await live.shutdown()

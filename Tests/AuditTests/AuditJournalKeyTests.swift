@@ -51,7 +51,7 @@ struct AuditJournalKeyTests {
         // The next relay, with a database: it recovers the journal first.
         let database = try TestDatabase.migrated()
         defer { database.drop() }
-        let recovering = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: next, relayInstance: "next"), logger: quietLogger())
+        let recovering = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: next, relayInstance: "next"), logger: quietLogger())
         await recovering.shutdown()
         #expect(recovering.statistics.recoveredUnknown == Self.pinned.count, "\(recovering.statistics)")
         let rows = try database.scalar("SELECT string_agg(apns_id::text || ' ' || id::text, ',' ORDER BY apns_id) FROM apns_audit WHERE outcome = 'unknown'")

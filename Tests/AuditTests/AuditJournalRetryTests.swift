@@ -43,7 +43,7 @@ struct AuditJournalRetryTests {
 
         let database = try TestDatabase.migrated()
         defer { database.drop() }
-        let recovering = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: next, relayInstance: "next"), logger: quietLogger())
+        let recovering = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: next, relayInstance: "next"), logger: quietLogger())
         await recovering.shutdown()
         #expect(recovering.statistics.recoveredUnknown == 3, "\(recovering.statistics)")
         let rows = try database.scalar("""

@@ -15,7 +15,7 @@ struct AuditJournalSyncTests {
         configuration.journalSync = mode
         configuration.journalSyncInterval = 0.005
         configuration.journalIdleWake = 0.01
-        return try AuditWriter(configuration: configuration, logger: quietLogger())
+        return try AuditWriter.started(configuration: configuration, logger: quietLogger())
     }
 
     @Test("interval: the journal's fdatasyncs grow while records are appended, and stop while it is idle")

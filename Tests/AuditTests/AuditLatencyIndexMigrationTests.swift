@@ -12,7 +12,7 @@ struct AuditLatencyIndexMigrationTests {
         let database = try AuditInsertCostMigrationTests.database(Migration.all.filter { $0.version < 11 })
         defer { database.drop() }
         let events = (0..<600).map { EventFactory.event($0) }
-        let before = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "old"), logger: quietLogger())
+        let before = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "old"), logger: quietLogger())
         events.forEach(before.sendFinished)
         await before.shutdown()
         #expect(before.statistics.written == 600)

@@ -126,7 +126,7 @@ struct AuditSpoolFormatTests {
         defer { upgraded.drop() }
         var configuration = AuditWriter.Configuration(conninfo: upgraded.conninfo, spoolDirectory: directory, relayInstance: "relay-b")
         configuration.rowLayout = Self.regionLayout
-        let writer = try AuditWriter(configuration: configuration, logger: quietLogger())
+        let writer = try AuditWriter.started(configuration: configuration, logger: quietLogger())
         let fresh = EventFactory.event(7)
         writer.sendFinished(fresh)
         await writer.shutdown()
@@ -165,7 +165,7 @@ struct AuditSpoolFormatTests {
         let newer = Self.versioned(3, Self.kindAudit, Array((String(decoding: Self.formatOneLine(id: Self.rowID(1)), as: UTF8.self).dropLast() + "\t\\N\teu-1\n").utf8))
         try Data(Self.versioned(1, Self.kindAudit, Self.formatOneLine(id: Self.rowID(2))) + newer).write(to: url)
 
-        let writer = try AuditWriter(
+        let writer = try AuditWriter.started(
             configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "old"), logger: quietLogger())
         writer.sendFinished(EventFactory.event(1))
         await writer.shutdown()

@@ -29,7 +29,7 @@ struct AuditTokenMinutesTests {
         defer { database.drop() }
         // Dead tokens one in 7; a second apart, so they span several minutes.
         let events = (0..<1_200).map { EventFactory.event($0, dead: $0 % 7 == 3) }
-        let before = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "old"), logger: quietLogger())
+        let before = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "old"), logger: quietLogger())
         events[0..<400].forEach(before.sendFinished)
         await before.shutdown()
 
@@ -40,14 +40,14 @@ struct AuditTokenMinutesTests {
         #expect(try connection.execute(Self.fromCounts("apns_audit_token_minutes")).rows == connection.execute(Self.fromRows).rows)
 
         // Live: the writer's COPY.
-        let live = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "new"), logger: quietLogger())
+        let live = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "new"), logger: quietLogger())
         events[400..<800].forEach(live.sendFinished)
         await live.shutdown()
         #expect(live.statistics.written == 400)
 
         // A spool replayed twice: the second replay inserts nothing, counts nothing.
         let spool = temporaryDirectory()
-        let offline = try AuditWriter(configuration: .init(conninfo: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=1", spoolDirectory: spool, relayInstance: "down"), logger: quietLogger())
+        let offline = try AuditWriter.started(configuration: .init(conninfo: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=1", spoolDirectory: spool, relayInstance: "down"), logger: quietLogger())
         events[800...].forEach(offline.sendFinished)
         await offline.shutdown()
         #expect(offline.statistics.spooled == 400)
@@ -56,7 +56,7 @@ struct AuditTokenMinutesTests {
             try FileManager.default.copyItem(atPath: spool + "/" + name, toPath: copy + "/" + name)
         }
         for directory in [spool, copy] {
-            let replaying = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "up"), logger: quietLogger())
+            let replaying = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "up"), logger: quietLogger())
             await replaying.shutdown()
         }
         let rows = try connection.execute(Self.fromRows).rows

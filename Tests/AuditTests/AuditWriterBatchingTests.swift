@@ -13,7 +13,7 @@ struct AuditWriterBatchingTests {
         var configuration = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "batching")
         configuration.batchSize = batchSize
         configuration.flushInterval = flushInterval
-        return try AuditWriter(configuration: configuration, logger: quietLogger())
+        return try AuditWriter.started(configuration: configuration, logger: quietLogger())
     }
 
     @Test("rows queued during a COPY wait for a full batch instead of going out as a small COPY of their own")

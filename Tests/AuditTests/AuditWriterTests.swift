@@ -21,7 +21,7 @@ struct AuditWriterTests {
         let database = try TestDatabase()
         defer { database.drop() }
         _ = try Migrator().apply(conninfo: database.conninfo)
-        let writer = try AuditWriter(
+        let writer = try AuditWriter.started(
             configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "test-1"),
             logger: quietLogger())
         var sample: SendEvent?
@@ -67,7 +67,7 @@ struct AuditWriterTests {
         // Nothing listens on port 1: every connection attempt fails at once.
         var offline = AuditWriter.Configuration(conninfo: "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2", spoolDirectory: spoolDirectory, relayInstance: "test-2")
         offline.reconnectMinimumDelay = 0.01
-        let first = try AuditWriter(configuration: offline, logger: quietLogger())
+        let first = try AuditWriter.started(configuration: offline, logger: quietLogger())
         let events = (0..<5_000).map { EventFactory.event($0, dead: $0 % 500 == 0) }
         events.forEach(first.sendFinished)
         await first.shutdown()
@@ -77,7 +77,7 @@ struct AuditWriterTests {
 
         // The same rows written once already (an acknowledgement lost) must not double.
         let online = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: spoolDirectory, relayInstance: "test-2")
-        let second = try AuditWriter(configuration: online, logger: quietLogger())
+        let second = try AuditWriter.started(configuration: online, logger: quietLogger())
         second.sendFinished(EventFactory.event(99_999))
         await second.shutdown()
         #expect(second.statistics.replayed == 5_000)
@@ -113,7 +113,7 @@ struct AuditWriterTests {
         #expect(try spool.read(segment).records.count == 50)
         #expect(try spool.read(segment).tornBytes == partial.count / 2)
 
-        let writer = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "torn"), logger: quietLogger())
+        let writer = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "torn"), logger: quietLogger())
         await writer.shutdown()
         #expect(writer.statistics.replayed == 50)
         #expect(writer.statistics.tornRecords == 1)
@@ -180,7 +180,7 @@ struct AuditFaultTests {
         var configuration = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "fault")
         configuration.reconnectMinimumDelay = 0.01
         configuration.batchSize = 200
-        let writer = try AuditWriter(configuration: configuration, logger: quietLogger())
+        let writer = try AuditWriter.started(configuration: configuration, logger: quietLogger())
         let admin = try database.connect()
         let total = 30_000
         for index in 0..<total {
@@ -211,7 +211,7 @@ struct AuditBackPressureTests {
         var configuration = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "hw")
         configuration.highWaterMark = 100
         configuration.flushInterval = 0.5
-        let writer = try AuditWriter(configuration: configuration, logger: quietLogger())
+        let writer = try AuditWriter.started(configuration: configuration, logger: quietLogger())
         for index in 0..<5_000 { writer.sendFinished(EventFactory.event(index)) }
         await writer.shutdown()
         let statistics = writer.statistics

@@ -83,7 +83,7 @@ extension AuditSpool {
         let spool = try AuditSpool(directory: temporaryDirectory())
         for _ in 0..<2 { try spool.append(records.map { AuditSpool.Record(kind: .audit, line: $0.copyLine()) }) }
         spool.sealCurrent()
-        let writer = try AuditWriter(
+        let writer = try AuditWriter.started(
             configuration: .init(conninfo: database.conninfo, spoolDirectory: spool.directory.path, relayInstance: relayInstance), logger: quietLogger())
         await writer.shutdown()
         return writer

@@ -46,7 +46,7 @@ struct OnCallQueryTests {
         _ = try Migrator().apply(conninfo: database.conninfo)
         try database.pinClock(at: instant)
         let now = try #require(Self.nanoseconds(instant))
-        let writer = try AuditWriter(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "q"), logger: quietLogger())
+        let writer = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "q"), logger: quietLogger())
         var events = (0..<20).map { EventFactory.event($0, dead: $0 < 4) }
         for index in events.indices {
             events[index].startedAt = now - 2_000_000_000

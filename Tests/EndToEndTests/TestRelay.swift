@@ -74,7 +74,7 @@ final class TestRelay: Sendable {
         logger.logLevel = .critical
         let server: RelayServer
         do {
-            server = try await RelayServer(configuration: configuration, logger: logger)
+            server = try await RelayServer.start(RelayComponents(configuration: configuration, logger: logger))
         } catch {
             // A relay that did not start leaves no mock behind either.
             mock.stop()

@@ -4,9 +4,10 @@ import ServiceLifecycle
 import Synchronization
 import Testing
 
-/// The relay's parts in the group `RelayServer` runs them in, with stand-in
-/// parts that record what they did: the order of the drain, a part that
-/// fails while serving, a part that hangs while stopping.
+/// The relay's parts as `RelayServer` starts them and runs them in one
+/// group, with stand-in parts that record what they did: the start in
+/// order and its undoing, the order of the drain, a part that fails while
+/// serving, a part that hangs while stopping.
 @Suite("Relay parts under one ServiceGroup")
 struct RelayPartTests {
     /// What the stand-in parts did, in order.
@@ -18,29 +19,77 @@ struct RelayPartTests {
 
     static let logger = Logger(label: "relay-part-tests") { _ in SwiftLogNoOpLogHandler() }
 
-    static func part(_ name: String, _ journal: Journal) -> RelayPart {
-        RelayPart(name: name, body: .stoppedBy {
-            journal.note("\(name) stopping")
-            // A suspension inside the stop: the next part must still wait for its end.
+    /// A part that notes its start and stop; its start fails when told to.
+    struct StandIn: RelayPart {
+        struct CannotStart: Error {}
+        let name: String
+        let journal: Journal
+        var failsToStart = false
+        var stopping: @Sendable () async -> Void = { await Task.yield() }
+        var logger: Logger { RelayPartTests.logger }
+
+        func start() async throws {
+            // A suspension inside the start: the next part must still wait for its end.
             await Task.yield()
+            guard !failsToStart else {
+                journal.note("\(name) could not start")
+                throw CannotStart()
+            }
+            journal.note("\(name) started")
+        }
+
+        func stop() async {
+            journal.note("\(name) stopping")
+            await stopping()
             journal.note("\(name) stopped")
-        }, logger: logger, started: {})
+        }
     }
 
-    /// A lifecycle service that fails once running, as swift-otel's exporter could.
-    struct FailingService: Service {
+    /// A part whose work runs in `run()` and fails once running.
+    struct FailingPart: RelayPart {
         struct Broken: Error {}
+        let name: String
+        var logger: Logger { RelayPartTests.logger }
         func run() async throws {
             await Task.yield()
             throw Broken()
         }
+        func stop() async {}
+    }
+
+    static func parts(_ names: [String], _ journal: Journal) -> [any RelayPart] {
+        names.map { StandIn(name: $0, journal: journal) }
+    }
+
+    @Test("the parts start one at a time in their order")
+    func startOrder() async throws {
+        let journal = Journal()
+        let names = ["trace exporter", "metrics listener", "audit writer", "APNs pool", "ingress listener"]
+        try await RelayServer.startParts(Self.parts(names, journal))
+        #expect(journal.all == names.map { "\($0) started" })
+    }
+
+    @Test("a part that cannot start: the parts started before it are stopped, last first, none after it starts, and its error is thrown")
+    func failedStart() async throws {
+        let journal = Journal()
+        var parts = Self.parts(["trace exporter", "metrics listener", "audit writer"], journal)
+        parts.append(StandIn(name: "APNs pool", journal: journal, failsToStart: true))
+        parts.append(StandIn(name: "ingress listener", journal: journal))
+        await #expect(throws: StandIn.CannotStart.self) {
+            try await RelayServer.startParts(parts)
+        }
+        #expect(journal.all == [
+            "trace exporter started", "metrics listener started", "audit writer started", "APNs pool could not start",
+            "audit writer stopping", "audit writer stopped", "metrics listener stopping", "metrics listener stopped",
+            "trace exporter stopping", "trace exporter stopped",
+        ])
     }
 
     @Test("the drain stops the parts bottom to top (intake first, exporter last), each after the one below has returned")
     func drainOrder() async throws {
         let journal = Journal()
         let names = ["trace exporter", "metrics listener", "audit writer", "APNs pool", "ingress listener"]
-        let group = RelayServer.group(names.map { Self.part($0, journal) }, signals: false, drainTimeout: 5, logger: Self.logger)
+        let group = RelayServer.group(Self.parts(names, journal), signals: false, drainTimeout: 5, logger: Self.logger)
         let running = Task { try await group.run() }
         await group.triggerGracefulShutdown()
         try await running.value
@@ -50,10 +99,7 @@ struct RelayPartTests {
     @Test("a part that fails while the relay serves ends the group with its name, after the other parts drained in order")
     func failingPart() async throws {
         let journal = Journal()
-        let parts = [
-            RelayPart(name: "trace exporter", body: .service(FailingService(), within: { 1 }), logger: Self.logger, started: {}),
-            Self.part("audit writer", journal), Self.part("ingress listener", journal),
-        ]
+        let parts = [FailingPart(name: "trace exporter")] + Self.parts(["audit writer", "ingress listener"], journal)
         let group = RelayServer.group(parts, signals: false, drainTimeout: 5, logger: Self.logger)
         await #expect {
             try await group.run()
@@ -68,11 +114,10 @@ struct RelayPartTests {
         let journal = Journal()
         // The hung stop is released when the test ends, so no task outlives it.
         let release = Mutex<CheckedContinuation<Void, Never>?>(nil)
-        let hung = RelayPart(name: "audit writer", body: .stoppedBy {
-            journal.note("audit writer stopping")
+        let hung = StandIn(name: "audit writer", journal: journal, stopping: {
             await withCheckedContinuation { continuation in release.withLock { $0 = continuation } }
-        }, logger: Self.logger, started: {})
-        let parts = [Self.part("trace exporter", journal), hung, Self.part("ingress listener", journal)]
+        })
+        let parts: [any RelayPart] = [StandIn(name: "trace exporter", journal: journal), hung, StandIn(name: "ingress listener", journal: journal)]
         let group = RelayServer.group(parts, signals: false, drainTimeout: 0, margin: 0.2, logger: Self.logger)
         let running = Task { try await group.run() }
         await group.triggerGracefulShutdown()

@@ -80,9 +80,11 @@ struct OTLPExporterTests {
             endpoint: OTLPEndpoint(url: "http://127.0.0.1:\(port)/v1/traces")!, headers: [("x-test", "1")],
             resource: [("service.name", "exporter-test"), ("service.instance.id", "t-1")], maximumQueueSize: queue,
             maximumExportBatchSize: batch, scheduleDelayMilliseconds: delay, exportTimeoutMilliseconds: timeout)
-        return OTLPExporter(
+        let exporter = OTLPExporter(
             configuration: configuration, opener: OTLPPlainOpener(), scopeVersion: "test",
             logger: Logger(label: "otlp-test") { _ in SwiftLogNoOpLogHandler() }, dropped: drops.callback)
+        exporter.start()
+        return exporter
     }
 
     static func record(_ index: Int, padding: Int = 0) -> OTLPSpanRecord {

@@ -135,6 +135,8 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     var queueHead = 0
     var stopping = false
     var finished = false
+    /// ``start()`` has started the writer's thread.
+    var threadsStarted = false
     var counters = AuditStatistics()
     var exitContinuations: [CheckedContinuation<Void, Never>] = []
 
@@ -197,9 +199,12 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// (a relay rolled back): kept on disk for a newer relay, not replayed.
     var unreplayableSegments: Set<URL> = []
 
-    /// Opens the spool, recovers what a previous run left in the journal
-    /// (into the spool, so the writer replays it), and starts both threads.
-    public init(configuration: Configuration, logger: Logger) throws {
+    /// Opens the spool and finds what a previous run left in the journal;
+    /// starts nothing. ``start()`` starts the writer's thread (which
+    /// recovers that journal into the spool and replays it) and the
+    /// journal's; the relay builds its parts first and starts them in order,
+    /// or not at all. ``started(configuration:logger:)`` does both.
+    public init(opening configuration: Configuration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
         self.spool = try AuditSpool(directory: configuration.spoolDirectory)
@@ -221,6 +226,26 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         counters.spoolBytes = spool.totalBytes()
         counters.databaseConfigured = !configuration.spoolOnly
         if counters.spoolBytes > 0, !configuration.spoolOnly { counters.behindSince = Date() }
+    }
+
+    /// A writer opened on `configuration` and started: for tools and tests
+    /// that use a writer alone.
+    public static func started(configuration: Configuration, logger: Logger) throws -> AuditWriter {
+        let writer = try AuditWriter(opening: configuration, logger: logger)
+        writer.start()
+        return writer
+    }
+
+    /// Starts the writer's thread and the journal's. Nothing after the
+    /// first call, or after ``shutdown()``.
+    public func start() {
+        condition.lock()
+        guard !threadsStarted, !stopping else {
+            condition.unlock()
+            return
+        }
+        threadsStarted = true
+        condition.unlock()
         let thread = Thread { [self] in run() }
         thread.name = "apns-relay-audit"
         thread.start()
@@ -310,8 +335,19 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             condition.lock()
             stopping = true
+            // Never started (a relay whose start failed): nothing was taken
+            // from the journal, which keeps every record for the next start.
+            let neverStarted = !threadsStarted && !finished
+            if neverStarted { finished = true }
             if finished {
                 condition.unlock()
+                if neverStarted {
+                    // As the writer's thread does when it exits: a journal thread a send started ends.
+                    journalCondition.lock()
+                    writerExited = true
+                    journalCondition.broadcast()
+                    journalCondition.unlock()
+                }
                 continuation.resume()
                 return
             }

@@ -6,11 +6,15 @@ import ServiceLifecycle
 /// so it runs only while the relay does. (It used to start in
 /// ``RelayServer``'s initializer, and a start that failed after it, a port in
 /// use, left it purging for a relay that never served.)
-struct IdempotencyPurge: Service {
+struct IdempotencyPurge: RelayPart {
+    let name = "idempotency purge"
     let store: PostgresIdempotencyStore
     /// Seconds between rounds (60 in production).
     let interval: Double
     let logger: Logger
+
+    /// Nothing outlives `run()`: its loop ends when the graceful shutdown reaches it.
+    func stop() async {}
 
     /// Rounds until the graceful shutdown. Bounded: statements of at most
     /// 1000 rows, at most 100 per round, so no statement holds the table long.

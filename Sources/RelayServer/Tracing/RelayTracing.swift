@@ -20,7 +20,8 @@ public final class RelayTracing: Sendable {
     public let tracer: any Tracer
     /// Puts the current trace and span ids on log lines, whichever tracer made the span.
     public let metadataProvider: Logger.MetadataProvider
-    /// The OTLP exporter (`otlp` only): the relay's last part shuts it down,
+    /// The OTLP exporter (`otlp` only), its thread not started: the relay's
+    /// first part starts it, and its last part shuts it down,
     /// so it exports the buffer after everything else has stopped
     /// (`RelayServer+Lifecycle.swift`).
     let exporter: OTLPExporter?
@@ -75,6 +76,11 @@ public final class RelayTracing: Sendable {
             warnings = resolved.warnings
         }
         metadataProvider = TraceMetadata.provider
+    }
+
+    /// Starts the exporter's thread (`otlp`); nothing for the other exporters.
+    func start() {
+        exporter?.start()
     }
 
     /// Exports what is buffered within `seconds` (on a thread of its own:

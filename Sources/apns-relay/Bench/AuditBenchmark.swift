@@ -58,7 +58,7 @@ struct AuditBenchmark {
 
         // The writer's path to Postgres: the encoded rows handed to its thread, to every row committed.
         try prepareTable()
-        let writer = try AuditWriter(configuration: writerConfiguration(directory + "/spool-direct"), logger: Self.quiet)
+        let writer = try AuditWriter.started(configuration: writerConfiguration(directory + "/spool-direct"), logger: Self.quiet)
         let clock = ContinuousClock()
         let directStart = clock.now
         writer.enqueueEncodedRowsForBenchmark(lines)
@@ -83,7 +83,7 @@ struct AuditBenchmark {
 
         // The writer through the journal: from the first finished send handed over to every row committed.
         try prepareTable()
-        let journaled = try AuditWriter(configuration: writerConfiguration(directory + "/spool-journal"), logger: Self.quiet)
+        let journaled = try AuditWriter.started(configuration: writerConfiguration(directory + "/spool-journal"), logger: Self.quiet)
         let journalStart = clock.now
         events.forEach(journaled.sendFinished)
         let queuedSeconds = (clock.now - journalStart).seconds

@@ -78,8 +78,10 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = makeLogger(level: configuration.logLevel)
         let server: RelayServer
         do {
-            server = try await RelayServer(
-                configuration: configuration, logger: logger, recordsAudit: !benchmarkWithoutAudit, drainingOnSignals: true)
+            // Built without side effects, then started part by part: a part
+            // that cannot start (a port in use) leaves nothing running.
+            let components = try RelayComponents(configuration: configuration, logger: logger, recordsAudit: !benchmarkWithoutAudit)
+            server = try await RelayServer.start(components, drainingOnSignals: true)
         } catch {
             logger.critical("apns-relay could not start", metadata: ["error": "\(error)"])
             throw ExitCode(1)

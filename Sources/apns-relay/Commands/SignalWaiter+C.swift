@@ -6,7 +6,7 @@
 
 /// Waits for SIGINT or SIGTERM without blocking a thread: `mock-apns` and
 /// `demo --serve`. `serve` drains on them through its parts' ServiceGroup
-/// (`RelayServer(drainingOnSignals: true)`).
+/// (`RelayServer.start(_:drainingOnSignals: true)`).
 enum SignalWaiter {
     static func waitForTermination() async -> Int32 {
         let (stream, continuation) = AsyncStream<Int32>.makeStream()

@@ -70,7 +70,8 @@ struct DemoEnvironment {
         configuration.drainTimeoutSeconds = 10
         configuration.tracing = tracing
         do {
-            let server = try await RelayServer(configuration: configuration, logger: logger, recordsAudit: recordsAudit)
+            let components = try RelayComponents(configuration: configuration, logger: logger, recordsAudit: recordsAudit)
+            let server = try await RelayServer.start(components)
             return DemoEnvironment(directory: directory, mock: mock, server: server, apiKey: apiKey, adminKey: adminKey)
         } catch {
             mock.stop()

@@ -78,6 +78,8 @@ public final class OTLPExporter: @unchecked Sendable {
     private var sleeping = false
     private var closing = false
     private var closed = false
+    /// ``start()`` has started the thread.
+    private var started = false
     /// `MonotonicClock` nanoseconds by which the close must be done; 0 before it.
     private var closeDeadline: UInt64 = 0
     /// The deadline of the export under way, lowered by a close.
@@ -93,7 +95,9 @@ public final class OTLPExporter: @unchecked Sendable {
     private var client: OTLPHTTPClient
     private var encoder: OTLPRequestEncoder
 
-    /// Starts the exporter's thread.
+    /// An exporter whose thread has not started: spans recorded before
+    /// ``start()`` wait in the buffer. Starts nothing (the relay builds its
+    /// parts without side effects and starts them in order, or not at all).
     /// - Parameters:
     ///   - opener: how to reach the endpoint (``OTLPPlainOpener`` for http).
     ///   - dropped: called with every loss, when it happens (the drop metric).
@@ -109,6 +113,14 @@ public final class OTLPExporter: @unchecked Sendable {
         client = OTLPHTTPClient(endpoint: configuration.endpoint, headers: configuration.headers, opener: opener)
         encoder = OTLPRequestEncoder(resource: configuration.resource, scopeName: "apns-relay", scopeVersion: scopeVersion)
         pending.reserveCapacity(configuration.maximumQueueSize)
+    }
+
+    /// Starts the exporter's thread; nothing after the first call or a shutdown.
+    public func start() {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !started, !closing else { return }
+        started = true
         let thread = Thread { [self] in
             // Named from inside: on Linux only a running thread gets its
             // name as the system's (`comm`: top -H, /proc, gdb).
@@ -156,6 +168,15 @@ public final class OTLPExporter: @unchecked Sendable {
             closeDeadline = deadline
         }
         inFlight?.lower(to: closeDeadline)
+        guard started else {
+            // No thread to export them: what was recorded is dropped, counted.
+            let left = pending.count
+            pending.removeAll()
+            closed = true
+            condition.unlock()
+            drop(left, .exportFailed)
+            return counts.dropped == 0
+        }
         condition.broadcast()
         // A little past the bound: the thread counts what it gave up on.
         let waitUntil = closeDeadline + 2 * OTLPDeadline.slice
