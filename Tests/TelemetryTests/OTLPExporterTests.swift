@@ -74,7 +74,8 @@ struct OTLPExporterTests {
     }
 
     static func exporter(
-        port: UInt16, queue: Int = 2048, batch: Int = 512, delay: Int = 20, timeout: Int = 2000, drops: DropCounter
+        port: UInt16, queue: Int = 2048, batch: Int = 512, delay: Int = 20, timeout: Int = 2000, drops: DropCounter,
+        started: Bool = true
     ) -> OTLPExporter {
         let configuration = OTLPExporter.Configuration(
             endpoint: OTLPEndpoint(url: "http://127.0.0.1:\(port)/v1/traces")!, headers: [("x-test", "1")],
@@ -83,8 +84,21 @@ struct OTLPExporterTests {
         let exporter = OTLPExporter(
             configuration: configuration, opener: OTLPPlainOpener(), scopeVersion: "test",
             logger: Logger(label: "otlp-test") { _ in SwiftLogNoOpLogHandler() }, dropped: drops.callback)
-        exporter.start()
+        if started { exporter.start() }
         return exporter
+    }
+
+    @Test("an exporter never started (a relay whose start failed) exports nothing; its shutdown drops what was recorded, counted, and a start after it starts nothing")
+    func neverStarted() async throws {
+        let drops = DropCounter()
+        let exporter = Self.exporter(port: 1, drops: drops, started: false)
+        for index in 0..<3 { exporter.record(Self.record(index)) }
+        #expect(exporter.shutdown(within: 1) == false)
+        exporter.start()
+        exporter.record(Self.record(3))
+        let counts = exporter.counts
+        #expect(counts.recorded == 4 && counts.exported == 0 && counts.droppedQueueFull == 0 && counts.droppedExportFailed == 4, "\(counts)")
+        #expect(drops[.exportFailed] == 4 && drops.total == 4)
     }
 
     static func record(_ index: Int, padding: Int = 0) -> OTLPSpanRecord {
