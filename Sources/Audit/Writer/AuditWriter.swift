@@ -246,8 +246,13 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         }
         threadsStarted = true
         condition.unlock()
-        let thread = Thread { [self] in run() }
-        thread.name = "apns-relay-audit"
+        let thread = Thread { [self] in
+            // Named from inside: on Linux a name set before the start never
+            // reaches the system's (`comm`: top -H, /proc, gdb), nor does one
+            // over 15 bytes.
+            Thread.current.name = "relay-audit"
+            run()
+        }
         thread.start()
         journalCondition.lock()
         startJournalThreadIfNeeded()

@@ -122,9 +122,10 @@ public final class OTLPExporter: @unchecked Sendable {
         guard !started, !closing else { return }
         started = true
         let thread = Thread { [self] in
-            // Named from inside: on Linux only a running thread gets its
-            // name as the system's (`comm`: top -H, /proc, gdb).
-            Thread.current.name = "apns-relay-otlp"
+            // Named from inside: on Linux a name set before the start never
+            // reaches the system's (`comm`: top -H, /proc, gdb), nor does one
+            // over 15 bytes.
+            Thread.current.name = "relay-otlp"
             run()
         }
         thread.start()
