@@ -201,6 +201,9 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// (into the spool, so the writer replays it), and starts both threads.
     public init(configuration: Configuration, logger: Logger) throws {
         self.configuration = configuration
+    /// When the writer thread last listed the spool and found nothing to
+    /// replay; nil when it may hold rows (``spoolHoldsReplayableRows(listing:)``).
+    var spoolKnownEmptySince: UInt64?
         self.logger = logger
         self.spool = try AuditSpool(directory: configuration.spoolDirectory)
         self.journal = try AuditSpool(
