@@ -197,7 +197,8 @@ public struct AuditRecord: Sendable, Hashable {
             text.append(contentsOf: #","reason":"#.utf8)
             (attempt.reason.map { JSONValue.string(jsonbSafe($0)) } ?? .null).encode(into: &text)
             text.append(contentsOf: #","duration_ms":"#.utf8)
-            JSONValue.double((attempt.durationSeconds * 1000 * 1000).rounded() / 1000).encode(into: &text)
+            // The bytes `JSONValue.double` encodes, with no String in between.
+            JSONValue.appendNumber((attempt.durationSeconds * 1000 * 1000).rounded() / 1000, to: &text)
             text.append(UInt8(ascii: "}"))
         }
         text.append(UInt8(ascii: "]"))

@@ -1,4 +1,5 @@
 import RelayBasics
+import RelayJSON
 
 /// PostgreSQL COPY text format.
 enum CopyText {
@@ -142,7 +143,8 @@ struct CopyLineWriter {
 
     /// A `double precision`, as Swift prints it (shortest round-trip form).
     mutating func double(_ value: Double) {
-        text(String(value))
+        separate()
+        DoubleText.append(value, to: &line)
     }
 
     /// A `text[]`.
