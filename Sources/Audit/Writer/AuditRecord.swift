@@ -46,7 +46,12 @@ public struct AuditRecord: Sendable, Hashable {
     public static let columns = AuditRowLayout.standard.columns.map(\.name)
 
     public init(event: SendEvent, relayInstance: String) {
-        id = APNsID.random().value
+        id = {
+            var text: [UInt8] = []
+            text.reserveCapacity(36)
+            AuditRowID.appendNext(to: &text)
+            return String(decoding: text, as: UTF8.self)
+        }()
         recordedAtNanoseconds = event.finishedAt
         startedAtNanoseconds = event.startedAt
         finishedAtNanoseconds = event.finishedAt

@@ -4,7 +4,7 @@ import Relay
 /// What a finished send's row (``AuditRecord/init(event:relayInstance:)``)
 /// holds in one column: a value of the ``SendEvent``, its send, or the writer.
 enum AuditCompletionValue: Sendable {
-    /// A fresh random row id (``APNsID/random()``'s form).
+    /// A fresh row id (``AuditRowID``: ``APNsID/random()``'s form).
     case randomID
     /// The send's finish: `recorded_at` and `finished_at`.
     case finishedAt
@@ -55,7 +55,7 @@ extension AuditRowLayout {
             for index in plan.indices {
                 switch plan[index] {
                 case .randomID:
-                    if let id { writer.text(id) } else { writer.text(writing: { APNsID.appendRandom(to: &$0) }) }
+                    if let id { writer.text(id) } else { writer.unescaped(writing: { AuditRowID.appendNext(to: &$0) }) }
                 case .finishedAt: writer.timestamp(event.finishedAt)
                 case .startedAt: writer.timestamp(event.startedAt)
                 case .send(let field): field.write(send, to: &writer)
