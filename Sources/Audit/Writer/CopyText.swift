@@ -141,7 +141,9 @@ struct CopyLineWriter {
         line.append(UInt8(ascii: value ? "t" : "f"))
     }
 
-    /// A `double precision`, as Swift prints it (shortest round-trip form).
+    /// A `double precision`, as Swift prints it (shortest round-trip form:
+    /// `String(value)`'s bytes), written straight into the line. Its digits,
+    /// `.`, `e`, `+`, `-` (or `inf`, `nan`) need no escaping.
     mutating func double(_ value: Double) {
         separate()
         DoubleText.append(value, to: &line)
