@@ -39,10 +39,16 @@ extension AuditRowLayout {
     /// and released, its attempt log and id built as strings first), once
     /// per send on the sending thread.
     ///
-    /// `id` is the row's id; nil (what the writer passes) draws a fresh
-    /// random one, as the record does, straight into the line. A test pins
-    /// it to compare with a record's line.
-    func appendCompletionLine(_ event: SendEvent, id: String? = nil, relayInstance: String, to line: inout [UInt8]) {
+    /// `id` is the row's id; nil (what the writer passes) takes the next
+    /// ``AuditRowID`` straight into the line. A test pins it to compare
+    /// with a record's line.
+    ///
+    /// `intent` is the send's intent's fields (``AuditIntentFields``), taken
+    /// from the same send by this layout: its ``copyRuns`` are copied from
+    /// them, already COPY text, instead of written from the send again.
+    func appendCompletionLine(
+        _ event: SendEvent, id: String? = nil, relayInstance: String, intent: AuditIntentFields? = nil, to line: inout [UInt8]
+    ) {
         guard let completionPlan else {
             var record = AuditRecord(event: event, relayInstance: relayInstance)
             if let id { record.id = id }
@@ -51,8 +57,19 @@ extension AuditRowLayout {
         let send = event.send
         var writer = CopyLineWriter(line: line)
         line = []
+        // Fields of another layout (none of the writer's) are not used.
+        let intent = intent?.runs == copyRuns.count ? intent : nil
         completionPlan.withUnsafeBufferPointer { plan in
-            for index in plan.indices {
+            var index = 0
+            var run = 0
+            while index < plan.count {
+                if let intent, run < copyRuns.count, index == copyRuns[run].lowerBound {
+                    intent.withRun(run) { writer.escaped($0) }
+                    index = copyRuns[run].upperBound
+                    run += 1
+                    continue
+                }
+                defer { index += 1 }
                 switch plan[index] {
                 case .randomID:
                     if let id { writer.text(id) } else { writer.unescaped(writing: { AuditRowID.appendNext(to: &$0) }) }

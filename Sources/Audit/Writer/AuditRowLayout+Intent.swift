@@ -68,26 +68,59 @@ extension AuditRowLayout {
         _ send: SendDescriptor, startedAt: UInt64, derivedID: (high: UInt64, low: UInt64), relayInstance: String,
         to line: inout [UInt8]
     ) {
+        var fields: AuditIntentFields?
+        appendIntentLine(send, startedAt: startedAt, derivedID: derivedID, relayInstance: relayInstance, to: &line, fields: &fields)
+    }
+
+    /// ``appendIntentLine(_:startedAt:derivedID:relayInstance:to:)`` that
+    /// also keeps the line's ``copyRuns`` in `fields`, for the completion's
+    /// line (left nil for a layout without an intent plan).
+    func appendIntentLine(
+        _ send: SendDescriptor, startedAt: UInt64, derivedID: (high: UInt64, low: UInt64), relayInstance: String,
+        to line: inout [UInt8], fields: inout AuditIntentFields?
+    ) {
         guard let intentPlan else {
             return appendLine(AuditRecord(intent: send, startedAt: startedAt, relayInstance: relayInstance), to: &line)
         }
         var writer = CopyLineWriter(line: line)
         line = []
-        intentPlan.withUnsafeBufferPointer { steps in
-            for index in steps.indices {
-                switch steps[index] {
-                case .field(let field): writer.escaped(field)
-                case .value(let value):
-                    switch value {
-                    case .derivedID: writer.unescaped { AuditRecord.appendDerivedID(high: derivedID.high, low: derivedID.low, to: &$0) }
-                    case .startedAt: writer.timestamp(startedAt)
-                    case .send(let field): field.write(send, to: &writer)
-                    case .relayInstance: writer.text(relayInstance)
-                    case .fixed: preconditionFailure("a fixed column is planned as its field")
+        // Where each copy run's bytes start and end in the line, noted as
+        // the line is written (a run's first field starts after its
+        // separator; column 0 has none).
+        withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: copyRuns.count) { ranges in
+            var run = 0
+            var runStart = 0
+            intentPlan.withUnsafeBufferPointer { steps in
+                for index in steps.indices {
+                    if run < copyRuns.count {
+                        if index == copyRuns[run].upperBound {
+                            ranges.initializeElement(at: run, to: runStart..<writer.count)
+                            run += 1
+                        } else if index == copyRuns[run].lowerBound {
+                            runStart = writer.count + (index == 0 ? 0 : 1)
+                        }
+                    }
+                    switch steps[index] {
+                    case .field(let field): writer.escaped(field)
+                    case .value(let value):
+                        switch value {
+                        case .derivedID: writer.unescaped { AuditRecord.appendDerivedID(high: derivedID.high, low: derivedID.low, to: &$0) }
+                        case .startedAt: writer.timestamp(startedAt)
+                        case .send(let field): field.write(send, to: &writer)
+                        case .relayInstance: writer.text(relayInstance)
+                        case .fixed: preconditionFailure("a fixed column is planned as its field")
+                        }
                     }
                 }
             }
+            // A run that ends with the line's last column.
+            if run < copyRuns.count {
+                ranges.initializeElement(at: run, to: runStart..<writer.count)
+                run += 1
+            }
+            precondition(run == copyRuns.count, "every copy run ends within the line")
+            line = writer.finish()
+            fields = line.withUnsafeBufferPointer { AuditIntentFields(line: $0, runs: UnsafeBufferPointer(ranges)) }
         }
-        line = writer.finish()
     }
 }

@@ -15,6 +15,9 @@ struct AuditRowLayout: Sendable {
     /// What each column holds in a finished send's row, when every column
     /// says (``CopyColumn/completion``); nil: built through ``AuditRecord`` instead.
     let completionPlan: [AuditCompletionValue]?
+    /// The columns a completion's line copies from its intent's
+    /// (``AuditIntentFields``), in runs of adjacent columns.
+    let copyRuns: [Range<Int>]
 
     init(columns: [AuditColumn]) {
         precondition(Set(columns.map(\.name)).count == columns.count, "audit column names must be unique")
@@ -32,6 +35,7 @@ struct AuditRowLayout: Sendable {
         columnNames = names
         intentPlan = Self.intentPlan(columns)
         completionPlan = Self.completionPlan(columns)
+        copyRuns = Self.copyRuns(intent: intentPlan, completion: completionPlan)
     }
 
     /// The column names of lines in `format` (nil for a format newer than this build knows).

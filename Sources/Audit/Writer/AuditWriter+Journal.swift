@@ -22,6 +22,8 @@ extension AuditWriter {
         var intent: Bool
         var audit: [UInt8] = []
         var dead: [UInt8]?
+        /// An intent's: the send's fields of its line, for its completion's.
+        var fields: AuditIntentFields?
     }
 
     /// Appends the entry's record(s) to `bytes`, each line built once,
@@ -41,6 +43,7 @@ extension AuditWriter {
         let layout = configuration.rowLayout
         let key = AuditJournalKey(apnsID: send.apnsID.value, startedAt: startedAt)
         let relayInstance = configuration.relayInstance
+        var fields: AuditIntentFields?
         AuditSpool.encode(kind: .intent, format: layout.format, into: &bytes) { line in
             // The key straight into the record, and the row id's hashes
             // taken from it there: no array of its own for the key's text.
@@ -51,10 +54,11 @@ extension AuditWriter {
             if attempts > 1 {
                 layout.appendLine(AuditRecord(intent: send, startedAt: startedAt, relayInstance: relayInstance, attempts: attempts), to: &line)
             } else {
-                layout.appendIntentLine(send, startedAt: startedAt, derivedID: derivedID, relayInstance: relayInstance, to: &line)
+                layout.appendIntentLine(
+                    send, startedAt: startedAt, derivedID: derivedID, relayInstance: relayInstance, to: &line, fields: &fields)
             }
         }
-        return JournalItem(key: key, intent: true)
+        return JournalItem(key: key, intent: true, fields: fields)
     }
 
     /// Appends a completion's record (and its dead-token upsert's) to `bytes`.
@@ -65,7 +69,7 @@ extension AuditWriter {
         // from the event (no AuditRecord), copied once into the record.
         var audit: [UInt8] = []
         audit.reserveCapacity(512)
-        layout.appendCompletionLine(event, relayInstance: configuration.relayInstance, to: &audit)
+        layout.appendCompletionLine(event, relayInstance: configuration.relayInstance, intent: intentFields(key), to: &audit)
         // Asked first: the failable init copied the whole event (a retain of
         // each of its strings) only to find no dead token, on every send.
         let dead = event.deadToken == nil ? nil : DeadTokenRecord(event: event)?.copyLine()
@@ -78,6 +82,15 @@ extension AuditWriter {
         return JournalItem(key: key, intent: false, audit: audit, dead: dead)
     }
 
+    /// The fields the intent of the send `key` names left in the ledger for
+    /// its completion (nil when the ledger holds no intent of it: a layout
+    /// without one, a send whose intent was not journaled).
+    private func intentFields(_ key: AuditJournalKey) -> AuditIntentFields? {
+        condition.lock()
+        defer { condition.unlock() }
+        return openIntents[key]?.fields
+    }
+
     /// Enters a journaled record in the ledger (an intent's segment; a
     /// completion's rows queued for the writer, its intent answered).
     /// Called with `condition` held.
@@ -86,8 +99,10 @@ extension AuditWriter {
             if let segment {
                 // A retry's record supersedes the send's earlier intent:
                 // that one's segment no longer needs to hold it.
-                if let earlier = openIntents.updateValue(segment, forKey: item.key) {
-                    journalOutstanding[earlier, default: 0] -= 1
+                // A retry's record (built without fields) keeps the first one's.
+                let fields = item.fields ?? openIntents[item.key]?.fields
+                if let earlier = openIntents.updateValue(OpenIntent(segment: segment, fields: fields), forKey: item.key) {
+                    journalOutstanding[earlier.segment, default: 0] -= 1
                 }
                 journalOutstanding[segment, default: 0] += 1
             }
@@ -102,7 +117,7 @@ extension AuditWriter {
         // The intent is answered; its segment may go once this
         // completion's own segment does (deletion is oldest first). Mostly
         // both are the current segment: its count then changes once.
-        let intentSegment = openIntents.removeValue(forKey: item.key)
+        let intentSegment = openIntents.removeValue(forKey: item.key)?.segment
         if let segment {
             let added = item.dead == nil ? 1 : 2
             journalOutstanding[segment, default: 0] += intentSegment == segment ? added - 1 : added
@@ -119,7 +134,7 @@ extension AuditWriter {
     private func enterUndurable(_ item: JournalItem) {
         let format = configuration.rowLayout.format
         // The intent's hold on its segment passes to the rows.
-        let hold = openIntents.removeValue(forKey: item.key)
+        let hold = openIntents.removeValue(forKey: item.key)?.segment
         var rows = [Row(kind: .audit, format: format, line: item.audit, journalSegment: hold, undurable: true)]
         if let dead = item.dead { rows.append(Row(kind: .deadToken, format: format, line: dead, journalSegment: hold, undurable: true)) }
         if let hold { journalOutstanding[hold, default: 0] += rows.count - 1 }

@@ -114,8 +114,18 @@ struct CopyLineWriter {
         line.append(contentsOf: field)
     }
 
+    /// Fields already in COPY text, tabs between them (a run of an
+    /// intent's line, ``AuditIntentFields``), copied as they are.
+    mutating func escaped(_ fields: UnsafeBufferPointer<UInt8>) {
+        separate()
+        line.append(contentsOf: fields)
+    }
+
     /// The fields written so far, without the newline ``finish()`` adds.
     var fields: [UInt8] { line }
+
+    /// How many bytes the line holds so far (with what it started with).
+    var count: Int { line.count }
 
     /// An integer's decimal digits, written straight into the line.
     mutating func integer(_ value: Int?) {
