@@ -123,8 +123,16 @@ struct AuditCompletionLineTests {
                 AuditRowLayout.standard.appendIntentLine(
                     send, startedAt: key.startedAt, derivedID: AuditRecord.derivedIDWords(of: key.bytes), relayInstance: relayInstance,
                     to: &intentLine, fields: &fields)
-                let intent = try #require(fields)
+                var intent = try #require(fields)
                 #expect(intent.runs == 3)
+                // Not yet complete (its buffer not attached): not used.
+                var unattached = Array("previous\t".utf8)
+                AuditRowLayout.standard.appendCompletionLine(
+                    Self.events(of: send)[0], id: Self.rowID, relayInstance: relayInstance, intent: intent, to: &unattached)
+                var plain = Array("previous\t".utf8)
+                AuditRowLayout.standard.appendCompletionLine(Self.events(of: send)[0], id: Self.rowID, relayInstance: relayInstance, to: &plain)
+                #expect(unattached == plain)
+                intent.record = intentLine
                 for event in Self.events(of: send) {
                     var copied = Array("previous\t".utf8)
                     AuditRowLayout.standard.appendCompletionLine(event, id: Self.rowID, relayInstance: relayInstance, intent: intent, to: &copied)
@@ -143,9 +151,8 @@ struct AuditCompletionLineTests {
         AuditRowLayout.withoutPlans.appendIntentLine(
             event.send, startedAt: 1, derivedID: (1, 2), relayInstance: "r", to: &otherLine, fields: &other)
         #expect(other == nil)
-        let foreign = [UInt8]("x\ty".utf8).withUnsafeBufferPointer { line in
-            [0..<1].withUnsafeBufferPointer { AuditIntentFields(line: line, runs: $0) }
-        }
+        var foreign = try #require([0..<1].withUnsafeBufferPointer { AuditIntentFields(runs: $0) })
+        foreign.record = Array("x\ty".utf8)
         var line: [UInt8] = []
         AuditRowLayout.standard.appendCompletionLine(event, id: Self.rowID, relayInstance: "r", intent: foreign, to: &line)
         var expected: [UInt8] = []

@@ -58,7 +58,9 @@ extension AuditRowLayout {
         var writer = CopyLineWriter(line: line)
         line = []
         // Fields of another layout (none of the writer's) are not used.
-        let intent = intent?.runs == copyRuns.count ? intent : nil
+        let intent = intent.flatMap { $0.runs == copyRuns.count && $0.isComplete ? $0 : nil }
+        // recorded_at and finished_at: one instant, formatted once.
+        var finished: Range<Int>?
         completionPlan.withUnsafeBufferPointer { plan in
             var index = 0
             var run = 0
@@ -73,7 +75,7 @@ extension AuditRowLayout {
                 switch plan[index] {
                 case .randomID:
                     if let id { writer.text(id) } else { writer.unescaped(writing: { AuditRowID.appendNext(to: &$0) }) }
-                case .finishedAt: writer.timestamp(event.finishedAt)
+                case .finishedAt: writer.timestamp(event.finishedAt, sameAs: &finished)
                 case .startedAt: writer.timestamp(event.startedAt)
                 case .send(let field): field.write(send, to: &writer)
                 case .apnsUniqueID: writer.text(event.apnsUniqueID)

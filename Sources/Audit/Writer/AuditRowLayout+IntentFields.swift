@@ -3,41 +3,46 @@
 /// columns (``AuditRowLayout/copyRuns``), so its line copies them instead
 /// of encoding every one of the send's strings a second time (each one
 /// retained, scanned for escapes and appended: issue 26, the audit's share).
+///
+/// Held as the buffer the intent's record was encoded into, shared rather
+/// than copied (the journal drops it after its `write(2)` otherwise), and
+/// where the runs lie in it.
 struct AuditIntentFields: Sendable {
-    /// Each run's length (4 bytes, little-endian), then the runs' bytes: one buffer.
-    private var bytes: [UInt8]
-    /// How many runs `bytes` holds.
+    /// The buffer holding the intent's line: set once the record (or the
+    /// batch of records) is complete; until then, empty, and not used.
+    var record: [UInt8] = []
+    /// Where each run lies in `record`; at most four.
+    private var ranges: (Range<Int>, Range<Int>, Range<Int>, Range<Int>) = (0..<0, 0..<0, 0..<0, 0..<0)
+    /// How many runs there are.
     let runs: Int
 
-    /// The fields of `runs` (byte ranges of `line`, one per copy run, each
-    /// from its first field's first byte to its last field's last byte).
-    init(line: UnsafeBufferPointer<UInt8>, runs ranges: UnsafeBufferPointer<Range<Int>>) {
-        var total = 4 * ranges.count
-        for range in ranges { total += range.count }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(total)
-        for range in ranges {
-            let length = UInt32(range.count)
-            for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: length >> UInt32(shift))) }
-        }
-        for range in ranges { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: line[range])) }
-        self.bytes = bytes
-        runs = ranges.count
+    /// The byte ranges of the runs (one per copy run, each from its first
+    /// field's first byte to its last field's last byte) in the buffer
+    /// ``record`` will be; nil for more than four runs (then not kept).
+    init?(runs: UnsafeBufferPointer<Range<Int>>) {
+        guard runs.count <= 4 else { return nil }
+        self.runs = runs.count
+        if runs.count > 0 { ranges.0 = runs[0] }
+        if runs.count > 1 { ranges.1 = runs[1] }
+        if runs.count > 2 { ranges.2 = runs[2] }
+        if runs.count > 3 { ranges.3 = runs[3] }
+    }
+
+    /// Whether ``record`` holds every run (it was set).
+    var isComplete: Bool {
+        let end = max(ranges.0.upperBound, ranges.1.upperBound, ranges.2.upperBound, ranges.3.upperBound)
+        return !record.isEmpty && record.count >= end
     }
 
     /// Calls `body` with the bytes of run `index` (escaped COPY text, tabs between its fields).
     func withRun<R>(_ index: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        bytes.withUnsafeBufferPointer { bytes in
-            var start = 4 * runs
-            var position = 0
-            while true {
-                let length = Int(bytes[4 * position]) | Int(bytes[4 * position + 1]) << 8
-                    | Int(bytes[4 * position + 2]) << 16 | Int(bytes[4 * position + 3]) << 24
-                if position == index { return body(UnsafeBufferPointer(rebasing: bytes[start..<(start + length)])) }
-                start += length
-                position += 1
-            }
+        let range = switch index {
+        case 0: ranges.0
+        case 1: ranges.1
+        case 2: ranges.2
+        default: ranges.3
         }
+        return record.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[range])) }
     }
 }
 

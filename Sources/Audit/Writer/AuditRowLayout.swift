@@ -12,6 +12,9 @@ struct AuditRowLayout: Sendable {
     /// How an intent's row fills each column, when every column says
     /// (``CopyColumn/intent``); nil: built through ``AuditRecord`` instead.
     let intentPlan: [AuditIntentStep]?
+    /// The fixed fields of an intent's row, runs of them as COPY text
+    /// (``AuditIntentStep/fixed(_:)`` ranges).
+    let intentFixedFields: [UInt8]
     /// What each column holds in a finished send's row, when every column
     /// says (``CopyColumn/completion``); nil: built through ``AuditRecord`` instead.
     let completionPlan: [AuditCompletionValue]?
@@ -33,7 +36,9 @@ struct AuditRowLayout: Sendable {
         }
         columnLists = lists
         columnNames = names
-        intentPlan = Self.intentPlan(columns)
+        let intent = Self.intentPlan(columns)
+        intentPlan = intent?.steps
+        intentFixedFields = intent?.fixed ?? []
         completionPlan = Self.completionPlan(columns)
         copyRuns = Self.copyRuns(intent: intentPlan, completion: completionPlan)
     }

@@ -181,7 +181,9 @@ extension AuditWriter {
     private func appendOne(intent: Bool, _ encode: (inout [UInt8]) -> JournalItem) -> Bool {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(1024)
-        let item = encode(&bytes)
+        var item = encode(&bytes)
+        // The intent's line stays in this buffer, shared, for its completion.
+        item.fields?.record = bytes
         return appendEncodedToJournal(bytes, items: CollectionOfOne(item), intents: intent)
     }
 
@@ -309,6 +311,8 @@ extension AuditWriter {
                 if intentsRefused, case .intent = entry { continue }
                 if let item = encodeJournal(entry, into: &bytes) { items.append(item) }
             }
+            // The intents' lines stay in this buffer, shared, for their completions.
+            for index in items.indices where items[index].fields != nil { items[index].fields!.record = bytes }
             var segment: Int?
             var synced = false
             var failure: (any Error)?
