@@ -22,6 +22,9 @@ struct AuditRowIDTests {
             APNsID.append(high: high, low: low, to: &bytes)
             var words = Words(words: [high, low])
             #expect(bytes == Array(("x" + APNsID.random(using: &words).value).utf8))
+            var row = Array("x".utf8)
+            AuditRowID.append(high: high, low: low, to: &row)
+            #expect(row == bytes)
         }
         for _ in 0..<2000 {
             var bytes: [UInt8] = []
