@@ -15,6 +15,9 @@ struct AuditIntentFields: Sendable {
     private var ranges: (Range<Int>, Range<Int>, Range<Int>, Range<Int>) = (0..<0, 0..<0, 0..<0, 0..<0)
     /// How many runs there are.
     let runs: Int
+    /// Where the intent's journal key (``AuditJournalKey/bytes``) lies in
+    /// `record`, which the completion's record starts with too (empty: not noted).
+    var key: Range<Int> = 0..<0
 
     /// The byte ranges of the runs (one per copy run, each from its first
     /// field's first byte to its last field's last byte) in the buffer
@@ -30,8 +33,13 @@ struct AuditIntentFields: Sendable {
 
     /// Whether ``record`` holds every run (it was set).
     var isComplete: Bool {
-        let end = max(ranges.0.upperBound, ranges.1.upperBound, ranges.2.upperBound, ranges.3.upperBound)
+        let end = max(ranges.0.upperBound, ranges.1.upperBound, ranges.2.upperBound, ranges.3.upperBound, key.upperBound)
         return !record.isEmpty && record.count >= end
+    }
+
+    /// Calls `body` with the journal key's bytes (empty when not noted).
+    func withKey<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        record.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[key])) }
     }
 
     /// Calls `body` with the bytes of run `index` (escaped COPY text, tabs between its fields).

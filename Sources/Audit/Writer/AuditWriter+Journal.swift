@@ -49,6 +49,7 @@ extension AuditWriter {
             // taken from it there: no array of its own for the key's text.
             let keyStart = line.count
             key.append(to: &line)
+            let keyEnd = line.count
             let derivedID = line.withUnsafeBufferPointer { AuditRecord.derivedIDWords(of: UnsafeBufferPointer(rebasing: $0[keyStart...])) }
             line.append(0x09)
             if attempts > 1 {
@@ -56,6 +57,8 @@ extension AuditWriter {
             } else {
                 layout.appendIntentLine(
                     send, startedAt: startedAt, derivedID: derivedID, relayInstance: relayInstance, to: &line, fields: &fields)
+                // The completion's record starts with the same key.
+                fields?.key = keyStart..<keyEnd
             }
         }
         return JournalItem(key: key, intent: true, fields: fields)
@@ -69,12 +72,19 @@ extension AuditWriter {
         // from the event (no AuditRecord), copied once into the record.
         var audit: [UInt8] = []
         audit.reserveCapacity(512)
-        layout.appendCompletionLine(event, relayInstance: configuration.relayInstance, intent: intentFields(key), to: &audit)
+        let intent = intentFields(key)
+        layout.appendCompletionLine(event, relayInstance: configuration.relayInstance, intent: intent, to: &audit)
         // Asked first: the failable init copied the whole event (a retain of
         // each of its strings) only to find no dead token, on every send.
         let dead = event.deadToken == nil ? nil : DeadTokenRecord(event: event)?.copyLine()
         AuditSpool.encode(kind: .completion, format: layout.format, into: &bytes) { line in
-            key.append(to: &line)
+            // The key's text as its intent's record holds it (the same
+            // apns-id and start: the ledger matched them), not formatted again.
+            if let intent, intent.isComplete, !intent.key.isEmpty {
+                intent.withKey { line.append(contentsOf: $0) }
+            } else {
+                key.append(to: &line)
+            }
             line.append(0x09)
             line.append(contentsOf: audit)
         }
