@@ -62,11 +62,37 @@ struct CopyLineWriter {
 
     /// Whether any byte of `bytes` is one COPY text escapes (or replaces).
     ///
-    /// The five comparisons as before: a hand-written test against a 64-bit
-    /// mask measured 1,700 instructions a send more (callgrind, issue 26).
+    /// Eight bytes at a time: a word holds a byte equal to `b` exactly when
+    /// `word ^ (b * 0x01…01)` holds a zero byte, and `(x - 0x01…01) & ~x &
+    /// 0x80…80` is nonzero exactly when `x` holds one; the bytes past the
+    /// last whole word by the five comparisons. (A 64-bit mask tested per
+    /// byte measured 1,700 instructions a send more than the comparisons;
+    /// this is a test per word, issue 26.)
     @inline(__always)
     static func needsEscaping(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        bytes.contains(where: { $0 == 0x5C || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 == 0x00 })
+        guard let base = bytes.baseAddress else { return false }
+        let count = bytes.count
+        var offset = 0
+        if count >= 8 {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            let raw = UnsafeRawPointer(base)
+            while offset + 8 <= count {
+                let word = raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                let tab = word ^ (0x09 &* ones), newline = word ^ (0x0A &* ones)
+                let carriageReturn = word ^ (0x0D &* ones), backslash = word ^ (0x5C &* ones)
+                let found = ((word &- ones) & ~word) | ((tab &- ones) & ~tab) | ((newline &- ones) & ~newline)
+                    | ((carriageReturn &- ones) & ~carriageReturn) | ((backslash &- ones) & ~backslash)
+                if found & highs != 0 { return true }
+                offset += 8
+            }
+        }
+        while offset < count {
+            let byte = base[offset]
+            if byte == 0x5C || byte == 0x0A || byte == 0x0D || byte == 0x09 || byte == 0x00 { return true }
+            offset += 1
+        }
+        return false
     }
 
     private mutating func append(escaping bytes: UnsafeBufferPointer<UInt8>) {
