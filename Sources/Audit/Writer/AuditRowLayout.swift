@@ -1,6 +1,10 @@
 /// The ordered columns of an audit row and what follows from them: the COPY
 /// column list of each row format, and the row's COPY line.
-struct AuditRowLayout: Sendable {
+///
+/// A class, immutable: the journal takes the writer's layout for every
+/// record, and a struct of eight arrays and dictionaries was copied (each
+/// retained and released) for every intent, ~400 instructions a send.
+final class AuditRowLayout: Sendable {
     /// Every column, in COPY order (the order of the fields in a line).
     let columns: [AuditColumn]
     /// The format lines are written in: the newest `since` of any column.
@@ -26,7 +30,8 @@ struct AuditRowLayout: Sendable {
         precondition(Set(columns.map(\.name)).count == columns.count, "audit column names must be unique")
         precondition(columns.allSatisfy { $0.since >= .v1 }, "audit row formats start at 1")
         self.columns = columns
-        format = columns.map(\.since).max() ?? .v1
+        let format = columns.map(\.since).max() ?? .v1
+        self.format = format
         var lists: [UInt8: String] = [:]
         var names: [UInt8: [String]] = [:]
         for version in AuditRowFormat.v1.rawValue...format.rawValue {
@@ -37,10 +42,11 @@ struct AuditRowLayout: Sendable {
         columnLists = lists
         columnNames = names
         let intent = Self.intentPlan(columns)
+        let completion = Self.completionPlan(columns)
         intentPlan = intent?.steps
         intentFixedFields = intent?.fixed ?? []
-        completionPlan = Self.completionPlan(columns)
-        copyRuns = Self.copyRuns(intent: intentPlan, completion: completionPlan)
+        completionPlan = completion
+        copyRuns = Self.copyRuns(intent: intent?.steps, completion: completion)
     }
 
     /// The column names of lines in `format` (nil for a format newer than this build knows).
