@@ -44,23 +44,24 @@ extension AuditWriter {
         let key = AuditJournalKey(apnsID: send.apnsID.value, startedAt: startedAt)
         let relayInstance = configuration.relayInstance
         var fields: AuditIntentFields?
-        AuditSpool.encode(kind: .intent, format: layout.format, into: &bytes) { line in
-            // The key straight into the record, and the row id's hashes
-            // taken from it there: no array of its own for the key's text.
-            let keyStart = line.count
-            key.append(to: &line)
-            let keyEnd = line.count
-            let derivedID = line.withUnsafeBufferPointer { AuditRecord.derivedIDWords(of: UnsafeBufferPointer(rebasing: $0[keyStart...])) }
-            line.append(0x09)
-            if attempts > 1 {
-                layout.appendLine(AuditRecord(intent: send, startedAt: startedAt, relayInstance: relayInstance, attempts: attempts), to: &line)
-            } else {
-                layout.appendIntentLine(
-                    send, startedAt: startedAt, derivedID: derivedID, relayInstance: relayInstance, to: &line, fields: &fields)
-                // The completion's record starts with the same key.
-                fields?.key = keyStart..<keyEnd
-            }
+        // The line written in place, not by a closure (which copied the send).
+        let start = AuditSpool.startRecord(kind: .intent, format: layout.format, into: &bytes)
+        // The key straight into the record, and the row id's hashes
+        // taken from it there: no array of its own for the key's text.
+        let keyStart = bytes.count
+        key.append(to: &bytes)
+        let keyEnd = bytes.count
+        let derivedID = bytes.withUnsafeBufferPointer { AuditRecord.derivedIDWords(of: UnsafeBufferPointer(rebasing: $0[keyStart...])) }
+        bytes.append(0x09)
+        if attempts > 1 {
+            layout.appendLine(AuditRecord(intent: send, startedAt: startedAt, relayInstance: relayInstance, attempts: attempts), to: &bytes)
+        } else {
+            layout.appendIntentLine(
+                send, startedAt: startedAt, derivedID: derivedID, relayInstance: relayInstance, to: &bytes, fields: &fields)
+            // The completion's record starts with the same key.
+            fields?.key = keyStart..<keyEnd
         }
+        AuditSpool.finishRecord(startingAt: start, in: &bytes)
         return JournalItem(key: key, intent: true, fields: fields)
     }
 
@@ -77,17 +78,17 @@ extension AuditWriter {
         // Asked first: the failable init copied the whole event (a retain of
         // each of its strings) only to find no dead token, on every send.
         let dead = event.deadToken == nil ? nil : DeadTokenRecord(event: event)?.copyLine()
-        AuditSpool.encode(kind: .completion, format: layout.format, into: &bytes) { line in
-            // The key's text as its intent's record holds it (the same
-            // apns-id and start: the ledger matched them), not formatted again.
-            if let intent, intent.isComplete, !intent.key.isEmpty {
-                intent.withKey { line.append(contentsOf: $0) }
-            } else {
-                key.append(to: &line)
-            }
-            line.append(0x09)
-            line.append(contentsOf: audit)
+        let start = AuditSpool.startRecord(kind: .completion, format: layout.format, into: &bytes)
+        // The key's text as its intent's record holds it (the same
+        // apns-id and start: the ledger matched them), not formatted again.
+        if let intent, intent.isComplete, !intent.key.isEmpty {
+            intent.withKey { bytes.append(contentsOf: $0) }
+        } else {
+            key.append(to: &bytes)
         }
+        bytes.append(0x09)
+        bytes.append(contentsOf: audit)
+        AuditSpool.finishRecord(startingAt: start, in: &bytes)
         if let dead { AuditSpool.encode(AuditSpool.Record(kind: .deadToken, format: layout.format, line: dead), into: &bytes) }
         return JournalItem(key: key, intent: false, audit: audit, dead: dead)
     }
@@ -178,7 +179,13 @@ extension AuditWriter {
     /// each of its strings once more per record.
     @discardableResult
     func appendIntentToJournal(_ send: SendDescriptor, startedAt: UInt64, attempts: Int = 1) -> Bool {
-        appendOne(intent: true) { encodeIntent(send, startedAt: startedAt, attempts: attempts, into: &$0) }
+        // Not through `appendOne`'s closure, which copied the send's descriptor.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(1024)
+        var item = encodeIntent(send, startedAt: startedAt, attempts: attempts, into: &bytes)
+        // The intent's line stays in this buffer, shared, for its completion.
+        item.fields?.record = bytes
+        return appendEncodedToJournal(bytes, items: CollectionOfOne(item), intents: true)
     }
 
     /// ``appendIntentToJournal(_:startedAt:)`` for a finished send's record.
