@@ -1,4 +1,5 @@
 @testable import Audit
+import APNs
 import RelayBasics
 import Testing
 
@@ -100,6 +101,23 @@ struct AuditEncoderEquivalenceTests {
             RFC3339.append(milliseconds: milliseconds, to: &appended)
             #expect(appended == Array(("previous\t" + Self.oldTimestamp(milliseconds: milliseconds)).utf8))
         }
+    }
+
+    @Test("the fields written without the escape scan hold nothing it escapes: every environment, operation and push type, apns-ids")
+    func plainFieldsNeedNoEscaping() {
+        var values = APNs.Environment.allCases.map(\.rawValue) + APNs.Operation.allCases.map(\.rawValue)
+        values += APNs.PushType.allCases.map(\.rawValue)
+        values += (0..<1000).map { _ in APNsID.random().value } + ["7d3e5c2a-0f4b-4c8d-9e1a-2b3c4d5e6f70"]
+        for value in values {
+            var plain = CopyLineWriter(line: [])
+            plain.plain(value)
+            var scanned = CopyLineWriter(line: [])
+            scanned.text(value)
+            #expect(plain.finish() == scanned.finish(), "\(value)")
+        }
+        var plain = CopyLineWriter(line: [])
+        plain.plain(nil)
+        #expect(plain.finish() == Array("\\N\n".utf8))
     }
 
     @Test("a COPY text field escapes exactly what the five comparisons did, every byte value at every position, short and long fields")

@@ -60,6 +60,22 @@ struct CopyLineWriter {
         }
     }
 
+    /// A text field whose value cannot hold a byte COPY escapes (an enum's
+    /// raw value, a parsed apns-id): appended without the scan, with the
+    /// bytes ``text(_:)`` would write for it (a test holds every such value
+    /// to that; debug builds check each).
+    mutating func plain(_ value: String?) {
+        separate()
+        guard let value else {
+            return null()
+        }
+        let appended: Void? = value.utf8.withContiguousStorageIfAvailable { bytes in
+            assert(!Self.needsEscaping(bytes), "a plain COPY field holds a byte COPY escapes")
+            line.append(contentsOf: bytes)
+        }
+        if appended == nil { line.append(contentsOf: value.utf8) }
+    }
+
     /// Whether any byte of `bytes` is one COPY text escapes (or replaces).
     ///
     /// Eight bytes at a time: a word holds a byte equal to `b` exactly when
