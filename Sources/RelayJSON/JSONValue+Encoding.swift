@@ -23,7 +23,7 @@ extension JSONValue {
         case .integer(let value):
             output.append(contentsOf: String(value).utf8)
         case .double(let value):
-            output.append(contentsOf: Self.numberText(value).utf8)
+            Self.appendNumber(value, to: &output)
         case .string(let value):
             Self.encodeString(value, into: &output)
         case .array(let elements):

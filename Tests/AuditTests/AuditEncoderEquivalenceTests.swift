@@ -1,4 +1,5 @@
 @testable import Audit
+import APNs
 import RelayBasics
 import Testing
 
@@ -102,7 +103,24 @@ struct AuditEncoderEquivalenceTests {
         }
     }
 
-    @Test("a COPY text field escapes exactly what the five comparisons did, every byte value, short and long fields")
+    @Test("the fields written without the escape scan hold nothing it escapes: every environment, operation and push type, apns-ids")
+    func plainFieldsNeedNoEscaping() {
+        var values = APNs.Environment.allCases.map(\.rawValue) + APNs.Operation.allCases.map(\.rawValue)
+        values += APNs.PushType.allCases.map(\.rawValue)
+        values += (0..<1000).map { _ in APNsID.random().value } + ["7d3e5c2a-0f4b-4c8d-9e1a-2b3c4d5e6f70"]
+        for value in values {
+            var plain = CopyLineWriter(line: [])
+            plain.plain(value)
+            var scanned = CopyLineWriter(line: [])
+            scanned.text(value)
+            #expect(plain.finish() == scanned.finish(), "\(value)")
+        }
+        var plain = CopyLineWriter(line: [])
+        plain.plain(nil)
+        #expect(plain.finish() == Array("\\N\n".utf8))
+    }
+
+    @Test("a COPY text field escapes exactly what the five comparisons did, every byte value at every position, short and long fields")
     func escapeScanMatchesOld() {
         for byte in UInt8.min...UInt8.max {
             let old = byte == 0x5C || byte == 0x0A || byte == 0x0D || byte == 0x09 || byte == 0x00
@@ -110,6 +128,25 @@ struct AuditEncoderEquivalenceTests {
             // The byte at the end of a long clean field, and the field's line.
             let field = Array(repeating: UInt8(ascii: "a"), count: 300) + [byte]
             #expect(field.withUnsafeBufferPointer { CopyLineWriter.needsEscaping($0) } == old, "\(byte)")
+        }
+        // Every byte value at every position of fields 1 to 24 bytes long:
+        // in a whole word, in the bytes past the last one, at either end.
+        for length in 1...24 {
+            for position in 0..<length {
+                for byte in [UInt8(0x00), 0x09, 0x0A, 0x0D, 0x5C, 0x01, 0x08, 0x0B, 0x0C, 0x0E, 0x5B, 0x5D, 0x7F, 0x80, 0xDC, 0xFF] {
+                    var field = Array(repeating: UInt8(ascii: "a"), count: length)
+                    field[position] = byte
+                    let old = byte == 0x5C || byte == 0x0A || byte == 0x0D || byte == 0x09 || byte == 0x00
+                    #expect(field.withUnsafeBufferPointer { CopyLineWriter.needsEscaping($0) } == old, "\(length) \(position) \(byte)")
+                }
+            }
+        }
+        // Fields of random bytes against the comparisons, byte by byte.
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let field = (0..<Int.random(in: 0...40, using: &generator)).map { _ in UInt8.random(in: 0x00...0xFF, using: &generator) | (Bool.random(using: &generator) ? 0x20 : 0) }
+            let old = field.contains { $0 == 0x5C || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 == 0x00 }
+            #expect(field.withUnsafeBufferPointer { CopyLineWriter.needsEscaping($0) } == old)
         }
         let texts = ["", "plain", "tab\there", "nl\nx\r\\y", "nul\u{0}here", "é日本\u{1}\u{7F}", String(repeating: "long reason é\t", count: 400)]
         for text in texts {

@@ -29,6 +29,12 @@ struct AuditJournalAppendTests {
         let afterCompletion = try AuditSpool.journalRecords(in: directory)
         #expect(afterCompletion.map(\.kind) == [.intent, .completion, .deadToken])
         #expect(afterCompletion.prefix(2).map(\.journalKeyText) == [key, key])
+        // The completion's row, its send's columns copied from the intent's
+        // line, is the record's line with its id.
+        let completionRow = Array(afterCompletion[1].line.drop { $0 != 0x09 }.dropFirst())
+        var record = AuditRecord(event: event, relayInstance: writer.configuration.relayInstance)
+        record.id = try #require(CopyText.field(0, of: completionRow))
+        #expect(completionRow == record.copyLine())
         await writer.shutdown()
         #expect(writer.statistics.spooled == 1, "one row (the dead-token upsert is no audit row): \(writer.statistics)")
     }

@@ -1,5 +1,5 @@
 import Testing
-import Zlib
+@testable import Zlib
 
 @Suite("Zlib: the one fenced file of zlib calls")
 struct ZlibTests {
@@ -21,6 +21,29 @@ struct ZlibTests {
         let bytes = Array("xx123456789".utf8)
         #expect(Zlib.crc32(bytes[2...]) == 0xCBF4_3926)
         #expect(Zlib.crc32("123456789".utf8) == 0xCBF4_3926)
+    }
+
+    @Test("CRC-32 is zlib's value for every length to 4 KiB, every alignment, zeros, ones and random bytes")
+    func crc32MatchesZlib() {
+        var generator = SystemRandomNumberGenerator()
+        let random = (0..<(4096 + 16)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        for bytes in [random, [UInt8](repeating: 0, count: 4096 + 16), [UInt8](repeating: 0xFF, count: 4096 + 16)] {
+            bytes.withUnsafeBufferPointer { all in
+                for offset in [0, 1, 7, 8, 15] {
+                    for length in 0...4096 {
+                        let buffer = UnsafeBufferPointer(rebasing: all[offset..<(offset + length)])
+                        let expected = Zlib.zlibCRC32(buffer)
+                        if Zlib.crc32(buffer) != expected {
+                            Issue.record("length \(length), offset \(offset): \(Zlib.crc32(buffer)) != zlib's \(expected)")
+                            return
+                        }
+                    }
+                }
+            }
+        }
+        // A record's size on the journal's path: an intent's and a completion's.
+        let line = Array(String(repeating: "7d3e5c2a-0f4b\t", count: 40).utf8)
+        #expect(Zlib.crc32(line) == line.withUnsafeBufferPointer { Zlib.zlibCRC32($0) })
     }
 
     @Test("the version is zlib's, not a placeholder")

@@ -38,6 +38,14 @@ public struct APNsID: Sendable, Hashable, Codable, CustomStringConvertible {
     /// audit row id goes straight into its COPY line.
     public static func appendRandom(to bytes: inout [UInt8]) {
         let (high, low) = draw()
+        append(high: high, low: low, to: &bytes)
+    }
+
+    /// Appends the 36 ASCII bytes of the version 4 id whose bytes are
+    /// `high`'s then `low`'s, as ``random()`` writes the words it draws.
+    /// Six bits of the words are the version and variant: bits 52–55 of
+    /// `high` and bits 6–7 of `low` do not reach the text.
+    public static func append(high: UInt64, low: UInt64, to bytes: inout [UInt8]) {
         let start = bytes.count
         bytes.append(contentsOf: repeatElement(0, count: 36))
         bytes.withUnsafeMutableBufferPointer { buffer in

@@ -221,12 +221,31 @@ final class AuditSpool: @unchecked Sendable {
     /// buffer of its own for the line or the body (the length and checksum
     /// are filled in after it).
     static func encode(kind: Kind, format: AuditRowFormat, into bytes: inout [UInt8], writeLine: (inout [UInt8]) -> Void) {
+        let start = startRecord(kind: kind, format: format, into: &bytes)
+        writeLine(&bytes)
+        finishRecord(startingAt: start, in: &bytes)
+    }
+
+    /// Appends a record's head (its length and checksum to come, its format
+    /// and kind) and returns where the record starts: the caller appends the
+    /// line, then calls ``finishRecord(startingAt:in:)``. For the journal's
+    /// own records, whose lines a closure would capture the send to write
+    /// (a copy of its descriptor, a retain of each of its strings).
+    static func startRecord(kind: Kind, format: AuditRowFormat, into bytes: inout [UInt8]) -> Int {
         precondition(format.rawValue > 0 && format.rawValue < formatLimit, "a format byte must not read as a kind")
         let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: 8))
-        bytes.append(format.rawValue)
-        bytes.append(kind.rawValue)
-        writeLine(&bytes)
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 10) { head in
+            head.initialize(repeating: 0)
+            head[8] = format.rawValue
+            head[9] = kind.rawValue
+            bytes.append(contentsOf: UnsafeBufferPointer(head))
+        }
+        return start
+    }
+
+    /// Fills in the length and checksum of the record that starts at `start`
+    /// and runs to the end of `bytes`.
+    static func finishRecord(startingAt start: Int, in bytes: inout [UInt8]) {
         let length = UInt32(bytes.count - start - 8)
         let checksum = crc(bytes[(start + 8)...])
         for index in 0..<4 {

@@ -4,7 +4,7 @@ import Relay
 /// What a finished send's row (``AuditRecord/init(event:relayInstance:)``)
 /// holds in one column: a value of the ``SendEvent``, its send, or the writer.
 enum AuditCompletionValue: Sendable {
-    /// A fresh random row id (``APNsID/random()``'s form).
+    /// A fresh row id (``AuditRowID``: ``APNsID/random()``'s form).
     case randomID
     /// The send's finish: `recorded_at` and `finished_at`.
     case finishedAt
@@ -39,10 +39,16 @@ extension AuditRowLayout {
     /// and released, its attempt log and id built as strings first), once
     /// per send on the sending thread.
     ///
-    /// `id` is the row's id; nil (what the writer passes) draws a fresh
-    /// random one, as the record does, straight into the line. A test pins
-    /// it to compare with a record's line.
-    func appendCompletionLine(_ event: SendEvent, id: String? = nil, relayInstance: String, to line: inout [UInt8]) {
+    /// `id` is the row's id; nil (what the writer passes) takes the next
+    /// ``AuditRowID`` straight into the line. A test pins it to compare
+    /// with a record's line.
+    ///
+    /// `intent` is the send's intent's fields (``AuditIntentFields``), taken
+    /// from the same send by this layout: its ``copyRuns`` are copied from
+    /// them, already COPY text, instead of written from the send again.
+    func appendCompletionLine(
+        _ event: SendEvent, id: String? = nil, relayInstance: String, intent: AuditIntentFields? = nil, to line: inout [UInt8]
+    ) {
         guard let completionPlan else {
             var record = AuditRecord(event: event, relayInstance: relayInstance)
             if let id { record.id = id }
@@ -51,12 +57,25 @@ extension AuditRowLayout {
         let send = event.send
         var writer = CopyLineWriter(line: line)
         line = []
+        // Fields of another layout (none of the writer's) are not used.
+        let intent = intent.flatMap { $0.runs == copyRuns.count && $0.isComplete ? $0 : nil }
+        // recorded_at and finished_at: one instant, formatted once.
+        var finished: Range<Int>?
         completionPlan.withUnsafeBufferPointer { plan in
-            for index in plan.indices {
+            var index = 0
+            var run = 0
+            while index < plan.count {
+                if let intent, run < copyRuns.count, index == copyRuns[run].lowerBound {
+                    intent.withRun(run) { writer.escaped($0) }
+                    index = copyRuns[run].upperBound
+                    run += 1
+                    continue
+                }
+                defer { index += 1 }
                 switch plan[index] {
                 case .randomID:
-                    if let id { writer.text(id) } else { writer.text(writing: { APNsID.appendRandom(to: &$0) }) }
-                case .finishedAt: writer.timestamp(event.finishedAt)
+                    if let id { writer.text(id) } else { writer.unescaped(writing: { AuditRowID.appendNext(to: &$0) }) }
+                case .finishedAt: writer.timestamp(event.finishedAt, sameAs: &finished)
                 case .startedAt: writer.timestamp(event.startedAt)
                 case .send(let field): field.write(send, to: &writer)
                 case .apnsUniqueID: writer.text(event.apnsUniqueID)

@@ -20,20 +20,28 @@ enum AuditIntentValue: Sendable {
 /// One column of an intent's row as the layout writes it.
 enum AuditIntentStep: Sendable {
     case value(AuditIntentValue)
-    /// A ``AuditIntentValue/fixed`` column's field, as COPY text.
-    case field([UInt8])
+    /// A run of adjacent ``AuditIntentValue/fixed`` columns, starting at
+    /// this one: their fields as COPY text, tabs between them, at this
+    /// range of ``AuditRowLayout/intentFixedFields``. Written with one
+    /// append, and no array of its own to retain for each.
+    case fixed(Range<Int>)
+    /// A fixed column the run before it already wrote.
+    case written
 }
 
 extension AuditRowLayout {
     /// The steps that write an intent's row, or nil when a column does not
     /// say what it holds there (a layout a test describes): such a layout's
     /// intents go through ``AuditRecord`` and ``appendLine(_:to:)``.
-    static func intentPlan(_ columns: [AuditColumn]) -> [AuditIntentStep]? {
+    static func intentPlan(_ columns: [AuditColumn]) -> (steps: [AuditIntentStep], fixed: [UInt8])? {
         // Any send gives the same fixed fields: they depend on none of its values.
         let template = AuditRecord(
             intent: SendDescriptor(app: "", environment: .production, operation: .alert, apnsID: APNsID("00000000-0000-4000-8000-000000000000")!),
             startedAt: 0, relayInstance: "")
         var steps: [AuditIntentStep] = []
+        var fixed: [UInt8] = []
+        // The step that starts the current run of fixed columns, if any.
+        var runStep: Int?
         for column in columns {
             switch column.intent {
             case nil:
@@ -41,12 +49,23 @@ extension AuditRowLayout {
             case .fixed?:
                 var writer = CopyLineWriter(line: [])
                 column.write(template, &writer)
-                steps.append(.field(writer.fields))
+                if let first = runStep, case .fixed(let range) = steps[first] {
+                    fixed.append(0x09)
+                    fixed.append(contentsOf: writer.fields)
+                    steps[first] = .fixed(range.lowerBound..<fixed.count)
+                    steps.append(.written)
+                } else {
+                    let start = fixed.count
+                    fixed.append(contentsOf: writer.fields)
+                    runStep = steps.count
+                    steps.append(.fixed(start..<fixed.count))
+                }
             case let value?:
+                runStep = nil
                 steps.append(.value(value))
             }
         }
-        return steps
+        return (steps, fixed)
     }
 
     /// Appends the COPY line of the row `send` gets if no completion follows
@@ -68,26 +87,68 @@ extension AuditRowLayout {
         _ send: SendDescriptor, startedAt: UInt64, derivedID: (high: UInt64, low: UInt64), relayInstance: String,
         to line: inout [UInt8]
     ) {
+        var fields: AuditIntentFields?
+        appendIntentLine(send, startedAt: startedAt, derivedID: derivedID, relayInstance: relayInstance, to: &line, fields: &fields)
+    }
+
+    /// ``appendIntentLine(_:startedAt:derivedID:relayInstance:to:)`` that
+    /// also notes where the line's ``copyRuns`` lie in `line` in `fields`,
+    /// for the completion's line (left nil for a layout without an intent
+    /// plan); the caller sets its ``AuditIntentFields/record`` to `line`
+    /// once it appends nothing more to it.
+    func appendIntentLine(
+        _ send: SendDescriptor, startedAt: UInt64, derivedID: (high: UInt64, low: UInt64), relayInstance: String,
+        to line: inout [UInt8], fields: inout AuditIntentFields?
+    ) {
         guard let intentPlan else {
             return appendLine(AuditRecord(intent: send, startedAt: startedAt, relayInstance: relayInstance), to: &line)
         }
         var writer = CopyLineWriter(line: line)
         line = []
-        intentPlan.withUnsafeBufferPointer { steps in
-            for index in steps.indices {
-                switch steps[index] {
-                case .field(let field): writer.escaped(field)
-                case .value(let value):
-                    switch value {
-                    case .derivedID: writer.unescaped { AuditRecord.appendDerivedID(high: derivedID.high, low: derivedID.low, to: &$0) }
-                    case .startedAt: writer.timestamp(startedAt)
-                    case .send(let field): field.write(send, to: &writer)
-                    case .relayInstance: writer.text(relayInstance)
-                    case .fixed: preconditionFailure("a fixed column is planned as its field")
+        // Where each copy run's bytes start and end in the line, noted as
+        // the line is written (a run's first field starts after its
+        // separator; column 0 has none).
+        withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: copyRuns.count) { ranges in
+            var run = 0
+            var runStart = 0
+            var started: Range<Int>?
+            intentPlan.withUnsafeBufferPointer { steps in
+                intentFixedFields.withUnsafeBufferPointer { fixed in
+                    for index in steps.indices {
+                        if run < copyRuns.count {
+                            if index == copyRuns[run].upperBound {
+                                ranges.initializeElement(at: run, to: runStart..<writer.count)
+                                run += 1
+                            } else if index == copyRuns[run].lowerBound {
+                                runStart = writer.count + (index == 0 ? 0 : 1)
+                            }
+                        }
+                        switch steps[index] {
+                        case .fixed(let range): writer.escaped(UnsafeBufferPointer(rebasing: fixed[range]))
+                        case .written: break
+                        case .value(let value):
+                            switch value {
+                            case .derivedID: writer.unescaped { AuditRecord.appendDerivedID(high: derivedID.high, low: derivedID.low, to: &$0) }
+                            // recorded_at, started_at and finished_at: one instant, formatted once.
+                            case .startedAt: writer.timestamp(startedAt, sameAs: &started)
+                            case .send(let field): field.write(send, to: &writer)
+                            case .relayInstance: writer.text(relayInstance)
+                            case .fixed: preconditionFailure("a fixed column is planned as its field")
+                            }
+                        }
                     }
                 }
             }
+            // A run that ends with the line's last column.
+            if run < copyRuns.count {
+                ranges.initializeElement(at: run, to: runStart..<writer.count)
+                run += 1
+            }
+            precondition(run == copyRuns.count, "every copy run ends within the line")
+            line = writer.finish()
+            // Where the runs lie; the buffer itself is attached once every
+            // record sharing it is written (``AuditIntentFields/record``).
+            fields = AuditIntentFields(runs: UnsafeBufferPointer(ranges))
         }
-        line = writer.finish()
     }
 }

@@ -1,6 +1,10 @@
 /// The ordered columns of an audit row and what follows from them: the COPY
 /// column list of each row format, and the row's COPY line.
-struct AuditRowLayout: Sendable {
+///
+/// A class, immutable: the journal takes the writer's layout for every
+/// record, and a struct of eight arrays and dictionaries was copied (each
+/// retained and released) for every intent, ~400 instructions a send.
+final class AuditRowLayout: Sendable {
     /// Every column, in COPY order (the order of the fields in a line).
     let columns: [AuditColumn]
     /// The format lines are written in: the newest `since` of any column.
@@ -12,15 +16,22 @@ struct AuditRowLayout: Sendable {
     /// How an intent's row fills each column, when every column says
     /// (``CopyColumn/intent``); nil: built through ``AuditRecord`` instead.
     let intentPlan: [AuditIntentStep]?
+    /// The fixed fields of an intent's row, runs of them as COPY text
+    /// (``AuditIntentStep/fixed(_:)`` ranges).
+    let intentFixedFields: [UInt8]
     /// What each column holds in a finished send's row, when every column
     /// says (``CopyColumn/completion``); nil: built through ``AuditRecord`` instead.
     let completionPlan: [AuditCompletionValue]?
+    /// The columns a completion's line copies from its intent's
+    /// (``AuditIntentFields``), in runs of adjacent columns.
+    let copyRuns: [Range<Int>]
 
     init(columns: [AuditColumn]) {
         precondition(Set(columns.map(\.name)).count == columns.count, "audit column names must be unique")
         precondition(columns.allSatisfy { $0.since >= .v1 }, "audit row formats start at 1")
         self.columns = columns
-        format = columns.map(\.since).max() ?? .v1
+        let format = columns.map(\.since).max() ?? .v1
+        self.format = format
         var lists: [UInt8: String] = [:]
         var names: [UInt8: [String]] = [:]
         for version in AuditRowFormat.v1.rawValue...format.rawValue {
@@ -30,8 +41,12 @@ struct AuditRowLayout: Sendable {
         }
         columnLists = lists
         columnNames = names
-        intentPlan = Self.intentPlan(columns)
-        completionPlan = Self.completionPlan(columns)
+        let intent = Self.intentPlan(columns)
+        let completion = Self.completionPlan(columns)
+        intentPlan = intent?.steps
+        intentFixedFields = intent?.fixed ?? []
+        completionPlan = completion
+        copyRuns = Self.copyRuns(intent: intent?.steps, completion: completion)
     }
 
     /// The column names of lines in `format` (nil for a format newer than this build knows).

@@ -10,12 +10,14 @@ enum AuditSendField: Sendable {
     /// Writes the send's value as the next field of `writer`'s line.
     func write(_ send: SendDescriptor, to writer: inout CopyLineWriter) {
         switch self {
-        case .apnsID: writer.text(send.apnsID.value)
+        // A parsed apns-id (hex and dashes) and enums' raw values hold no
+        // byte COPY escapes: appended without the scan.
+        case .apnsID: writer.plain(send.apnsID.value)
         case .traceID: writer.text(send.traceID)
         case .app: writer.text(send.app)
-        case .environment: writer.text(send.environment.rawValue)
-        case .operation: writer.text(send.operation.rawValue)
-        case .pushType: writer.text(send.pushType?.rawValue)
+        case .environment: writer.plain(send.environment.rawValue)
+        case .operation: writer.plain(send.operation.rawValue)
+        case .pushType: writer.plain(send.pushType?.rawValue)
         case .priority: writer.integer(send.priority?.rawValue)
         case .topic: writer.text(send.topic)
         case .tokenFingerprint: writer.text(send.tokenFingerprint)

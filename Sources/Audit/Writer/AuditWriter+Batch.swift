@@ -44,6 +44,8 @@ extension AuditWriter {
         var items: [JournalItem] = []
         items.reserveCapacity(count)
         for index in 0..<count { items.append(encode(index, &bytes)) }
+        // The intents' lines stay in this buffer, shared, for their completions.
+        for index in items.indices where items[index].fields != nil { items[index].fields!.record = bytes }
         return appendEncodedToJournal(bytes, items: items, intents: intents)
     }
 

@@ -23,6 +23,8 @@ extension AuditWriter {
         var intent: Bool
         var audit: [UInt8] = []
         var dead: [UInt8]?
+        /// An intent's: the send's fields of its line, for its completion's.
+        var fields: AuditIntentFields?
     }
 
     /// Appends the entry's record(s) to `bytes`, each line built once,
@@ -42,20 +44,26 @@ extension AuditWriter {
         let layout = configuration.rowLayout
         let key = AuditJournalKey(apnsID: send.apnsID.value, startedAt: startedAt)
         let relayInstance = configuration.relayInstance
-        AuditSpool.encode(kind: .intent, format: layout.format, into: &bytes) { line in
-            // The key straight into the record, and the row id's hashes
-            // taken from it there: no array of its own for the key's text.
-            let keyStart = line.count
-            key.append(to: &line)
-            let derivedID = line.withUnsafeBufferPointer { AuditRecord.derivedIDWords(of: UnsafeBufferPointer(rebasing: $0[keyStart...])) }
-            line.append(0x09)
-            if attempts > 1 {
-                layout.appendLine(AuditRecord(intent: send, startedAt: startedAt, relayInstance: relayInstance, attempts: attempts), to: &line)
-            } else {
-                layout.appendIntentLine(send, startedAt: startedAt, derivedID: derivedID, relayInstance: relayInstance, to: &line)
-            }
+        var fields: AuditIntentFields?
+        // The line written in place, not by a closure (which copied the send).
+        let start = AuditSpool.startRecord(kind: .intent, format: layout.format, into: &bytes)
+        // The key straight into the record, and the row id's hashes
+        // taken from it there: no array of its own for the key's text.
+        let keyStart = bytes.count
+        key.append(to: &bytes)
+        let keyEnd = bytes.count
+        let derivedID = bytes.withUnsafeBufferPointer { AuditRecord.derivedIDWords(of: UnsafeBufferPointer(rebasing: $0[keyStart...])) }
+        bytes.append(0x09)
+        if attempts > 1 {
+            layout.appendLine(AuditRecord(intent: send, startedAt: startedAt, relayInstance: relayInstance, attempts: attempts), to: &bytes)
+        } else {
+            layout.appendIntentLine(
+                send, startedAt: startedAt, derivedID: derivedID, relayInstance: relayInstance, to: &bytes, fields: &fields)
+            // The completion's record starts with the same key.
+            fields?.key = keyStart..<keyEnd
         }
-        return JournalItem(key: key, intent: true)
+        AuditSpool.finishRecord(startingAt: start, in: &bytes)
+        return JournalItem(key: key, intent: true, fields: fields)
     }
 
     /// Appends a completion's record (and its dead-token upsert's) to `bytes`.
@@ -66,17 +74,33 @@ extension AuditWriter {
         // from the event (no AuditRecord), copied once into the record.
         var audit: [UInt8] = []
         audit.reserveCapacity(512)
-        layout.appendCompletionLine(event, relayInstance: configuration.relayInstance, to: &audit)
+        let intent = intentFields(key)
+        layout.appendCompletionLine(event, relayInstance: configuration.relayInstance, intent: intent, to: &audit)
         // Asked first: the failable init copied the whole event (a retain of
         // each of its strings) only to find no dead token, on every send.
         let dead = event.deadToken == nil ? nil : DeadTokenRecord(event: event)?.copyLine()
-        AuditSpool.encode(kind: .completion, format: layout.format, into: &bytes) { line in
-            key.append(to: &line)
-            line.append(0x09)
-            line.append(contentsOf: audit)
+        let start = AuditSpool.startRecord(kind: .completion, format: layout.format, into: &bytes)
+        // The key's text as its intent's record holds it (the same
+        // apns-id and start: the ledger matched them), not formatted again.
+        if let intent, intent.isComplete, !intent.key.isEmpty {
+            intent.withKey { bytes.append(contentsOf: $0) }
+        } else {
+            key.append(to: &bytes)
         }
+        bytes.append(0x09)
+        bytes.append(contentsOf: audit)
+        AuditSpool.finishRecord(startingAt: start, in: &bytes)
         if let dead { AuditSpool.encode(AuditSpool.Record(kind: .deadToken, format: layout.format, line: dead), into: &bytes) }
         return JournalItem(key: key, intent: false, audit: audit, dead: dead)
+    }
+
+    /// The fields the intent of the send `key` names left in the ledger for
+    /// its completion (nil when the ledger holds no intent of it: a layout
+    /// without one, a send whose intent was not journaled).
+    private func intentFields(_ key: AuditJournalKey) -> AuditIntentFields? {
+        condition.lock()
+        defer { condition.unlock() }
+        return openIntents[key]?.fields
     }
 
     /// Enters a journaled record in the ledger (an intent's segment; a
@@ -87,8 +111,10 @@ extension AuditWriter {
             if let segment {
                 // A retry's record supersedes the send's earlier intent:
                 // that one's segment no longer needs to hold it.
-                if let earlier = openIntents.updateValue(segment, forKey: item.key) {
-                    journalOutstanding[earlier, default: 0] -= 1
+                // A retry's record (built without fields) keeps the first one's.
+                let fields = item.fields ?? openIntents[item.key]?.fields
+                if let earlier = openIntents.updateValue(OpenIntent(segment: segment, fields: fields), forKey: item.key) {
+                    journalOutstanding[earlier.segment, default: 0] -= 1
                 }
                 journalOutstanding[segment, default: 0] += 1
             }
@@ -103,7 +129,7 @@ extension AuditWriter {
         // The intent is answered; its segment may go once this
         // completion's own segment does (deletion is oldest first). Mostly
         // both are the current segment: its count then changes once.
-        let intentSegment = openIntents.removeValue(forKey: item.key)
+        let intentSegment = openIntents.removeValue(forKey: item.key)?.segment
         if let segment {
             let added = item.dead == nil ? 1 : 2
             journalOutstanding[segment, default: 0] += intentSegment == segment ? added - 1 : added
@@ -120,7 +146,7 @@ extension AuditWriter {
     private func enterUndurable(_ item: JournalItem) {
         let format = configuration.rowLayout.format
         // The intent's hold on its segment passes to the rows.
-        let hold = openIntents.removeValue(forKey: item.key)
+        let hold = openIntents.removeValue(forKey: item.key)?.segment
         var rows = [Row(kind: .audit, format: format, line: item.audit, journalSegment: hold, undurable: true)]
         if let dead = item.dead { rows.append(Row(kind: .deadToken, format: format, line: dead, journalSegment: hold, undurable: true)) }
         if let hold { journalOutstanding[hold, default: 0] += rows.count - 1 }
@@ -154,7 +180,13 @@ extension AuditWriter {
     /// each of its strings once more per record.
     @discardableResult
     func appendIntentToJournal(_ send: SendDescriptor, startedAt: UInt64, attempts: Int = 1) -> Bool {
-        appendOne(intent: true) { encodeIntent(send, startedAt: startedAt, attempts: attempts, into: &$0) }
+        // Not through `appendOne`'s closure, which copied the send's descriptor.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(1024)
+        var item = encodeIntent(send, startedAt: startedAt, attempts: attempts, into: &bytes)
+        // The intent's line stays in this buffer, shared, for its completion.
+        item.fields?.record = bytes
+        return appendEncodedToJournal(bytes, items: CollectionOfOne(item), intents: true)
     }
 
     /// ``appendIntentToJournal(_:startedAt:)`` for a finished send's record.
@@ -167,7 +199,9 @@ extension AuditWriter {
     private func appendOne(intent: Bool, _ encode: (inout [UInt8]) -> JournalItem) -> Bool {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(1024)
-        let item = encode(&bytes)
+        var item = encode(&bytes)
+        // The intent's line stays in this buffer, shared, for its completion.
+        item.fields?.record = bytes
         return appendEncodedToJournal(bytes, items: CollectionOfOne(item), intents: intent)
     }
 
@@ -295,6 +329,8 @@ extension AuditWriter {
                 if intentsRefused, case .intent = entry { continue }
                 if let item = encodeJournal(entry, into: &bytes) { items.append(item) }
             }
+            // The intents' lines stay in this buffer, shared, for their completions.
+            for index in items.indices where items[index].fields != nil { items[index].fields!.record = bytes }
             var segment: Int?
             var synced = false
             var failure: (any Error)?

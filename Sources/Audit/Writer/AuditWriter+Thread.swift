@@ -52,13 +52,13 @@ extension AuditWriter {
             }
             connectIfDue()
             recoverLeftoverJournal()
-            // One listing of the spool directory per batch (it was three):
-            // only this thread adds spool segments, so what it does between
-            // here and `updateBehind` is known without listing again.
-            var spoolHoldsRows = !replayableSegments().isEmpty
+            // Only this thread adds spool segments, so what it does between
+            // here and `updateBehind` is known without listing again, and an
+            // empty spool stays empty until it spools (``spoolHoldsReplayableRows(listing:)``).
+            var spoolHoldsRows = spoolHoldsReplayableRows()
             if connection != nil, spoolHoldsRows {
                 replaySpool()
-                spoolHoldsRows = !replayableSegments().isEmpty
+                spoolHoldsRows = spoolHoldsReplayableRows(listing: true)
             }
             if connection != nil { maintainPartitionsIfDue() }
             if !batch.isEmpty {
@@ -124,6 +124,7 @@ extension AuditWriter {
     /// away too, it waits for one of them.
     func recoverLeftoverJournal() {
         guard !leftoverJournal.isEmpty, MonotonicClock.now() >= nextRecoveryAttempt else { return }
+        spoolKnownEmptySince = nil
         do {
             let recovered = try recoverJournal(leftoverJournal) { records in
                 do {
@@ -171,6 +172,20 @@ extension AuditWriter {
             return
         }
         leftoverJournal = []
+    }
+
+    /// Whether the spool holds segments to replay. Listed when it may:
+    /// after this thread spooled or recovered rows into it (it clears
+    /// ``spoolKnownEmptySince``), when `listing`, and at least once a
+    /// second besides (segments put there by hand). A spool found empty is
+    /// not listed for every batch: a directory listing, its names filtered,
+    /// sorted and made URLs, was ~3,300 instructions a batch (issue 26).
+    func spoolHoldsReplayableRows(listing: Bool = false) -> Bool {
+        let now = MonotonicClock.now()
+        if !listing, let since = spoolKnownEmptySince, now &- since < MonotonicClock.nanoseconds(1) { return false }
+        let holds = !replayableSegments().isEmpty
+        spoolKnownEmptySince = holds ? nil : now
+        return holds
     }
 
     /// Spool segments to replay, oldest first: all but those of a newer
@@ -383,6 +398,7 @@ extension AuditWriter {
     private func spoolBatch(_ batch: [Row]) {
         guard !batch.isEmpty else { return }
         let records = batch.map { AuditSpool.Record(kind: $0.kind == .deadToken ? .deadToken : .audit, format: $0.format, line: $0.line) }
+        spoolKnownEmptySince = nil
         do {
             try spool.append(records)
             let audited = batch.count { $0.kind != .deadToken }

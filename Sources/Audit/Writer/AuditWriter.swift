@@ -99,6 +99,12 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         var undurable = false
     }
 
+    /// An intent in the ledger (``openIntents``).
+    struct OpenIntent {
+        var segment: Int
+        var fields: AuditIntentFields?
+    }
+
     /// When a journal record counts as durable.
     public enum JournalSync: String, Sendable, CaseIterable {
         /// Appended with `write(2)` by the sending thread, no wait: it
@@ -158,8 +164,10 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// Rows (and open intents) each journal segment holds that are not yet
     /// in Postgres or the spool.
     var journalOutstanding: [Int: Int] = [:]
-    /// The segment of each intent whose completion has not been journaled.
-    var openIntents: [AuditJournalKey: Int] = [:]
+    /// The segment of each intent whose completion has not been journaled,
+    /// and the send's fields of its line (``AuditIntentFields``) that the
+    /// completion's line copies.
+    var openIntents: [AuditJournalKey: OpenIntent] = [:]
     /// The segment the journal last appended to.
     var journalCurrentSegment: Int?
     /// `.interval`: appends since the journal thread last took the journal to sync.
@@ -195,6 +203,9 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     var recoveryFailureLogged = false
     /// Journal segments a previous run left, for the writer thread to recover.
     var leftoverJournal: [URL] = []
+    /// When the writer thread last listed the spool and found nothing to
+    /// replay; nil when it may hold rows (``spoolHoldsReplayableRows(listing:)``).
+    var spoolKnownEmptySince: UInt64?
     /// Spool segments holding rows of a format newer than this build knows
     /// (a relay rolled back): kept on disk for a newer relay, not replayed.
     var unreplayableSegments: Set<URL> = []
