@@ -63,7 +63,7 @@ struct APNsHTTP2FaultProcessTests {
         return counts
     }
 
-    @Test("SIGKILL mid-traffic on the HTTP/2 listener, then a restart: every send answered 200 or reaching APNs has exactly one row; repeating every apns-id sent pushes none a second time, and the answered ones get their first answer")
+    @Test("SIGKILL mid-traffic on the HTTP/2 listener, then a restart: every send answered 200 or reaching APNs has exactly one row; repeating every apns-id sent (and a keyed channel create's and broadcast's apns-request-id) pushes none a second time, and the answered ones get their first answer")
     func killedThenRepeated() async throws {
         guard let url = ServeProcessTests.databaseURL else { return }
         let database = try await ServeProcessTests.freshDatabase(url)
@@ -72,6 +72,18 @@ struct APNsHTTP2FaultProcessTests {
             let serve = try setup.serve()
             let (port, _) = try await Setup.ports(serve)
             let driver = try H2LoadDriver(port: port, bearer: try setup.key.token(), streams: 32, mode: .untilStopped)
+            // A channel create and a broadcast on it, each keyed by its apns-request-id, answered amid the load.
+            let auth = "authorization: bearer \(try setup.key.token())"
+            let createID = UUID().uuidString.lowercased(), broadcastID = UUID().uuidString.lowercased()
+            let createBody = #"{"message-storage-policy":1,"push-type":"LiveActivity"}"#
+            let created = try await APNsHTTP2ChannelTests.httpx(
+                port: Int(port), caFile: nil, "POST", "/1/apps/com.example.a/channels", [auth, "apns-request-id: \(createID)"], body: createBody)
+            let channel = try #require(created.header("apns-channel-id"), "\(created)")
+            let broadcastHeaders = [auth, "apns-channel-id: \(channel)", "apns-push-type: liveactivity", "apns-request-id: \(broadcastID)"]
+            let update = #"{"aps":{"timestamp":1763744531,"event":"update","content-state":{"n":1}}}"#
+            let broadcast = try await APNsHTTP2ChannelTests.httpx(
+                port: Int(port), caFile: nil, "POST", "/4/broadcasts/apps/com.example.a", broadcastHeaders, body: update)
+            #expect(created.status == 201 && broadcast.status == 200, "\(created) \(broadcast)")
             #expect(await eventually(120) { driver.answered.count >= 300 }, "the load got going: \(driver.lines.suffix(5))")
             serve.signal(SIGKILL)
             #expect(await serve.waitForExit() != 0)
@@ -117,10 +129,24 @@ struct APNsHTTP2FaultProcessTests {
             #expect(fresh.isDisjoint(with: reached), "sent again: \(fresh.intersection(reached).prefix(5))")
             #expect(setup.mock.engine.log.total - before == fresh.count, "new requests at APNs: \(setup.mock.engine.log.total - before), fresh answers: \(fresh.count)")
             #expect(replayed.count + fresh.count + repeats.refusals.count == sent.count, "every repeat answered once: \(repeats.lines.suffix(3))")
+            // The channel requests' retries after the restart: the first answers again, APNs saw each once.
+            let createdAgain = try await APNsHTTP2ChannelTests.httpx(
+                port: Int(nextPort), caFile: nil, "POST", "/1/apps/com.example.a/channels", [auth, "apns-request-id: \(createID)"], body: createBody)
+            let broadcastAgain = try await APNsHTTP2ChannelTests.httpx(
+                port: Int(nextPort), caFile: nil, "POST", "/4/broadcasts/apps/com.example.a", broadcastHeaders, body: update)
+            #expect(createdAgain.status == 201 && createdAgain.header("apns-channel-id") == channel && createdAgain.header("idempotency-replayed") == "true", "\(createdAgain)")
+            #expect(broadcastAgain.status == 200 && broadcastAgain.header("idempotency-replayed") == "true", "\(broadcastAgain)")
+            for id in [createID, broadcastID] {
+                let atAPNs = setup.mock.engine.log.entries.filter { $0.request.headers.value(of: "apns-request-id") == id }.count
+                #expect(atAPNs == 1, "\(id) reached APNs \(atAPNs) times")
+            }
             next.signal(SIGTERM)
             #expect(await next.waitForExit() == 0)
             let all = try await AuditTally.of(Set(sent), in: database)
             #expect(all.duplicated == 0, "\(all)")
+            let channelRows = try await ServeProcessTests.scalar(
+                database, "SELECT string_agg(operation || ':' || outcome, ',' ORDER BY operation) FROM apns_audit WHERE apns_id IN ('\(createID)', '\(broadcastID)')")
+            #expect(channelRows == "broadcast:success,channel_create:success", "\(channelRows)")
         } catch {
             await setup.cleanUp()
             throw error
@@ -128,7 +154,7 @@ struct APNsHTTP2FaultProcessTests {
         await setup.cleanUp()
     }
 
-    @Test("SIGTERM with streams held at APNs on the HTTP/2 listener: /readyz fails; a new connection's stream is 503 ServiceUnavailable and not sent; released, the held streams are answered 200, each with its row; exit 0")
+    @Test("SIGTERM with device sends held at APNs on the HTTP/2 listener: /readyz fails; a new connection's send or channel list is 503 ServiceUnavailable and not sent; released, the held streams are answered 200, each with its row; exit 0")
     func drained() async throws {
         guard let url = ServeProcessTests.databaseURL else { return }
         let database = try await ServeProcessTests.freshDatabase(url)
@@ -137,6 +163,7 @@ struct APNsHTTP2FaultProcessTests {
             let serve = try setup.serve()
             let (port, metricsPort) = try await Setup.ports(serve)
             let held = try H2LoadDriver(port: port, bearer: try setup.key.token(), streams: 8, mode: .count(8), tokenPrefix: "cafe")
+            let auth = "authorization: bearer \(try setup.key.token())"
             #expect(await eventually { setup.mock.engine.heldCount == 8 }, "held: \(setup.mock.engine.heldCount) \(held.lines)")
             serve.signal(SIGTERM)
             #expect(await eventually {
@@ -149,6 +176,9 @@ struct APNsHTTP2FaultProcessTests {
             let refusal = try #require(late.refusals.first, "the late stream was answered: \(late.lines)")
             #expect(refusal.status == 503 && refusal.reason == "ServiceUnavailable", "\(refusal)")
             #expect(Self.receivedCounts(setup.mock)[refusal.id] == nil, "the late stream reached APNs")
+            let lateList = try await APNsHTTP2ChannelTests.httpx(port: Int(port), caFile: nil, "GET", "/1/apps/com.example.a/all-channels", [auth])
+            #expect(lateList.status == 503 && lateList.reason == "ServiceUnavailable", "\(lateList)")
+            #expect(setup.mock.engine.log.entries.allSatisfy { !$0.request.path.hasSuffix("/all-channels") }, "the late list reached APNs")
             #expect(held.answered.isEmpty && held.isRunning, "the held streams are still running")
 
             // Released: each held stream is answered, the process drains and exits 0 with every row written.
