@@ -1,4 +1,5 @@
 import Foundation
+import HTTP2
 import MockAPNs
 import Testing
 import TestSupport
@@ -21,6 +22,8 @@ struct APNsHTTP2FaultProcessTests {
         let config: String
         let errors: String
         let databaseURL: String
+        /// The TLS listener's certificate, for the client to trust; nil: cleartext.
+        var serverCA: String? = nil
 
         func serve() throws -> RelayProcess {
             try RelayProcess(arguments: ["serve", "--config", config], standardError: errors)
@@ -39,19 +42,41 @@ struct APNsHTTP2FaultProcessTests {
     }
 
     /// A relay configuration with `apns_ingress` on cleartext h2 and the
-    /// backend key's provider key; `mock` nil: a mock answering after 5 ms.
-    static func setUp(name: String, databaseURL: String, spool: String? = nil, rules: [MockRule] = []) async throws -> Setup {
+    /// backend key's provider key; without `rules`, a mock answering after
+    /// 5 ms. With `certificates`: TLS, and the backend key also named by the
+    /// client certificate `by-fingerprint` (`serverCA` is then the listener's certificate).
+    static func setUp(
+        name: String, databaseURL: String, spool: String? = nil, rules: [MockRule] = [],
+        certificates: APNsHTTP2ClientCertificateTests.Certificates? = nil
+    ) async throws -> Setup {
         let relay = try await TestRelay.start(rules: rules)
         let mock = rules.isEmpty ? try ServeProcessTests.slowMock(beside: relay, delayMilliseconds: 5) : relay.mock
         let key = try APNsHTTP2IngressTests.BackendKey()
         let publicKey = relay.directory + "/backend-provider.pub.pem"
         try key.publicKeyPEM.write(toFile: publicKey, atomically: true, encoding: .utf8)
+        var listener = "apns_ingress:\n  listen: 127.0.0.1:0\n  tls: false"
+        var backend = "provider_key: {key_id: \(APNsHTTP2IngressTests.providerKeyID), team_id: \(APNsHTTP2IngressTests.teamID), public_key_file: \(publicKey)}"
+        var serverCA: String?
+        if let certificates {
+            let server = try SelfSignedCertificate.generate(in: relay.directory)
+            serverCA = server.certificateFile
+            listener = """
+                apns_ingress:
+                  listen: 127.0.0.1:0
+                  tls: true
+                  certificate_file: \(server.certificateFile)
+                  private_key_file: \(server.privateKeyFile)
+                  client_ca_file: \(certificates.caFile)
+                """
+            backend += "\n    client_certificate: {sha256: \(try certificates.fingerprint("by-fingerprint").filter { $0 != ":" }.lowercased())}"
+        }
         let config = try ServeProcessTests.writeConfiguration(
             directory: relay.directory, mock: mock, keyPath: relay.keyPath, instance: "h2-\(name)-\(UUID().uuidString.prefix(6))",
             databaseURL: databaseURL, spool: spool ?? relay.directory + "/spool-h2-\(name)",  // not the in-process relay's own spool
-            extraYAML: "apns_ingress:\n  listen: 127.0.0.1:0\n  tls: false",
-            backendKeyYAML: "provider_key: {key_id: \(APNsHTTP2IngressTests.providerKeyID), team_id: \(APNsHTTP2IngressTests.teamID), public_key_file: \(publicKey)}")
-        return Setup(relay: relay, mock: mock, key: key, config: config, errors: relay.directory + "/serve-\(name).err", databaseURL: databaseURL)
+            extraYAML: listener, backendKeyYAML: backend)
+        return Setup(
+            relay: relay, mock: mock, key: key, config: config, errors: relay.directory + "/serve-\(name).err", databaseURL: databaseURL,
+            serverCA: serverCA)
     }
 
     /// How many requests the mock APNs received for each apns-id (lowercased).
@@ -63,26 +88,33 @@ struct APNsHTTP2FaultProcessTests {
         return counts
     }
 
-    @Test("SIGKILL mid-traffic on the HTTP/2 listener, then a restart: every send answered 200 or reaching APNs has exactly one row; repeating every apns-id sent (and a keyed channel create's and broadcast's apns-request-id) pushes none a second time, and the answered ones get their first answer")
-    func killedThenRepeated() async throws {
+    @Test("SIGKILL mid-traffic on the HTTP/2 listener, then a restart: every send answered 200 or reaching APNs has exactly one row; repeating every apns-id sent (and a keyed channel create's and broadcast's apns-request-id) pushes none a second time, and the answered ones get their first answer; device sends by provider token, or by client certificate over TLS",
+          arguments: [false, true])
+    func killedThenRepeated(byCertificate: Bool) async throws {
         guard let url = ServeProcessTests.databaseURL else { return }
         let database = try await ServeProcessTests.freshDatabase(url)
-        let setup = try await Self.setUp(name: "kill", databaseURL: database)
+        let certificates = byCertificate ? try APNsHTTP2ClientCertificateTests.Certificates() : nil
+        defer { certificates?.remove() }
+        let setup = try await Self.setUp(name: byCertificate ? "kill-cert" : "kill", databaseURL: database, certificates: certificates)
+        // Device sends: by provider token over cleartext h2, or by client certificate over TLS (no token).
+        let tls = certificates.map { (ca: setup.serverCA!, certificate: $0.directory + "/by-fingerprint.pem", key: $0.directory + "/by-fingerprint.key") }
+        let bearer = byCertificate ? nil : try setup.key.token()
+        let caFile = setup.serverCA
         do {
             let serve = try setup.serve()
             let (port, _) = try await Setup.ports(serve)
-            let driver = try H2LoadDriver(port: port, bearer: try setup.key.token(), streams: 32, mode: .untilStopped)
+            let driver = try H2LoadDriver(port: port, bearer: bearer, streams: 32, mode: .untilStopped, tls: tls)
             // A channel create and a broadcast on it, each keyed by its apns-request-id, answered amid the load.
             let auth = "authorization: bearer \(try setup.key.token())"
             let createID = UUID().uuidString.lowercased(), broadcastID = UUID().uuidString.lowercased()
             let createBody = #"{"message-storage-policy":1,"push-type":"LiveActivity"}"#
             let created = try await APNsHTTP2ChannelTests.httpx(
-                port: Int(port), caFile: nil, "POST", "/1/apps/com.example.a/channels", [auth, "apns-request-id: \(createID)"], body: createBody)
+                port: Int(port), caFile: caFile, "POST", "/1/apps/com.example.a/channels", [auth, "apns-request-id: \(createID)"], body: createBody)
             let channel = try #require(created.header("apns-channel-id"), "\(created)")
             let broadcastHeaders = [auth, "apns-channel-id: \(channel)", "apns-push-type: liveactivity", "apns-request-id: \(broadcastID)"]
             let update = #"{"aps":{"timestamp":1763744531,"event":"update","content-state":{"n":1}}}"#
             let broadcast = try await APNsHTTP2ChannelTests.httpx(
-                port: Int(port), caFile: nil, "POST", "/4/broadcasts/apps/com.example.a", broadcastHeaders, body: update)
+                port: Int(port), caFile: caFile, "POST", "/4/broadcasts/apps/com.example.a", broadcastHeaders, body: update)
             #expect(created.status == 201 && broadcast.status == 200, "\(created) \(broadcast)")
             #expect(await eventually(120) { driver.answered.count >= 300 }, "the load got going: \(driver.lines.suffix(5))")
             serve.signal(SIGKILL)
@@ -103,14 +135,14 @@ struct APNsHTTP2FaultProcessTests {
             let landed = await AuditTally.waitForRows(of: answered.union(reached), in: database, timeout: 60)
             let tally = try await AuditTally.of(answered, in: database)
             let reachedTally = try await AuditTally.of(reached, in: database)
-            print("h2 SIGKILL: sent \(sent.count), \(tally); reached APNs: \(reachedTally)")
+            print("h2 SIGKILL (\(byCertificate ? "client certificate, TLS" : "provider token, cleartext")): sent \(sent.count), \(tally); reached APNs: \(reachedTally)")
             #expect(landed, "\(tally)")
             #expect(tally.missing == 0 && reachedTally.missing == 0, "sends without a row: \(tally); reached: \(reachedTally)")
             #expect(tally.duplicated == 0 && tally.answeredButUnknown == 0, "\(tally)")
 
             // The client library retries everything it sent, with the same apns-ids.
             let before = setup.mock.engine.log.total
-            let repeats = try H2LoadDriver(port: nextPort, bearer: try setup.key.token(), streams: 32, mode: .repeating(sent))
+            let repeats = try H2LoadDriver(port: nextPort, bearer: bearer, streams: 32, mode: .repeating(sent), tls: tls)
             #expect(await repeats.finished(), "the repeats did not finish: \(repeats.lines.suffix(5))")
             #expect(repeats.exitStatus == 0 && repeats.unanswered.isEmpty, "\(repeats.lines.suffix(5))")
             let after = Self.receivedCounts(setup.mock)
@@ -131,9 +163,9 @@ struct APNsHTTP2FaultProcessTests {
             #expect(replayed.count + fresh.count + repeats.refusals.count == sent.count, "every repeat answered once: \(repeats.lines.suffix(3))")
             // The channel requests' retries after the restart: the first answers again, APNs saw each once.
             let createdAgain = try await APNsHTTP2ChannelTests.httpx(
-                port: Int(nextPort), caFile: nil, "POST", "/1/apps/com.example.a/channels", [auth, "apns-request-id: \(createID)"], body: createBody)
+                port: Int(nextPort), caFile: caFile, "POST", "/1/apps/com.example.a/channels", [auth, "apns-request-id: \(createID)"], body: createBody)
             let broadcastAgain = try await APNsHTTP2ChannelTests.httpx(
-                port: Int(nextPort), caFile: nil, "POST", "/4/broadcasts/apps/com.example.a", broadcastHeaders, body: update)
+                port: Int(nextPort), caFile: caFile, "POST", "/4/broadcasts/apps/com.example.a", broadcastHeaders, body: update)
             #expect(createdAgain.status == 201 && createdAgain.header("apns-channel-id") == channel && createdAgain.header("idempotency-replayed") == "true", "\(createdAgain)")
             #expect(broadcastAgain.status == 200 && broadcastAgain.header("idempotency-replayed") == "true", "\(broadcastAgain)")
             for id in [createID, broadcastID] {

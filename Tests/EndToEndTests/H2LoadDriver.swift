@@ -28,9 +28,18 @@ final class H2LoadDriver: Sendable {
     /// `unkeyed`: no `apns-id` on the sends (no idempotency key); `answered`
     /// then holds the apns-ids the relay answered, the other lines the ids
     /// the tokens were made from (``token(of:)``).
-    init(port: UInt16, bearer: String, streams: Int, mode: Mode, tokenPrefix: String = "", unkeyed: Bool = false) throws {
+    ///
+    /// `tls`: TLS (ALPN h2) trusting `ca`, presenting the client certificate
+    /// `certificate` with its `key` when given; nil: cleartext h2. `bearer`
+    /// nil: no provider token (the certificate stands for the API key).
+    init(
+        port: UInt16, bearer: String?, streams: Int, mode: Mode, tokenPrefix: String = "", unkeyed: Bool = false,
+        tls: (ca: String, certificate: String, key: String)? = nil
+    ) throws {
         let script = TraceExportProcessTests.root.appendingPathComponent("scripts/lib/h2_apns_load.py").path
-        var arguments = ["python3", script, "--port", String(port), "--bearer", bearer, "--topic", "com.example.a", "--streams", String(streams)]
+        var arguments = ["python3", script, "--port", String(port), "--topic", "com.example.a", "--streams", String(streams)]
+        if let bearer { arguments += ["--bearer", bearer] }
+        if let tls { arguments += ["--ca-file", tls.ca, "--cert", tls.certificate, "--key", tls.key] }
         if !tokenPrefix.isEmpty { arguments += ["--token-prefix", tokenPrefix] }
         if unkeyed { arguments += ["--no-apns-id"] }
         switch mode {
