@@ -4,8 +4,9 @@ import RelayJSON
 import RelayBasics
 
 extension MockAPNsEngine {
-    /// Channel create (`POST …/channels`), list (`GET …/all-channels`) and
-    /// delete (`DELETE …/channels`), held in memory for this environment.
+    /// Channel create (`POST …/channels`), read (`GET …/channels` naming one
+    /// in `apns-channel-id`), list (`GET …/all-channels`) and delete
+    /// (`DELETE …/channels`), held in memory for this environment.
     func manageChannels(_ request: MockRequest, bundleID: String, resource: String) -> MockResponse {
         guard configuration.broadcastEnabled else { return error("FeatureNotEnabled", request: request) }
         if !configuration.bundleIDs.isEmpty, !configuration.bundleIDs.contains(bundleID) {
@@ -14,6 +15,8 @@ extension MockAPNsEngine {
         switch (request.method, resource) {
         case ("POST", "channels"):
             return createChannel(request, bundleID: bundleID)
+        case ("GET", "channels"):
+            return readChannel(request, bundleID: bundleID)
         case ("GET", "all-channels"):
             let ids = state.withLock { ($0.channels[bundleID] ?? [:]).keys.sorted() }
             let body: JSONValue = ["channels": .array(ids.map(JSONValue.string))]
@@ -29,6 +32,18 @@ extension MockAPNsEngine {
         default:
             return error("BadPath", request: request)
         }
+    }
+
+    /// APNs' read channel: 200 with the channel's storage policy and push
+    /// type, and its id in `apns-channel-id`.
+    private func readChannel(_ request: MockRequest, bundleID: String) -> MockResponse {
+        guard let channel = request.header("apns-channel-id") else { return error("MissingChannelId", request: request) }
+        guard MockRules.isBase64(channel) else { return error("BadChannelId", request: request) }
+        guard let policy = state.withLock({ $0.channels[bundleID]?[channel] }) else { return error("ChannelNotRegistered", request: request) }
+        let body: JSONValue = ["message-storage-policy": .integer(Int64(policy)), "push-type": "LiveActivity"]
+        var response = success(request, idHeader: "apns-request-id", body: body.encoded())
+        response.headers.append(HTTPHeader("apns-channel-id", channel))
+        return response
     }
 
     private func createChannel(_ request: MockRequest, bundleID: String) -> MockResponse {

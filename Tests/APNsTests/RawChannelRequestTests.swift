@@ -31,6 +31,10 @@ struct RawChannelRequestTests {
         #expect(delete.method == .DELETE && delete.path == "/1/apps/com.example.app/channels" && delete.operation == .channelDelete)
         #expect(delete.channelID == channel)
 
+        let read = try builder.rawChannel(.init(kind: .read, headers: [HTTPHeader("apns-channel-id", channel), HTTPHeader("apns-request-id", Self.requestID)], body: []))
+        #expect(read.method == .GET && read.path == "/1/apps/com.example.app/channels" && read.destination == .channelManagement)
+        #expect(read.operation == .channelRead && read.channelID == channel && read.apnsID.value == Self.requestID && read.body.isEmpty)
+
         let payload = Array(#"{"aps":{"event":"update","content-state":{"a":1},"timestamp":1700000000}}"#.utf8)
         let headers = [
             HTTPHeader("apns-push-type", "liveactivity"), HTTPHeader("apns-expiration", "0"), HTTPHeader("apns-channel-id", channel),
@@ -44,6 +48,8 @@ struct RawChannelRequestTests {
 
     @Test("refusals before any I/O: APNs' reason, the field, the status", arguments: [
         (RawChannelRequest.Kind.delete, [String](), "", "MissingChannelId", "apns-channel-id", 400),
+        (.read, [String](), "", "MissingChannelId", "apns-channel-id", 400),
+        (.read, ["apns-channel-id: \(channel)"], #"{"a":1}"#, "InvalidPayload", "body", 400),
         (.broadcast, ["apns-push-type: liveactivity"], #"{"aps":{}}"#, "MissingChannelId", "apns-channel-id", 400),
         (.delete, ["apns-channel-id: abc*"], "", "BadChannelId", "apns-channel-id", 400),
         (.delete, ["apns-channel-id: \(channel)", "apns-channel-id: \(channel)"], "", "DuplicateHeaders", "apns-channel-id", 400),

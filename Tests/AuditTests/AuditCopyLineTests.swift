@@ -24,7 +24,7 @@ struct AuditCopyLineTests {
         let event = SendEvent(
             send: send, outcome: .success, status: 200, reason: "TooManyRequests", errorType: "TooManyRequests", attempts: 2,
             trapHits: [TrapID(rawValue: "MS015"), TrapID(rawValue: "TR-429")], latencySeconds: 0.25, startedAt: startedAt,
-            finishedAt: finishedAt, apnsUniqueID: "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d", unregisteredAt: nil, dropsToken: false,
+            finishedAt: finishedAt, apnsUniqueID: "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d", unregisteredAt: 1_763_744_531_250, dropsToken: false,
             attemptLog: [
                 AttemptSummary(status: 429, reason: "TooManyRequests", durationSeconds: 0.004),
                 AttemptSummary(status: 200, reason: nil, durationSeconds: 0.00325),
@@ -53,9 +53,9 @@ struct AuditCopyLineTests {
     /// SHA-256 hex of "backend-1", a newline and "order-1".
     static let keyHash = "becd2bc6535f152d3a168a508de770330ffdb44d5d34b52147396a148cb43a81"
 
-    /// What this build writes (format 2): the format 1 line and `idempotency_key_hash`.
-    static var fullLineFormat2: String { String(fullLine.dropLast()) + "\t" + keyHash + "\n" }
-    static var awkwardLineFormat2: String { String(awkwardLine.dropLast()) + "\t\\N\n" }
+    /// What this build writes (format 3): the format 1 line, `idempotency_key_hash` and `apns_timestamp`.
+    static var fullLineFormat3: String { String(fullLine.dropLast()) + "\t" + keyHash + "\t2025-11-21T17:02:11.250Z\n" }
+    static var awkwardLineFormat3: String { String(awkwardLine.dropLast()) + "\t\\N\t\\N\n" }
 
     /// Format 1's lines (spool segments on disk hold them; AuditSpoolFormatTests reads them).
     static let fullLine = [
@@ -77,13 +77,13 @@ struct AuditCopyLineTests {
     @Test("a full record's COPY line, byte for byte")
     func fullRecordLine() {
         let line = Self.fullRecord().copyLine()
-        #expect(String(decoding: line, as: UTF8.self) == Self.fullLineFormat2)
+        #expect(String(decoding: line, as: UTF8.self) == Self.fullLineFormat3)
     }
 
     @Test("NULLs as \\N, and tab, newline, CR, backslash, NUL and quotes escaped, byte for byte")
     func awkwardRecordLine() {
         let line = Self.awkwardRecord().copyLine()
-        #expect(String(decoding: line, as: UTF8.self) == Self.awkwardLineFormat2)
+        #expect(String(decoding: line, as: UTF8.self) == Self.awkwardLineFormat3)
     }
 
     @Test("an unknown row's id is derived from its journal key, byte for byte as relays before have derived it")
@@ -99,7 +99,7 @@ struct AuditCopyLineTests {
         var buffer = Array("previous\n".utf8)
         Self.fullRecord().appendCopyLine(to: &buffer)
         Self.awkwardRecord().appendCopyLine(to: &buffer)
-        #expect(String(decoding: buffer, as: UTF8.self) == "previous\n" + Self.fullLineFormat2 + Self.awkwardLineFormat2)
+        #expect(String(decoding: buffer, as: UTF8.self) == "previous\n" + Self.fullLineFormat3 + Self.awkwardLineFormat3)
     }
 
     @Test("a dead-token upsert's COPY line, byte for byte, with and without APNs' timestamp")

@@ -21,7 +21,10 @@ struct AuditInsertCostMigrationTests {
         let database = try Self.database(Self.beforeMigration6)
         defer { database.drop() }
         let events = (0..<1_000).map { EventFactory.event($0) }
-        let before = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "old"), logger: quietLogger())
+        // A relay of row format 2: this database has no apns_timestamp yet (0012).
+        var older = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "old")
+        older.rowLayout = .standard(upTo: .v2)
+        let before = try AuditWriter.started(configuration: older, logger: quietLogger())
         events.forEach(before.sendFinished)
         await before.shutdown()
         #expect(before.statistics.written == 1_000)
@@ -56,10 +59,14 @@ struct AuditInsertCostMigrationTests {
         // The key still refuses a second copy of a row (what the replay's ON CONFLICT relies on).
         var copy = AuditRecord(event: events[0], relayInstance: "old")
         copy.id = try #require(try database.scalar("SELECT id FROM apns_audit WHERE apns_id = '\(events[0].send.apnsID.value)'"))
-        let columns = AuditRecord.columns.joined(separator: ", ")
+        // In row format 2: the database is at 0010, without 0012's apns_timestamp.
+        let layout = AuditRowLayout.standard(upTo: .v2)
+        let columns = layout.columns.map(\.name).joined(separator: ", ")
+        var line: [UInt8] = []
+        layout.appendLine(copy, to: &line)
         let connection = try database.connect()
         do {
-            _ = try connection.copyIn("COPY apns_audit (\(columns)) FROM STDIN", data: copy.copyLine())
+            _ = try connection.copyIn("COPY apns_audit (\(columns)) FROM STDIN", data: line)
             Issue.record("a row with an existing (recorded_at, id) was accepted")
         } catch {
             #expect(error.sqlState == "23505", "\(error)")

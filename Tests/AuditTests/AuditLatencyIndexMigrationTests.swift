@@ -12,7 +12,10 @@ struct AuditLatencyIndexMigrationTests {
         let database = try AuditInsertCostMigrationTests.database(Migration.all.filter { $0.version < 11 })
         defer { database.drop() }
         let events = (0..<600).map { EventFactory.event($0) }
-        let before = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "old"), logger: quietLogger())
+        // A relay of row format 2: this database has no apns_timestamp yet (0012).
+        var older = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "old")
+        older.rowLayout = .standard(upTo: .v2)
+        let before = try AuditWriter.started(configuration: older, logger: quietLogger())
         events.forEach(before.sendFinished)
         await before.shutdown()
         #expect(before.statistics.written == 600)
@@ -20,7 +23,7 @@ struct AuditLatencyIndexMigrationTests {
         let stored = try database.connect().execute(sums).rows
 
         let report = try Migrator().apply(conninfo: database.conninfo)
-        #expect(report.applied == ["0011_latency_by_app"])
+        #expect(report.applied == ["0011_latency_by_app", "0012_audit_apns_timestamp"])
         #expect(try database.connect().execute(sums).rows == stored, "every row kept as it was")
 
         let indexes = Dictionary(uniqueKeysWithValues: try database.connect().execute("""

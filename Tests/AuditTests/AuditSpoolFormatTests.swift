@@ -55,17 +55,18 @@ struct AuditSpoolFormatTests {
     static let regionMigration = Migration(
         version: 9001, name: "9001_test_region", sql: "ALTER TABLE apns_audit ADD COLUMN region text DEFAULT 'before-region'")
     static let formatTwo = AuditRowFormat(rawValue: 2)
-    static let formatThree = AuditRowFormat(rawValue: 3)
+    static let formatFour = AuditRowFormat(rawValue: 4)
     static let regionLayout = AuditRowLayout(
-        columns: AuditRowLayout.standard.columns + [AuditColumn("region", since: formatThree) { $1.text("eu-1") }])
+        columns: AuditRowLayout.standard.columns + [AuditColumn("region", since: formatFour) { $1.text("eu-1") }])
 
-    @Test("format 1 is the layout the fixtures were written in; this build writes format 2 (format 1 and idempotency_key_hash)")
+    @Test("format 1 is the layout the fixtures were written in; this build writes format 3 (format 1, idempotency_key_hash, apns_timestamp)")
     func formatOneIsFrozen() {
         #expect(AuditRowLayout.standard.names(in: .v1) == Self.formatOneColumns)
-        #expect(AuditRowLayout.standard.format == .v2)
+        #expect(AuditRowLayout.standard.format == .v3)
         #expect(AuditRowLayout.standard.names(in: .v2) == Self.formatOneColumns + ["idempotency_key_hash"])
+        #expect(AuditRowLayout.standard.names(in: .v3) == Self.formatOneColumns + ["idempotency_key_hash", "apns_timestamp"])
         #expect(Self.regionLayout.names(in: .v1) == Self.formatOneColumns)
-        #expect(Self.regionLayout.names(in: Self.formatThree) == Self.formatOneColumns + ["idempotency_key_hash", "region"])
+        #expect(Self.regionLayout.names(in: Self.formatFour) == Self.formatOneColumns + ["idempotency_key_hash", "apns_timestamp", "region"])
         #expect(Self.regionLayout.field("apns_id", of: Self.formatOneLine(id: Self.rowID(1)), in: .v1) == "7d3e5c2a-0f4b-4c8d-9e1a-2b3c4d5e6f70")
         #expect(Self.regionLayout.field("relay_instance", of: Self.formatOneLine(id: Self.rowID(1)), in: .v1) == "relay-a")
     }
@@ -142,7 +143,7 @@ struct AuditSpoolFormatTests {
         let expected = try direct.connect().execute(query)
         let actual = try upgraded.connect().execute(query)
         #expect(actual.columns == expected.columns)
-        #expect(actual.columns == Self.formatOneColumns + ["idempotency_key_hash", "region"])
+        #expect(actual.columns == Self.formatOneColumns + ["idempotency_key_hash", "apns_timestamp", "region"])
         #expect(expected.rows.count == 6)
         for (expectedRow, actualRow) in zip(expected.rows, actual.rows) {
             for (index, column) in expected.columns.enumerated() {
@@ -162,7 +163,7 @@ struct AuditSpoolFormatTests {
         defer { database.drop() }
         let directory = temporaryDirectory()
         let url = URL(fileURLWithPath: directory + "/segment-0000000000000001.spool")
-        let newer = Self.versioned(3, Self.kindAudit, Array((String(decoding: Self.formatOneLine(id: Self.rowID(1)), as: UTF8.self).dropLast() + "\t\\N\teu-1\n").utf8))
+        let newer = Self.versioned(4, Self.kindAudit, Array((String(decoding: Self.formatOneLine(id: Self.rowID(1)), as: UTF8.self).dropLast() + "\t\\N\t\\N\teu-1\n").utf8))
         try Data(Self.versioned(1, Self.kindAudit, Self.formatOneLine(id: Self.rowID(2))) + newer).write(to: url)
 
         let writer = try AuditWriter.started(

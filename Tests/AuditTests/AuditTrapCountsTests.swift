@@ -35,7 +35,10 @@ struct AuditTrapCountsTests {
         // Dead tokens (trap MS020) one in 7, retried sends (MS015) one in 5;
         // a second apart, so they span several 5-minute buckets.
         let events = (0..<1_200).map { EventFactory.event($0, dead: $0 % 7 == 3) }
-        let before = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "old"), logger: quietLogger())
+        // A relay of row format 2: this database has no apns_timestamp yet (0012).
+        var older = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "old")
+        older.rowLayout = .standard(upTo: .v2)
+        let before = try AuditWriter.started(configuration: older, logger: quietLogger())
         events[0..<400].forEach(before.sendFinished)
         await before.shutdown()
 

@@ -82,7 +82,7 @@ struct APNsHTTP2ChannelTests {
         return row
     }
 
-    @Test("httpx over TLS and cleartext h2: channel create, list, broadcast and delete reach APNs as sent, APNs' answers come back, one audit row each")
+    @Test("httpx over TLS and cleartext h2: channel create, list, read, broadcast and delete reach APNs as sent, APNs' answers come back, one audit row each")
     func channelsAndBroadcast() async throws {
         let key = try APNsHTTP2IngressTests.BackendKey()
         defer { key.file.remove() }
@@ -113,6 +113,16 @@ struct APNsHTTP2ChannelTests {
                 #expect(listed.header("content-type") == "application/json")
                 try Self.expectForwarded(relay, listed, method: "GET", path: "/1/apps/com.example.a/all-channels")
 
+                // Read it: APNs' GET …/channels naming it, its policy and push type back as APNs wrote them.
+                let readID = UUID().uuidString.lowercased()
+                let read = try await Self.httpx(
+                    port: port, caFile: caFile, "GET", "/1/apps/com.example.a/channels", [auth, "apns-channel-id: \(channelID)", "apns-request-id: \(readID)"])
+                #expect(read.status == 200, "\(read)")
+                #expect(read.header("apns-request-id") == readID && read.header("apns-channel-id") == channelID, "\(read)")
+                #expect(read.header("content-type") == "application/json")
+                #expect(try JSONParser.parse(Array(read.body.utf8)) == ["message-storage-policy": 1, "push-type": "LiveActivity"], "\(read)")
+                try Self.expectForwarded(relay, read, method: "GET", path: "/1/apps/com.example.a/channels")
+
                 // Broadcast on it, with the caller's trace.
                 let broadcastID = UUID().uuidString.lowercased()
                 let traceID = "5bf92f3577b34da6a3ce929d0e0e4736"
@@ -137,7 +147,7 @@ struct APNsHTTP2ChannelTests {
                 #expect(deleted.header("apns-request-id") == deleteID)
                 try Self.expectForwarded(relay, deleted, method: "DELETE", path: "/1/apps/com.example.a/channels")
                 #expect(!relay.mock.engine.channels(bundleID: "com.example.a").contains(channelID))
-                #expect(relay.mock.engine.log.total == 4)
+                #expect(relay.mock.engine.log.total == 5)
 
                 // One audit row each, as the HTTP/1.1 channel routes and broadcasts write them.
                 if let url {
@@ -145,6 +155,7 @@ struct APNsHTTP2ChannelTests {
                     let expected: [(String, [String])] = [
                         (createID, ["channel_create", "backend", "201", "", "", "success"]),
                         (listID, ["channel_list", "backend", "200", "", "", "success"]),
+                        (readID, ["channel_read", "backend", "200", "", channelID, "success"]),
                         (broadcastID, ["broadcast", "backend", "200", "", channelID, "success"]),
                         (deleteID, ["channel_delete", "backend", "204", "", channelID, "success"]),
                     ]
@@ -156,14 +167,14 @@ struct APNsHTTP2ChannelTests {
 
                 // Counted under the listener's own routes.
                 let scrape = try await relay.curl("GET", "/metrics", key: nil, base: relay.metricsBase)
-                for (route, code) in [("h2:/1/apps/{bundle}/channels", 201), ("h2:/1/apps/{bundle}/all-channels", 200), ("h2:/4/broadcasts/apps/{bundle}", 200), ("h2:/1/apps/{bundle}/channels", 204)] {
+                for (route, code) in [("h2:/1/apps/{bundle}/channels", 201), ("h2:/1/apps/{bundle}/channels", 200), ("h2:/1/apps/{bundle}/all-channels", 200), ("h2:/4/broadcasts/apps/{bundle}", 200), ("h2:/1/apps/{bundle}/channels", 204)] {
                     #expect(scrape.body.split(separator: "\n").contains { $0.hasPrefix("apns_relay_ingress_requests_total{") && $0.contains(#"route="\#(route)""#) && $0.contains(#"code="\#(code)""#) }, "\(route) \(code)")
                 }
             }
         }
     }
 
-    @Test("refusals in APNs' words over TLS and cleartext h2, none reaching APNs: another app's bundle id, no provider token, a bad or missing channel id, a bad create body, another method")
+    @Test("refusals in APNs' words over TLS and cleartext h2, none reaching APNs: another app's bundle id, no provider token, a bad or missing channel id (a read too), a bad create body, a method APNs does not serve on the path")
     func refusals() async throws {
         let key = try APNsHTTP2IngressTests.BackendKey()
         defer { key.file.remove() }
@@ -184,7 +195,12 @@ struct APNsHTTP2ChannelTests {
                     ("POST", "/4/broadcasts/apps/com.example.a", [auth, "apns-channel-id: AAAA=AAA", "apns-push-type: liveactivity"], update, 400, "BadChannelId"),
                     ("POST", "/4/broadcasts/apps/com.example.a", [auth, "apns-channel-id: AAAAAAAAAAAAAAAAAAAAAAAA", "apns-push-type: alert"], update, 400, "InvalidPushType"),
                     ("POST", "/1/apps/com.example.a/channels", [auth], #"{"message-storage-policy":7,"push-type":"LiveActivity"}"#, 400, "InvalidPayload"),
-                    ("GET", "/1/apps/com.example.a/channels", [auth], nil, 405, "MethodNotAllowed"),
+                    ("GET", "/1/apps/com.example.a/channels", [auth], nil, 400, "MissingChannelId"),
+                    ("GET", "/1/apps/com.example.a/channels", [auth, "apns-channel-id: AAAA*AAA"], nil, 400, "BadChannelId"),
+                    ("GET", "/1/apps/com.example.b/channels", [auth, "apns-channel-id: AAAAAAAAAAAAAAAAAAAAAAAA"], nil, 403, "TopicDisallowed"),
+                    ("PUT", "/1/apps/com.example.a/channels", [auth], nil, 405, "MethodNotAllowed"),
+                    ("DELETE", "/1/apps/com.example.a/all-channels", [auth], nil, 405, "MethodNotAllowed"),
+                    ("GET", "/4/broadcasts/apps/com.example.a", [auth], nil, 405, "MethodNotAllowed"),
                 ]
                 for (method, path, headers, body, status, reason) in cases {
                     let answer = try await Self.httpx(port: port, caFile: caFile, method, path, headers, body: body)

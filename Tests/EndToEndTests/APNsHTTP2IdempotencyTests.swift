@@ -83,7 +83,14 @@ struct APNsHTTP2IdempotencyTests {
         }
     }
 
-    @Test("a repeat answered from the audit row (the key's answer never recorded, its lease over) is APNs' answer too: 200 with the apns-id and apns-unique-id and no body, 410 Unregistered; nothing sent again")
+    /// The members of an APNs answer's body that APNs defines, as written:
+    /// everything before the relay's own `"error"` object.
+    static func apnsMembers(_ body: String) -> String {
+        guard let cut = body.range(of: #","error":"#) else { return body }
+        return String(body[..<cut.lowerBound])
+    }
+
+    @Test("a repeat answered from the audit row (the key's answer never recorded, its lease over) is APNs' answer too: 200 with the apns-id and apns-unique-id and no body, 410 Unregistered with the first answer's timestamp; nothing sent again")
     func recoveredFromAuditRow() async throws {
         let key = try APNsHTTP2IngressTests.BackendKey()
         defer { key.file.remove() }
@@ -103,6 +110,10 @@ struct APNsHTTP2IdempotencyTests {
                 let rows = try? await OutcomeAgreementTests.psql(url, "SELECT count(*) FROM apns_audit WHERE idempotency_key_hash IN (\(hashes))")
                 return rows == [["2"]]
             }, "the audit rows did not reach the table")
+            // The 410's row keeps APNs' timestamp (migration 0012), the success's none.
+            let stamps = try await OutcomeAgreementTests.psql(
+                url, "SELECT apns_id, coalesce((extract(epoch FROM apns_timestamp) * 1000)::bigint::text, 'null') FROM apns_audit WHERE apns_id IN ('\(good)', '\(gone)') ORDER BY apns_id = '\(gone)'")
+            #expect(stamps == [[good, "null"], [gone, String(APNsHTTP2IngressTests.unregisteredAt)]], "\(stamps)")
             // As a relay that stopped before recording its answers leaves the keys: in flight, no answer kept.
             _ = try await OutcomeAgreementTests.psql(url, """
                 UPDATE apns_idempotency_keys SET state = 'in_flight', apns_id = NULL, status = NULL, reason = NULL, attempts = NULL,
@@ -118,9 +129,18 @@ struct APNsHTTP2IdempotencyTests {
             let repeated = try await Self.send(port, key, token: dead, apnsID: gone)
             #expect(repeated.status == 410 && repeated.headers["apns-id"] == gone, "\(repeated) \(repeated.headers)")
             #expect(repeated.json?["reason"]?.stringValue == "Unregistered", "\(repeated)")
+            // APNs' timestamp of the first 410, from the audit row: the members APNs defines
+            // (reason, timestamp) byte for byte as the first answer wrote them. The relay's own
+            // error object after them says this one was answered from the row, so it differs.
+            #expect(refused.json?["timestamp"] == .integer(APNsHTTP2IngressTests.unregisteredAt), "\(refused)")
+            #expect(Self.apnsMembers(repeated.body) == Self.apnsMembers(refused.body), "first \(refused), repeat \(repeated)")
+            #expect(Self.apnsMembers(refused.body) == #"{"reason":"Unregistered","timestamp":\#(APNsHTTP2IngressTests.unregisteredAt)"#)
+            #expect(repeated.headers["content-type"] == refused.headers["content-type"])
             // Settled in APNs' shape: the next repeat reads the stored answer, the same.
             let third = try await Self.send(port, key, token: TestRelay.token(14), apnsID: good)
             #expect(third.status == 200 && third.body.isEmpty && third.headers["apns-id"] == good, "\(third)")
+            let fourth = try await Self.send(port, key, token: dead, apnsID: gone)
+            #expect(fourth.status == 410 && fourth.body == repeated.body, "settled \(fourth), answered from the row \(repeated)")
             #expect(Self.received(relay, apnsID: good) == 1 && Self.received(relay, apnsID: gone) == 1)
         }
     }

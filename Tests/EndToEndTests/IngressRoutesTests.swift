@@ -121,7 +121,7 @@ struct IngressRoutesTests {
         }
     }
 
-    @Test("channels: create, broadcast on it, list, delete")
+    @Test("channels: create, broadcast on it, list, read, delete")
     func channels() async throws {
         try await withRelay { relay in
             let created = try await relay.curl("POST", "/v1/channels", body: #"{"app":"app-a","environment":"development","storagePolicy":"most-recent"}"#)
@@ -135,9 +135,20 @@ struct IngressRoutesTests {
             #expect(listed.json?["channels"]?.arrayValue?.contains(.string(channelID)) == true)
             // Channel ids are base64: "/" and "+" must survive the path, percent-encoded or not.
             let encoded = channelID.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? channelID
+            // Read: APNs' GET …/channels with apns-channel-id, its policy and push type back.
+            let read = try await relay.curl("GET", "/v1/channels/\(encoded)?app=app-a&environment=development")
+            #expect(read.status == 200, "\(read)")
+            #expect(read.json?["channelId"]?.stringValue == channelID && read.json?["status"] == .integer(200), "\(read)")
+            #expect(read.json?["storagePolicy"]?.stringValue == "most-recent-message" && read.json?["pushType"]?.stringValue == "LiveActivity", "\(read)")
+            let atAPNs = try #require(relay.mock.engine.log.entries.last?.request)
+            #expect(atAPNs.method == "GET" && atAPNs.path == "/1/apps/com.example.a/channels" && atAPNs.headers.value(of: "apns-channel-id") == channelID)
+            #expect(read.headers["apns-id"] == atAPNs.headers.value(of: "apns-request-id"), "\(read.headers)")
             let deleted = try await relay.curl("DELETE", "/v1/channels/\(encoded)?app=app-a&environment=development")
             #expect(deleted.status == 200, "\(deleted)")
             #expect(deleted.json?["status"] == .integer(204))
+            // A channel APNs no longer has: its 404 ChannelNotRegistered.
+            let gone = try await relay.curl("GET", "/v1/channels/\(encoded)?app=app-a&environment=development")
+            #expect(gone.status == 404 && gone.json?["error"]?["reason"]?.stringValue == "ChannelNotRegistered", "\(gone)")
             let after = try await relay.curl("GET", "/v1/channels?app=app-a&environment=development")
             #expect(after.json?["channels"]?.arrayValue?.contains(.string(channelID)) == false)
         }

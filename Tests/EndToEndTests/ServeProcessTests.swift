@@ -39,7 +39,7 @@ struct ServeProcessTests {
 
     static func writeConfiguration(
         directory: String, mock: MockAPNsServer, keyPath: String, instance: String, databaseURL: String, spool: String,
-        journalSync: String = "interval", logLevel: String = "info", extraYAML: String = ""
+        journalSync: String = "interval", logLevel: String = "info", extraYAML: String = "", backendKeyYAML: String = ""
     ) throws -> String {
         let hash = Fingerprint.sha256Hex(Array(TestRelay.keys["backend"]!.utf8))
         let yaml = """
@@ -64,7 +64,7 @@ struct ServeProcessTests {
             api_keys:
               - name: backend
                 sha256: \(hash)
-                apps: [app-a]
+                apps: [app-a]\(backendKeyYAML.isEmpty ? "" : "\n    " + backendKeyYAML)
             audit:
               database_url: "\(databaseURL)"
               spool_directory: \(spool)

@@ -37,6 +37,7 @@ struct RouteTableTests {
         ("POST", "/v1/send/batch", "apiKey /v1/send/batch "),
         ("GET", "/v1/channels", "apiKey /v1/channels "),
         ("DELETE", "/v1/channels/dGVzdA/+x==", "apiKey /v1/channels/{channelId} channelId=dGVzdA/+x=="),
+        ("GET", "/v1/channels/dGVzdA/+x==", "apiKey /v1/channels/{channelId} channelId=dGVzdA/+x=="),
         ("POST", "/3/device/abcd", "apiKey /3/device/{token} token=abcd"),
         ("PUT", "/v1/admin/retry", "apiKey /v1/admin/retry "),
         ("GET", "/healthz", "open /healthz "),

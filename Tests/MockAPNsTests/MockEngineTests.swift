@@ -135,7 +135,7 @@ struct MockValidationTests {
 
 @Suite("Mock APNs: channels and broadcasts")
 struct MockChannelTests {
-    @Test("create, list, broadcast, delete; channels exist per environment")
+    @Test("create, list, read, broadcast, delete; channels exist per environment")
     func lifecycle() throws {
         let mock = try MockFixture()
         guard case .respond(let created, _) = mock.send(
@@ -159,6 +159,18 @@ struct MockChannelTests {
 
         let otherEnvironment = try MockFixture { $0.environment = "production" }
         #expect(answer(otherEnvironment.send(path: path, headers: broadcastHeaders("0"))) == (404, "ChannelNotRegistered"))
+
+        // Read: the channel's policy and push type, its id echoed.
+        guard case .respond(let read, _) = mock.send(
+            path: "/1/apps/\(bundle)/channels", method: "GET", headers: [HTTPHeader("apns-channel-id", channel)], body: "")
+        else { Issue.record("no response"); return }
+        #expect(read.status == 200)
+        #expect(try JSONParser.parse(read.body) == ["message-storage-policy": 0, "push-type": "LiveActivity"])
+        #expect(read.headers.first(where: { $0.name == "apns-channel-id" })?.value == channel)
+        #expect(answer(mock.send(path: "/1/apps/\(bundle)/channels", method: "GET", headers: [], body: "")) == (400, "MissingChannelId"))
+        #expect(answer(mock.send(path: "/1/apps/\(bundle)/channels", method: "GET", headers: [HTTPHeader("apns-channel-id", "dHJhaW4%3D")], body: "")) == (400, "BadChannelId"))
+        #expect(answer(otherEnvironment.send(path: "/1/apps/\(bundle)/channels", method: "GET", headers: [HTTPHeader("apns-channel-id", channel)], body: "")) == (404, "ChannelNotRegistered"))
+        #expect(answer(mock.send(path: "/1/apps/\(bundle)/channels", method: "PUT", headers: [], body: "")) == (405, "MethodNotAllowed"))
 
         let delete = [HTTPHeader("apns-channel-id", channel)]
         #expect(answer(mock.send(path: "/1/apps/\(bundle)/channels", method: "DELETE", headers: delete, body: "")).status == 204)

@@ -50,6 +50,12 @@ public enum ChannelStoragePolicy: String, Sendable, Hashable, CaseIterable, Coda
         case .mostRecentMessage: 1
         }
     }
+
+    /// The policy of a `message-storage-policy` value (APNs' read channel answer); nil for any other.
+    public init?(wireValue: Int) {
+        guard let policy = Self.allCases.first(where: { $0.wireValue == wireValue }) else { return nil }
+        self = policy
+    }
 }
 
 extension UInt8 {

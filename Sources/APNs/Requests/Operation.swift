@@ -20,6 +20,8 @@ public enum Operation: String, Sendable, Hashable, CaseIterable, Codable {
     case broadcast
     case channelCreate = "channel_create"
     case channelList = "channel_list"
+    /// APNs' read channel: one channel's storage policy and push type.
+    case channelRead = "channel_read"
     case channelDelete = "channel_delete"
     /// The caller's own payload and headers.
     case raw

@@ -12,6 +12,9 @@ public struct RawChannelRequest: Sendable, Hashable {
         case create
         /// `GET /1/apps/<bundle-id>/all-channels`: APNs answers 200 with `{"channels": […]}`.
         case list
+        /// `GET /1/apps/<bundle-id>/channels` naming the channel in `apns-channel-id`:
+        /// APNs answers 200 with `{"message-storage-policy": …, "push-type": "LiveActivity"}`.
+        case read
         /// `DELETE /1/apps/<bundle-id>/channels` naming the channel in `apns-channel-id`: 204.
         case delete
         /// `POST /4/broadcasts/apps/<bundle-id>` (iOS 18): one Live Activity update to every device on the channel.
@@ -22,6 +25,7 @@ public struct RawChannelRequest: Sendable, Hashable {
             switch self {
             case .create: .channelCreate
             case .list: .channelList
+            case .read: .channelRead
             case .delete: .channelDelete
             case .broadcast: .broadcast
             }
@@ -31,7 +35,7 @@ public struct RawChannelRequest: Sendable, Hashable {
         public var method: HTTPMethod {
             switch self {
             case .create, .broadcast: .POST
-            case .list: .GET
+            case .list, .read: .GET
             case .delete: .DELETE
             }
         }
@@ -39,7 +43,7 @@ public struct RawChannelRequest: Sendable, Hashable {
         /// APNs' path for the app's bundle id.
         public func path(bundleID: String) -> String {
             switch self {
-            case .create, .delete: "/1/apps/\(bundleID)/channels"
+            case .create, .read, .delete: "/1/apps/\(bundleID)/channels"
             case .list: "/1/apps/\(bundleID)/all-channels"
             case .broadcast: "/4/broadcasts/apps/\(bundleID)"
             }
@@ -49,7 +53,7 @@ public struct RawChannelRequest: Sendable, Hashable {
     public var kind: Kind
     /// The caller's `apns-*` headers, in its order.
     public var headers: [HTTPHeader]
-    /// The body as the caller wrote it (empty for list and delete).
+    /// The body as the caller wrote it (empty for list, read and delete).
     public var body: [UInt8]
 
     public init(kind: Kind, headers: [HTTPHeader], body: [UInt8]) {

@@ -24,6 +24,15 @@ extension RequestBuilder {
             id: resolveID(requestID))
     }
 
+    /// Reads one channel (its storage policy and push type):
+    /// `GET /1/apps/<bundle>/channels` with `apns-channel-id`.
+    public func readChannel(channelID: String, requestID: APNsID? = nil) throws(APNsError) -> APNsRequest {
+        let channel = try ChannelID(channelID)
+        return managementRequest(
+            .channelRead, method: .GET, path: "/1/apps/\(bundleID)/channels", channel: channel, payload: nil,
+            id: resolveID(requestID))
+    }
+
     /// Deletes a channel: `DELETE /1/apps/<bundle>/channels` with `apns-channel-id`.
     public func deleteChannel(channelID: String, requestID: APNsID? = nil) throws(APNsError) -> APNsRequest {
         let channel = try ChannelID(channelID)

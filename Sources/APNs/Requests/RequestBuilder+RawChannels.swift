@@ -2,7 +2,7 @@ import RelayJSON
 import RelayBasics
 
 extension RequestBuilder {
-    /// A channel create, list or delete, or a broadcast, as an APNs client
+    /// A channel create, list, read or delete, or a broadcast, as an APNs client
     /// wrote it (``RawChannelRequest``), to this app's bundle id.
     ///
     /// The headers and body go to APNs as written, in the caller's order;
@@ -11,7 +11,7 @@ extension RequestBuilder {
     /// as APNs would check them, so a request APNs would refuse is refused
     /// here and never sent: header names and values, no repeated header,
     /// `apns-request-id` (and `apns-id`) a UUID, `apns-channel-id` the base64
-    /// id APNs returned (required to delete and broadcast), `apns-topic` (if
+    /// id APNs returned (required to read, delete and broadcast), `apns-topic` (if
     /// any) this app's; a broadcast's `apns-push-type` `liveactivity`,
     /// `apns-priority`, `apns-expiration`, no `apns-collapse-id`, and a
     /// payload with `aps` of at most 5120 bytes; a create's body
@@ -67,8 +67,13 @@ extension RequestBuilder {
                 continue
             }
         }
-        if (kind == .delete || kind == .broadcast) && channelID == nil {
-            throw APNsError.preflight(.missingChannelID, field: "apns-channel-id", rule: "is required to \(kind == .delete ? "delete a channel" : "broadcast")")
+        if (kind == .read || kind == .delete || kind == .broadcast) && channelID == nil {
+            let what = switch kind {
+            case .read: "read a channel"
+            case .delete: "delete a channel"
+            default: "broadcast"
+            }
+            throw APNsError.preflight(.missingChannelID, field: "apns-channel-id", rule: "is required to \(what)")
         }
         let apnsID = resolveID(requestID)
         let payload = try Self.checkRawChannelBody(request, apnsID: apnsID)
@@ -85,10 +90,10 @@ extension RequestBuilder {
             channelID: channelID)
     }
 
-    /// The body as a value, checked for its kind; nil for list and delete, which carry none.
+    /// The body as a value, checked for its kind; nil for list, read and delete, which carry none.
     private static func checkRawChannelBody(_ request: RawChannelRequest, apnsID: APNsID) throws(APNsError) -> JSONValue? {
         switch request.kind {
-        case .list, .delete:
+        case .list, .read, .delete:
             guard request.body.isEmpty else {
                 throw APNsError.preflight(.invalidPayload, field: "body", rule: "must be empty: APNs' \(request.kind.method.rawValue) takes none", apnsID: apnsID)
             }

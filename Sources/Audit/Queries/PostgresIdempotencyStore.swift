@@ -139,7 +139,7 @@ public final class PostgresIdempotencyStore: IdempotencyStore {
     static let readSQL = """
         SELECT k.request_hash, k.state, k.apns_id, k.status, k.reason, k.attempts, k.answer_status, k.answer_headers, k.answer_body, k.owner,
                a.apns_id, a.outcome, a.status, a.reason, a.error_type, a.attempts, a.latency_ms, a.retried,
-               array_to_string(a.trap_ids, ','), a.apns_unique_id
+               array_to_string(a.trap_ids, ','), a.apns_unique_id, (extract(epoch FROM a.apns_timestamp) * 1000)::bigint
         FROM apns_idempotency_keys k
         LEFT JOIN LATERAL (
             SELECT * FROM apns_audit a
@@ -190,7 +190,8 @@ public final class PostgresIdempotencyStore: IdempotencyStore {
         return IdempotencyRecoveredSend(
             owner: owner, apnsID: apnsID, outcome: outcome, status: row[12].flatMap { Int($0) }, reason: row[13], errorType: row[14],
             attempts: row[15].flatMap { Int($0) } ?? 0, latencyMilliseconds: row[16].flatMap { Double($0) } ?? 0, retried: row[17] == "t",
-            trapIDs: (row[18] ?? "").split(separator: ",").map(String.init), apnsUniqueID: row[19])
+            trapIDs: (row[18] ?? "").split(separator: ",").map(String.init), apnsUniqueID: row[19],
+            unregisteredAt: row.count > 20 ? row[20].flatMap { Int64($0) } : nil)
     }
 
     /// Runs `body` on the store's queue with a pooled connection.

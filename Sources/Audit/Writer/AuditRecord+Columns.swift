@@ -43,5 +43,8 @@ extension AuditRowLayout {
         AuditColumn("caller", intent: .send(.caller), completion: .send(.caller)) { $1.text($0.caller) },
         AuditColumn("relay_instance", intent: .relayInstance, completion: .relayInstance) { $1.text($0.relayInstance) },
         AuditColumn("idempotency_key_hash", since: .v2, intent: .send(.idempotencyKeyHash), completion: .send(.idempotencyKeyHash)) { $1.text($0.idempotencyKeyHash) },
+        AuditColumn("apns_timestamp", since: .v3, intent: .fixed, completion: .unregisteredAt) {
+            $1.timestamp($0.unregisteredAtMilliseconds.map(AuditRecord.nanoseconds(milliseconds:)))
+        },
     ])
 }

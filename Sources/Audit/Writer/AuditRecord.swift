@@ -41,6 +41,9 @@ public struct AuditRecord: Sendable, Hashable {
     public var relayInstance: String
     /// SHA-256 hex of the caller and its `Idempotency-Key` (row format 2); nil without a key.
     public var idempotencyKeyHash: String?
+    /// APNs' `timestamp` of a 410 Unregistered answer, milliseconds since the
+    /// epoch (row format 3, column `apns_timestamp`); nil for any other outcome.
+    public var unregisteredAtMilliseconds: Int64?
 
     /// The table's columns in COPY order (``AuditRowLayout/standard``).
     public static let columns = AuditRowLayout.standard.columns.map(\.name)
@@ -81,6 +84,7 @@ public struct AuditRecord: Sendable, Hashable {
         caller = event.send.caller
         self.relayInstance = relayInstance
         idempotencyKeyHash = event.send.idempotencyKeyHash
+        unregisteredAtMilliseconds = event.unregisteredAt
     }
 
     /// The row a send gets when the relay stopped (crash, SIGKILL, a drain
@@ -122,6 +126,12 @@ public struct AuditRecord: Sendable, Hashable {
         caller = send.caller
         self.relayInstance = relayInstance
         idempotencyKeyHash = send.idempotencyKeyHash
+        unregisteredAtMilliseconds = nil
+    }
+
+    /// A timestamp of milliseconds since the epoch as COPY's nanoseconds (none before 1970).
+    static func nanoseconds(milliseconds: Int64) -> UInt64 {
+        UInt64(max(0, milliseconds)) * 1_000_000
     }
 
     /// The outcome of a send whose result the relay never recorded.

@@ -17,6 +17,8 @@ enum AuditCompletionValue: Sendable {
     /// The attempt log's JSON (``AuditRecord/attemptLogJSON(_:)``).
     case attemptLog
     case relayInstance
+    /// APNs' `timestamp` of a 410 (``SendEvent/unregisteredAt``), as a timestamp.
+    case unregisteredAt
 }
 
 extension AuditRowLayout {
@@ -91,6 +93,7 @@ extension AuditRowLayout {
                 case .latencyMilliseconds: writer.double(event.latencySeconds * 1000)
                 case .attemptLog: writer.text(writing: { AuditRecord.appendAttemptLogJSON(event.attemptLog, to: &$0) })
                 case .relayInstance: writer.text(relayInstance)
+                case .unregisteredAt: writer.timestamp(event.unregisteredAt.map(AuditRecord.nanoseconds(milliseconds:)))
                 }
             }
         }

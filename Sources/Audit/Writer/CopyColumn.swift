@@ -53,6 +53,8 @@ struct AuditRowFormat: RawRepresentable, Hashable, Comparable, Sendable, CustomS
     static let v1 = AuditRowFormat(rawValue: 1)
     /// v1 and `idempotency_key_hash` (migration 0005).
     static let v2 = AuditRowFormat(rawValue: 2)
+    /// v2 and `apns_timestamp` (migration 0012).
+    static let v3 = AuditRowFormat(rawValue: 3)
     /// What this build writes.
     static var current: AuditRowFormat { AuditRowLayout.standard.format }
 

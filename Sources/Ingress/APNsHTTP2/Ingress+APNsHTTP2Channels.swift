@@ -6,7 +6,7 @@ import RelayBasics
 extension Ingress {
     /// The route values the HTTP/2 APNs ingress' channel and broadcast
     /// requests are counted and traced under (`route` label), one per path
-    /// APNs serves them on (create and delete share `…/channels`).
+    /// APNs serves them on (create, read and delete share `…/channels`).
     static let apnsHTTP2ChannelsRoute = "h2:/1/apps/{bundle}/channels"
     static let apnsHTTP2AllChannelsRoute = "h2:/1/apps/{bundle}/all-channels"
     static let apnsHTTP2BroadcastRoute = "h2:/4/broadcasts/apps/{bundle}"
@@ -40,7 +40,7 @@ extension Ingress {
         var request = request
         request.route = route
         guard apnsChannelKind(request) != nil else {
-            let allowed = route == apnsHTTP2ChannelsRoute ? "POST or DELETE" : route == apnsHTTP2AllChannelsRoute ? "GET" : "POST"
+            let allowed = route == apnsHTTP2ChannelsRoute ? "POST, GET or DELETE" : route == apnsHTTP2AllChannelsRoute ? "GET" : "POST"
             return .refusal(compatibleResponse(.failure(IngressError(status: 405, type: .methodNotAllowed, message: "use \(allowed)")), .apns))
         }
         request.pathParameters["bundle"] = String(bundle)
@@ -64,6 +64,7 @@ extension Ingress {
     static func apnsChannelKind(_ request: HTTPRequest) -> RawChannelRequest.Kind? {
         switch (request.route, request.method) {
         case (apnsHTTP2ChannelsRoute, "POST"): .create
+        case (apnsHTTP2ChannelsRoute, "GET"): .read
         case (apnsHTTP2ChannelsRoute, "DELETE"): .delete
         case (apnsHTTP2AllChannelsRoute, "GET"): .list
         case (apnsHTTP2BroadcastRoute, "POST"): .broadcast
@@ -71,14 +72,14 @@ extension Ingress {
         }
     }
 
-    /// A channel create, list or delete, or a broadcast, on the HTTP/2 APNs
+    /// A channel create, read, list or delete, or a broadcast, on the HTTP/2 APNs
     /// ingress: the app is the one whose bundle id the path names (one the
     /// caller's key may use, else 403 TopicDisallowed), the `apns-*` headers
     /// and body go to APNs as the client wrote them (``RequestBuilder/rawChannel(_:)``
     /// checks them first), through the same send as the relay's own channel
     /// routes (preflight, retry, kill switch, audit row, trace). Answers are
-    /// APNs': its status, `apns-request-id`, `apns-channel-id` (create) and
-    /// body (list); refusals `{"reason": …}` with `apns-request-id`.
+    /// APNs': its status, `apns-request-id`, `apns-channel-id` (create, read)
+    /// and body (list, read); refusals `{"reason": …}` with `apns-request-id`.
     func apnsChannelSend(_ call: Call) async -> HTTPResponse {
         do throws(IngressError) {
             guard let kind = Self.apnsChannelKind(call.request) else {
@@ -123,7 +124,7 @@ extension Ingress {
             var headers = [HTTPHeader("apns-request-id", result.apnsID.description)]
             if let channel = result.channelID { headers.append(HTTPHeader("apns-channel-id", channel)) }
             if let unique = result.apnsUniqueID { headers.append(HTTPHeader("apns-unique-id", unique)) }
-            // APNs' bodies here are JSON (the channel list); 201 and 204 carry none.
+            // APNs' bodies here are JSON (the channel list, a channel read); 201 and 204 carry none.
             if !result.body.isEmpty { headers.append(HTTPHeader("content-type", "application/json")) }
             return HTTPResponse(status: result.status, headers: headers, body: result.body)
         case .failure(let error):

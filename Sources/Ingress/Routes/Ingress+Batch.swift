@@ -261,7 +261,7 @@ extension RelayOperation {
         case .alert(let token, _, _), .notification(let token, _, _), .background(let token, _, _), .start(let token, _, _, _, _, _),
             .update(let token, _, _, _), .end(let token, _, _, _), .raw(let token, _, _, _), .widget(let token, _, _):
             token
-        case .broadcast, .createChannel, .listChannels, .deleteChannel, .rawChannel:
+        case .broadcast, .createChannel, .listChannels, .readChannel, .deleteChannel, .rawChannel:
             nil
         }
     }
@@ -278,7 +278,7 @@ extension RelayOperation {
         case .end(_, let snapshot, let live, let options): .end(token: token, snapshot: snapshot, live: live, options: options)
         case .raw(_, let payload, let headers, let bytes): .raw(token: token, payload: payload, headers: headers, bytes: bytes)
         case .widget(_, let snapshot, let options): .widget(token: token, snapshot: snapshot, options: options)
-        case .broadcast, .createChannel, .listChannels, .deleteChannel, .rawChannel: self
+        case .broadcast, .createChannel, .listChannels, .readChannel, .deleteChannel, .rawChannel: self
         }
     }
 }

@@ -36,6 +36,24 @@ extension Ingress {
         return .json(200, JSONValue.object(body).encoded(), headers: [HTTPHeader("apns-id", result.apnsID.description)])
     }
 
+    /// `GET /v1/channels/{channelId}?app=&environment=` → the channel's
+    /// storage policy and push type, as APNs' read channel answers them.
+    @Sendable func readChannel(_ call: Call) async throws(IngressError) -> HTTPResponse {
+        let (app, environment) = try appAndEnvironment(query: call.request.query, allowed: ["app", "environment"])
+        try authorize(call.key, app: app)
+        let channelID = call.request.pathParameters["channelId"] ?? ""
+        try FieldLimits.check(channelID, FieldLimits.channelID, field: "channelId")
+        let result = try await perform(app, environment, .readChannel(channelID: channelID), call)
+        var body = Self.successBody(result)
+        body["channelId"] = .string(channelID)
+        // APNs' body: {"message-storage-policy": 0|1, "push-type": "LiveActivity"}; null when it sent none.
+        let answered = result.body.isEmpty ? nil : try? JSONParser.parse(result.body)
+        body["storagePolicy"] = answered?["message-storage-policy"]?.integerValue.flatMap { ChannelStoragePolicy(wireValue: Int($0)) }
+            .map { .string($0.rawValue) } ?? .null
+        body["pushType"] = answered?["push-type"] ?? .null
+        return .json(200, JSONValue.object(body).encoded(), headers: [HTTPHeader("apns-id", result.apnsID.description)])
+    }
+
     /// `DELETE /v1/channels/{channelId}?app=&environment=`.
     @Sendable func deleteChannel(_ call: Call) async throws(IngressError) -> HTTPResponse {
         let (app, environment) = try appAndEnvironment(query: call.request.query, allowed: ["app", "environment"])

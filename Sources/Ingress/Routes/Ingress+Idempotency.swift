@@ -270,6 +270,8 @@ extension Ingress {
         error.apnsID = apnsID
         error.attempts = sent.attempts
         error.trapHits = sent.trapIDs.map(TrapID.init(rawValue:))
+        // APNs' timestamp of a 410: the first answer's `timestamp`, again.
+        error.unregisteredAt = sent.unregisteredAt
         return .failure(error)
     }
 

@@ -48,6 +48,7 @@ extension Ingress {
         .api("POST", "/v1/describe") { $0.describe },
         .api("POST", "/v1/channels") { $0.createChannel },
         .api("GET", "/v1/channels") { $0.listChannels },
+        .api("GET", "/v1/channels/{channelId...}") { $0.readChannel },
         .api("DELETE", "/v1/channels/{channelId...}") { $0.deleteChannel },
         .api("GET", "/v1/dead-tokens") { $0.listDeadTokens },
         .api("POST", "/3/device/{token}") { $0.deviceCompatible },

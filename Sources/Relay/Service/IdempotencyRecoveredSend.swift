@@ -18,10 +18,14 @@ public struct IdempotencyRecoveredSend: Sendable, Hashable {
     public var retried: Bool
     public var trapIDs: [String]
     public var apnsUniqueID: String?
+    /// APNs' `timestamp` of its 410 Unregistered answer, milliseconds since
+    /// the epoch (the row's `apns_timestamp`): the repeat's answer carries it
+    /// as the first did.
+    public var unregisteredAt: Int64?
 
     public init(
         owner: String, apnsID: String, outcome: String, status: Int?, reason: String?, errorType: String?, attempts: Int,
-        latencyMilliseconds: Double, retried: Bool, trapIDs: [String], apnsUniqueID: String?
+        latencyMilliseconds: Double, retried: Bool, trapIDs: [String], apnsUniqueID: String?, unregisteredAt: Int64? = nil
     ) {
         self.owner = owner
         self.apnsID = apnsID
@@ -34,5 +38,6 @@ public struct IdempotencyRecoveredSend: Sendable, Hashable {
         self.retried = retried
         self.trapIDs = trapIDs
         self.apnsUniqueID = apnsUniqueID
+        self.unregisteredAt = unregisteredAt
     }
 }

@@ -22,6 +22,8 @@ public enum RelayOperation: Sendable {
     case createChannel(storagePolicy: ChannelStoragePolicy = .noStorage)
     case listChannels
     case deleteChannel(channelID: String)
+    /// APNs' read channel: one channel's storage policy and push type.
+    case readChannel(channelID: String)
     /// The caller's own payload and `apns-*` headers.
     /// `bytes`: the payload as the caller wrote it (it parses to `payload`),
     /// sent as it is; nil sends `payload` encoded.
@@ -59,6 +61,7 @@ public enum RelayOperation: Sendable {
         case .createChannel: .channelCreate
         case .listChannels: .channelList
         case .deleteChannel: .channelDelete
+        case .readChannel: .channelRead
         case .raw: .raw
         case .rawChannel(let request): request.kind.operation
         }

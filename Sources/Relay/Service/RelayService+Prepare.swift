@@ -96,6 +96,8 @@ extension RelayService {
             return (builder.listChannels(), nil)
         case .deleteChannel(let channelID):
             return (try builder.deleteChannel(channelID: channelID), nil)
+        case .readChannel(let channelID):
+            return (try builder.readChannel(channelID: channelID), nil)
         case .raw(let token, let payload, let headers, let bytes):
             return (try builder.raw(token: token, payload: payload, headers: headers, bytes: bytes), nil)
         case .rawChannel(let request):

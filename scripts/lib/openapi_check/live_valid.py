@@ -123,8 +123,24 @@ def channels(ctx):
              expect=ctx.success_or_documented(), check=listed)
 
     if channel is None:
+        ctx.checks.skip("[b] GET /v1/channels/{channelId}", "no channel was created")
         ctx.checks.skip("[b] DELETE /v1/channels/{channelId}", "no channel was created")
         return
+
+    def read(response):
+        if response.status != 200 or not ctx.args.expect_success:
+            return []
+        body = response.json or {}
+        problems = []
+        if body.get("channelId") != channel:
+            problems.append(f"channelId {body.get('channelId')}, not the channel read ({channel})")
+        if body.get("storagePolicy") != "no-storage":
+            problems.append(f"storagePolicy {body.get('storagePolicy')}, not the no-storage it was created with")
+        return problems
+
+    ctx.call("[b] GET /v1/channels/{channelId}", f"/v1/channels/{urllib.parse.quote(channel, safe='')}",
+             "GET", template="/v1/channels/{channelId}", key=ctx.args.api_key, query=query,
+             expect=ctx.success_or_documented(), check=read)
 
     def deleted(response):
         if response.status == 200 and (response.json or {}).get("status") != 204:
