@@ -79,4 +79,27 @@ struct ServerLoopTests {
             await connection.close()
         }
     }
+
+    @Test("a request past the body limit is answered 413 without the handler, on a connection that then serves the next", .timeLimit(.minutes(2)))
+    func limitAnsweredAtOnce() async throws {
+        // The server's own refusals are answered on the loop's next turn,
+        // with no command to wake it: the turn must see them as due.
+        let certificate = try TestCertificate()
+        defer { certificate.remove() }
+        var configuration = HTTP2Server.Configuration(tls: TLSServerConfiguration(certificateChainFile: certificate.certificate, privateKeyFile: certificate.key))
+        configuration.maxRequestBodyBytes = 1000
+        configuration.limitResponse = { HTTP2Response(status: $0, body: Array("limit".utf8)) }
+        let threads = HandlerThreads()
+        let server = try HTTP2Server(configuration: configuration, handler: threads.handler)
+        defer { server.stop() }
+        var client = HTTP2Connection.Configuration(host: "127.0.0.1", port: server.port)
+        client.tls = TLSClientConfiguration(caFile: certificate.certificate)
+        let connection = HTTP2Connection(configuration: client)
+        let refused = try await connection.send(HTTP2Request(method: "POST", path: "/large", body: [UInt8](repeating: 7, count: 20_000)))
+        #expect(refused.status == 413 && refused.body == Array("limit".utf8))
+        #expect(threads.byConnection.isEmpty, "the handler saw the refused request")
+        let served = try await connection.send(HTTP2Request(method: "POST", path: "/small", body: [1]))
+        #expect(served.status == 200 && served.body == Array("/small".utf8))
+        await connection.close()
+    }
 }

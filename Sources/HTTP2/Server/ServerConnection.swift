@@ -245,7 +245,8 @@ final class ServerConnection: @unchecked Sendable {
         }
     }
 
-    /// A delayed answer to submit once `due` (MonotonicClock) has passed.
+    /// An answer to submit once `due` (MonotonicClock) has passed (0: next
+    /// turn). Every answer goes through here: `nextDue` must know of it.
     private func schedule(due: UInt64, stream: Int32, response: HTTP2Response) {
         scheduled.append((due, stream, response))
         nextDue = min(nextDue ?? due, due)
@@ -394,7 +395,7 @@ extension ServerConnection: NGHTTP2SessionDelegate {
         guard select(stream), let request = current?.request else { return }
         current = nil
         if let status = request.refusedWith {
-            scheduled.append((0, stream, listener.configuration.limitResponse(status)))
+            schedule(due: 0, stream: stream, response: listener.configuration.limitResponse(status))
             return
         }
         listener.handler(
