@@ -1,4 +1,4 @@
-import Synchronization
+public import Synchronization
 
 /// The tasks that run the server's handlers, kept from one request to the next.
 ///
@@ -19,17 +19,26 @@ import Synchronization
 ///
 /// libmicrohttpd's server (`MHDServerCore`) and the HTTP/2 APNs ingress
 /// (RelayServer) run their handlers on one each.
+///
+/// Its code is `@inlinable` so a user in another module gets it specialised
+/// for its job type: the HTTP/2 ingress's worker hop, unspecialised, spent
+/// some 4,500 instructions a request in generic metadata accessors and
+/// witness calls (libmicrohttpd's server, in this module, always had it
+/// specialised).
 public final class HandlerWorkers<Job: Sendable>: Sendable {
-    private struct State {
-        var waiting: [UnsafeContinuation<Job?, Never>] = []
-        var closed = false
+    @usableFromInline
+    struct State {
+        @usableFromInline var waiting: [UnsafeContinuation<Job?, Never>] = []
+        @usableFromInline var closed = false
         /// Workers started since init, for tests.
-        var started = 0
+        @usableFromInline var started = 0
+
+        @usableFromInline init() {}
     }
 
-    private let state = Mutex(State())
-    private let maximumWaiting: Int
-    private let handle: @Sendable (Job) async -> Void
+    @usableFromInline let state = Mutex(State())
+    @usableFromInline let maximumWaiting: Int
+    @usableFromInline let handle: @Sendable (Job) async -> Void
 
     /// - Parameter handle: runs one job; a worker runs one at a time.
     public init(maximumWaiting: Int, handle: @escaping @Sendable (Job) async -> Void) {
@@ -44,6 +53,7 @@ public final class HandlerWorkers<Job: Sendable>: Sendable {
     var startedCount: Int { state.withLock { $0.started } }
 
     /// Runs `job` on a waiting worker, else on a new one. Never waits.
+    @inlinable
     public func run(_ job: Job) {
         let worker = state.withLock { state -> UnsafeContinuation<Job?, Never>? in
             if let worker = state.waiting.popLast() { return worker }
@@ -61,6 +71,7 @@ public final class HandlerWorkers<Job: Sendable>: Sendable {
     }
 
     /// Ends every waiting worker; later ones end when they have answered.
+    @inlinable
     public func close() {
         let waiting = state.withLock { state in
             state.closed = true
@@ -70,7 +81,8 @@ public final class HandlerWorkers<Job: Sendable>: Sendable {
         for worker in waiting { worker.resume(returning: nil) }
     }
 
-    private func work(_ first: FirstJob) async {
+    @inlinable
+    func work(_ first: FirstJob) async {
         var next = first.take()
         while next != nil {
             // A cancelled task stays cancelled: a job it would serve gets a
@@ -89,7 +101,8 @@ public final class HandlerWorkers<Job: Sendable>: Sendable {
     /// A handler may cancel its own task (the batch route does at its
     /// deadline, `Ingress.runBatch`), and every later job of that task would
     /// find itself cancelled: such a worker ends instead of waiting.
-    private func serve(_ job: consuming Job) async -> Job? {
+    @inlinable
+    func serve(_ job: consuming Job) async -> Job? {
         await handle(job)
         _ = consume job
         if Task.isCancelled { return nil }
@@ -104,10 +117,11 @@ public final class HandlerWorkers<Job: Sendable>: Sendable {
     }
 
     /// A worker's first job, taken out once.
-    private final class FirstJob: @unchecked Sendable {
+    @usableFromInline
+    final class FirstJob: @unchecked Sendable {
         // Written in init, emptied once by the worker's task before anything else reads it.
-        private var job: Job?
-        init(_ job: Job) { self.job = job }
-        func take() -> Job? { job.take() }
+        @usableFromInline var job: Job?
+        @usableFromInline init(_ job: Job) { self.job = job }
+        @inlinable func take() -> Job? { job.take() }
     }
 }

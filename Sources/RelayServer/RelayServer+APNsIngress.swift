@@ -9,10 +9,10 @@ extension RelayServer {
     /// Starts the APNs-compatible HTTP/2 listener, or returns nil when
     /// `apns_ingress.listen` is not set.
     ///
-    /// The server's accept loop and connections run on threads of their own
-    /// (``HTTP2Server``); each request is handed to a task, so the send's
-    /// awaits never hold a connection thread and the connection thread never
-    /// blocks the cooperative pool. The tasks are kept from one request to
+    /// The server's accept loop and its connections' loop run on threads of
+    /// their own (``HTTP2Server``: one thread serves every connection); each
+    /// request is handed to a task, so the send's awaits never hold that
+    /// thread and it never blocks the cooperative pool. The tasks are kept from one request to
     /// the next (``HandlerWorkers``, as the HTTP/1.1 listener's): a task per
     /// request cost its creation and its stack allocator's slabs, malloc'ed
     /// for the handler's deep call chain and freed with the task, every

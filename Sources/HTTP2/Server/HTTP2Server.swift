@@ -54,14 +54,17 @@ public final class HTTP2Responder: Sendable {
     public func ignore() {}
 }
 
-/// Handles requests on a connection's thread: it must not block. Answer
+/// Handles requests on the server's connection thread (one serves every
+/// established connection, ``ServerLoop``): it must not block. Answer
 /// through the responder (now, or later from anywhere).
 public typealias HTTP2ServerHandler = @Sendable (HTTP2ServerRequest, HTTP2Responder) -> Void
 
 /// An HTTP/2 server, over TLS or cleartext with prior knowledge: the mock
 /// APNs, tests, and the relay's APNs-compatible ingress, with the fault hooks
 /// a mock needs and the limits a public listener needs. One thread accepts;
-/// each connection runs on its own thread, never on Swift's cooperative pool.
+/// each connection sets up (the TLS handshake) on a thread of its own, then
+/// one thread serves every established connection (``ServerLoop``); none
+/// runs on Swift's cooperative pool.
 public final class HTTP2Server: Sendable {
     public struct Configuration: Sendable {
         public var host = "127.0.0.1"
@@ -90,7 +93,7 @@ public final class HTTP2Server: Sendable {
         public var requestTimeLimitSeconds: Double?
         /// The answer to a request refused by a limit above (413, 431), built by the server's user.
         public var limitResponse: @Sendable (_ status: Int) -> HTTP2Response = { HTTP2Response(status: $0) }
-        /// Called on the connection's thread when a client resets a stream
+        /// Called on the connections' thread when a client resets a stream
         /// (RST_STREAM): connection id, stream id, HTTP/2 error code (8 is
         /// CANCEL). Lets a mock or a test see what a client gave up on.
         public var onStreamReset: (@Sendable (_ connectionID: Int, _ streamID: Int32, _ errorCode: UInt32) -> Void)?

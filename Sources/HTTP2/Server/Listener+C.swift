@@ -16,6 +16,8 @@ final class Listener: @unchecked Sendable {
     let configuration: HTTP2Server.Configuration
     let handler: HTTP2ServerHandler
     let wake = WakeSignal()
+    /// The thread serving every established connection.
+    let loop = ServerLoop()
     let accepted = Atomic<Int>(0)
     private let state = Mutex<(stopped: Bool, connections: [ServerConnection])>((false, []))
     /// Connections refused at accept by a cap (per address or in all).

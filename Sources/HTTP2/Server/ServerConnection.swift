@@ -2,10 +2,12 @@ import Foundation
 import Synchronization
 import RelayBasics
 
-/// One accepted connection of an ``HTTP2Server``, on its own thread.
+/// One accepted connection of an ``HTTP2Server``: set up on a thread of its
+/// own, then served by the server's ``ServerLoop``.
 final class ServerConnection: @unchecked Sendable {
     // `inbox` and `finished` are synchronized; everything else belongs to
-    // the connection thread.
+    // the thread serving the connection: the set-up thread, then the loop's
+    // (handed over under the loop's lock).
 
     enum Command {
         case respond(stream: Int32, response: HTTP2Response, due: UInt64)
@@ -33,7 +35,8 @@ final class ServerConnection: @unchecked Sendable {
     /// The client's IPv4 address (network order), for the per-address cap.
     let peerAddress: UInt32
     unowned let listener: Listener
-    /// Commands handed to the connection thread, and whether it sleeps.
+    /// Commands handed to the connection's thread (its set-up thread,
+    /// then the server's loop), and whether that thread sleeps.
     private struct Inbox {
         var commands: [Command] = []
         /// The thread is in poll() (or about to be) and saw no command: the
@@ -44,11 +47,14 @@ final class ServerConnection: @unchecked Sendable {
         /// inbox again before it sleeps; the flag is set and read under the
         /// one lock, so no wake-up is lost.
         var sleeping = false
+        /// Whom a command wakes: the set-up thread's signal, then the loop's.
+        var wake: WakeSignal
     }
-    private let inbox = Mutex(Inbox())
+    private let inbox: Mutex<Inbox>
     private let finished = Atomic<Bool>(false)
-    private let wake = WakeSignal()
-    private var socket: Int32
+    /// The set-up thread's wake signal (the TLS handshake's poll()).
+    private let setUpWake: WakeSignal
+    private(set) var socket: Int32
     private var tls: TLSStream?
     /// The client's verified certificate, set by the handshake before any request is read.
     private var clientCertificate: ClientCertificate?
@@ -60,113 +66,190 @@ final class ServerConnection: @unchecked Sendable {
     /// lookup each. Parked in `incoming` when another stream's frames come.
     private var current: (stream: Int32, request: IncomingStream)?
     private var scheduled: [(due: UInt64, stream: Int32, response: HTTP2Response)] = []
+    /// The earliest `due` in `scheduled`, nil when it is empty: most turns
+    /// have nothing delayed to look at.
+    private var nextDue: UInt64?
     private var output: [UInt8] = []
     private var closeAfterFlush = false
+    /// Set once the goodbye is written: the connection drains its peer's
+    /// bytes until it closes, or until this (MonotonicClock) passes.
+    private var lingerDeadline: UInt64?
+    /// Reads land here; kept from one turn to the next.
+    private var buffer = [UInt8](repeating: 0, count: 16_384)
+    /// The commands of one turn, swapped with the inbox's.
+    private var pending: [Command] = []
 
     init(socket: Int32, id: Int, listener: Listener, peerAddress: UInt32 = 0) {
         self.socket = socket
         self.id = id
         self.peerAddress = peerAddress
         self.listener = listener
+        let wake = WakeSignal()
+        setUpWake = wake
+        inbox = Mutex(Inbox(wake: wake))
     }
 
     var isFinished: Bool { finished.load(ordering: .relaxed) }
 
+    /// Sets up on a thread of its own (the TLS handshake may take its
+    /// time), then joins the server's loop (``ServerLoop``).
     func start() {
-        let thread = Thread { [self] in run() }
+        // The loop held strongly: this thread may end up running it.
+        let loop = listener.loop
+        let thread = Thread { [self] in
+            if setUp() {
+                loop.join(self)
+            } else {
+                finish()
+            }
+        }
         thread.name = "h2 server connection \(id)"
         thread.start()
     }
 
     func command(_ command: Command) {
-        let asleep = inbox.withLock { inbox in
+        let wake = inbox.withLock { inbox -> WakeSignal? in
             inbox.commands.append(command)
             defer { inbox.sleeping = false }
-            return inbox.sleeping
+            return inbox.sleeping ? inbox.wake : nil
         }
-        if asleep { wake.signal() }
+        wake?.signal()
     }
 
-    private func run() {
-        defer {
-            if socket >= 0 { Socket.close(socket) }
-            finished.store(true, ordering: .relaxed)
-        }
-        guard handshake() else { return }
+    /// The handshake, then the HTTP/2 session; false when either failed.
+    private func setUp() -> Bool {
+        guard handshake() else { return false }
         guard let session = try? NGHTTP2Session(
             client: false, delegate: self, maxConcurrentStreams: listener.configuration.maxConcurrentStreams,
             maxHeaderListSize: listener.configuration.maxHeaderListBytes.map { UInt32(clamping: $0) })
-        else { return }
+        else { return false }
         self.session = session
-        var buffer = [UInt8](repeating: 0, count: 16_384)
-        var pending: [Command] = []
-        while true {
-            // Commands from responders and the listener, swapped out with
-            // the last turn's emptied array: no allocation per turn.
-            pending.removeAll(keepingCapacity: true)
-            inbox.withLock { swap(&$0.commands, &pending) }
-            for command in pending {
-                switch command {
-                case .respond(let stream, let response, let due): scheduled.append((due, stream, response))
-                case .reset:
-                    Socket.reset(socket)
-                    socket = -1
-                    return
-                case .goAway(let stream, let graceful, let response):
-                    session.submitGoAway(lastStream: graceful ? stream : 0)
-                    if graceful, let response { scheduled.append((0, stream, response)) }
-                    if !graceful { closeAfterFlush = true }
-                case .maxConcurrentStreams(let value):
-                    session.submitMaxConcurrentStreams(value)
-                case .shutdown:
-                    session.submitGoAway(lastStream: session.lastProcessedPeerStream)
-                    closeAfterFlush = true
-                }
+        return true
+    }
+
+    /// Closes the socket (unless reset) and marks the connection finished;
+    /// on the thread that served it last.
+    func finish() {
+        if socket >= 0 { Socket.close(socket) }
+        socket = -1
+        session = nil
+        finished.store(true, ordering: .relaxed)
+    }
+
+    /// From now on commands wake `wake` (the loop's), not the set-up thread.
+    func moveWakeUps(to wake: WakeSignal) {
+        inbox.withLock { $0.wake = wake }
+    }
+
+    /// Marks the connection asleep unless a command waits: false means the
+    /// loop must not sleep (the command is taken next turn).
+    func prepareToSleep() -> Bool {
+        inbox.withLock { inbox in
+            guard inbox.commands.isEmpty else { return false }
+            inbox.sleeping = true
+            return true
+        }
+    }
+
+    /// Called by the loop when poll() returns: commands from now on need no signal.
+    func awoke() {
+        inbox.withLock { $0.sleeping = false }
+    }
+
+    /// The longest a turn sleeps: the request time limit is checked each turn.
+    static let longestSleep: UInt64 = 1_000_000_000
+
+    /// How long the loop may sleep for this connection: until its next
+    /// delayed answer, or the end of its lingering close.
+    func sleepBudget(now: UInt64) -> UInt64 {
+        if let deadline = lingerDeadline { return deadline > now ? deadline - now : 0 }
+        guard let due = nextDue else { return Self.longestSleep }
+        return due > now ? due - now : 0
+    }
+
+    /// Bytes OpenSSL already decrypted never show up in poll(): the loop reads them without sleeping.
+    var hasBufferedInput: Bool { lingerDeadline == nil && tls?.hasPendingBytes == true }
+
+    /// Output the socket did not take yet: the loop polls for writability.
+    var hasOutputLeft: Bool { !output.isEmpty }
+
+    /// The part of a turn before the loop sleeps: commands taken, delayed
+    /// answers due submitted, output written. False when the connection is done.
+    func turn(now: UInt64) -> Bool {
+        guard let session else { return false }
+        // Commands from responders and the listener, swapped out with
+        // the last turn's emptied array: no allocation per turn.
+        pending.removeAll(keepingCapacity: true)
+        inbox.withLock { swap(&$0.commands, &pending) }
+        if let deadline = lingerDeadline {
+            // Closing: commands come too late to matter.
+            return now < deadline
+        }
+        for command in pending {
+            switch command {
+            case .respond(let stream, let response, let due): schedule(due: due, stream: stream, response: response)
+            case .reset:
+                Socket.reset(socket)
+                socket = -1
+                return false
+            case .goAway(let stream, let graceful, let response):
+                session.submitGoAway(lastStream: graceful ? stream : 0)
+                if graceful, let response { schedule(due: 0, stream: stream, response: response) }
+                if !graceful { closeAfterFlush = true }
+            case .maxConcurrentStreams(let value):
+                session.submitMaxConcurrentStreams(value)
+            case .shutdown:
+                session.submitGoAway(lastStream: session.lastProcessedPeerStream)
+                closeAfterFlush = true
             }
-            let now = MonotonicClock.now()
-            resetOverdueStreams(now: now, session: session)
+        }
+        resetOverdueStreams(now: now, session: session)
+        if let due = nextDue, due <= now {
+            var next: UInt64?
             scheduled.removeAll { item in
-                guard item.due <= now else { return false }
+                guard item.due <= now else {
+                    next = min(next ?? item.due, item.due)
+                    return false
+                }
                 session.submitResponse(stream: item.stream, status: item.response.status, headers: item.response.headers, body: item.response.body)
                 return true
             }
-            guard (try? session.collectOutput(into: &output)) != nil, writeOutput() else { return }
-            if closeAfterFlush, output.isEmpty {
-                lingerUntilPeerCloses(buffer: &buffer)
-                return
-            }
-            if !session.wantsRead, !session.wantsWrite, scheduled.isEmpty, output.isEmpty { return }
+            nextDue = next
+        }
+        guard (try? session.collectOutput(into: &output)) != nil, writeOutput() else { return false }
+        if closeAfterFlush, output.isEmpty {
+            beginLingering(now: now)
+            return true
+        }
+        if !session.wantsRead, !session.wantsWrite, scheduled.isEmpty, output.isEmpty { return false }
+        return true
+    }
 
-            // A second's turn at most: the request time limit is checked each turn.
-            var next: Int32 = 1000
-            if let due = scheduled.lazy.map(\.due).min() {
-                next = due > now ? Int32(min((due - now) / 1_000_000 + 1, 1000)) : 0
-            }
-            // A command that came during this turn is taken at once: poll() only looks.
-            let maySleep = inbox.withLock { inbox in
-                guard inbox.commands.isEmpty else { return false }
-                inbox.sleeping = true
-                return true
-            }
-            if !maySleep { next = 0 }
-            // Bytes OpenSSL already decrypted never show up in poll(): read them now.
-            let shouldRead = tls?.hasPendingBytes == true
-                || Poll.wait(socket: socket, read: true, write: !output.isEmpty, wake: wake, milliseconds: next).shouldRead
-            inbox.withLock { $0.sleeping = false }
-            if shouldRead {
-                readLoop: while true {
-                    switch buffer.withUnsafeMutableBytes({ read(into: $0) }) {
-                    case .bytes(let count):
-                        guard (try? session.receive(buffer, count: count)) != nil else { return }
-                        // Nothing left inside OpenSSL: the socket's next bytes
-                        // show in poll(), without a read that only says EAGAIN.
-                        if tls?.hasPendingBytes != true { break readLoop }
-                    case .wouldBlock: break readLoop
-                    case .closed, .failed: return
-                    }
-                }
+    /// The part of a turn after the loop's poll(): the socket's bytes read
+    /// into the session (its handlers run here). False when the connection is done.
+    func afterPoll(_ readiness: Poll.Readiness) -> Bool {
+        guard let session else { return false }
+        if lingerDeadline != nil { return drainWhileLingering() }
+        // Bytes OpenSSL already decrypted never show up in poll(): read them now.
+        guard readiness.shouldRead || tls?.hasPendingBytes == true else { return true }
+        while true {
+            switch buffer.withUnsafeMutableBytes({ read(into: $0) }) {
+            case .bytes(let count):
+                guard (try? session.receive(buffer, count: count)) != nil else { return false }
+                // Nothing left inside OpenSSL: the socket's next bytes
+                // show in poll(), without a read that only says EAGAIN.
+                if tls?.hasPendingBytes != true { return true }
+            case .wouldBlock: return true
+            case .closed, .failed: return false
             }
         }
+    }
+
+    /// An answer to submit once `due` (MonotonicClock) has passed (0: next
+    /// turn). Every answer goes through here: `nextDue` must know of it.
+    private func schedule(due: UInt64, stream: Int32, response: HTTP2Response) {
+        scheduled.append((due, stream, response))
+        nextDue = min(nextDue ?? due, due)
     }
 
     /// The last frame (GOAWAY) is written: sends close_notify and a FIN,
@@ -175,15 +258,19 @@ final class ServerConnection: @unchecked Sendable {
     /// requests unread would send an RST, and a peer's kernel that takes
     /// the RST first drops the GOAWAY unread: the client would see a reset
     /// connection instead of which streams were never processed.
-    private func lingerUntilPeerCloses(buffer: inout [UInt8]) {
+    private func beginLingering(now: UInt64) {
         tls?.shutdown()
         Socket.shutdownWrite(socket)
-        let deadline = MonotonicClock.now() + UInt64(Self.lingerSeconds * 1e9)
-        while MonotonicClock.now() < deadline {
+        lingerDeadline = now + UInt64(Self.lingerSeconds * 1e9)
+    }
+
+    /// Reads and drops what a lingering connection's peer sent; false once it closed.
+    private func drainWhileLingering() -> Bool {
+        while true {
             switch buffer.withUnsafeMutableBytes({ read(into: $0) }) {
             case .bytes: continue
-            case .wouldBlock: _ = Poll.wait(socket: socket, read: true, write: false, wake: wake, milliseconds: 100)
-            case .closed, .failed: return
+            case .wouldBlock: return true
+            case .closed, .failed: return false
             }
         }
     }
@@ -225,7 +312,7 @@ final class ServerConnection: @unchecked Sendable {
                 clientCertificate = stream.peerCertificate()
                 return stream.negotiatedProtocol == "h2"
             }
-            _ = Poll.wait(socket: socket, read: progress == .wantRead, write: progress == .wantWrite, wake: wake, milliseconds: 1000)
+            _ = Poll.wait(socket: socket, read: progress == .wantRead, write: progress == .wantWrite, wake: setUpWake, milliseconds: 1000)
         }
         return false
     }
@@ -308,7 +395,7 @@ extension ServerConnection: NGHTTP2SessionDelegate {
         guard select(stream), let request = current?.request else { return }
         current = nil
         if let status = request.refusedWith {
-            scheduled.append((0, stream, listener.configuration.limitResponse(status)))
+            schedule(due: 0, stream: stream, response: listener.configuration.limitResponse(status))
             return
         }
         listener.handler(
