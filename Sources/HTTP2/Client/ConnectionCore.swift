@@ -16,9 +16,9 @@ import RelayBasics
 /// and owns what only a turn decides: the idle and close timers.
 final class ConnectionCore: @unchecked Sendable {
     // Thread discipline: `handOff` is synchronized and the `let`s never
-    // change; `client`'s state, `io`, `idleSince` and `pendingCloseDeadline`
-    // are read and written only on the thread serving the connection (its
-    // own while it sets up, then the loop's).
+    // change; the state of `client` and `io`, `idleSince` and
+    // `pendingCloseDeadline` are read and written only on the thread serving
+    // the connection (its own while it sets up, then the loop's).
 
     let configuration: HTTP2Connection.Configuration
     let tuning: HTTP2Connection.Tuning
@@ -27,7 +27,7 @@ final class ConnectionCore: @unchecked Sendable {
     /// Serves the connection once it is up (with the pool's other connections).
     let loop: ConnectionLoop
     let client: ClientSession
-    var io: ConnectionIO
+    let io: ConnectionIO
     /// Since when no request has been on a stream or waiting, for `idleTimeout`.
     var idleSince: UInt64?
     /// The drain deadline while a close is under way, for `sleepBudget`.

@@ -4,7 +4,12 @@ import RelayBasics
 /// connection's thread: writes what the session has to send (keeping what
 /// the socket would not take for the next turn) and feeds the session what
 /// arrives, noting when bytes last came for the keep-alive.
-struct ConnectionIO {
+///
+/// A class, not a struct kept in `ConnectionCore`: the loop reads it around
+/// every poll() (`socket`, `hasOutputLeft`, `hasBufferedInput`), and a struct
+/// in a class property was copied out for those reads, a retain and a
+/// release of each of its buffers per turn.
+final class ConnectionIO {
     /// `host:port`, for the errors' messages.
     let origin: String
     /// Set while the connection sets up (`ConnectionCore.establish`); -1 when none.
@@ -28,7 +33,7 @@ struct ConnectionIO {
     var hasBufferedInput: Bool { tls?.hasPendingBytes ?? false }
 
     /// Writes what `session` has to send, until the socket takes no more.
-    mutating func flush(_ session: NGHTTP2Session) throws(HTTP2Error) {
+    func flush(_ session: NGHTTP2Session) throws(HTTP2Error) {
         if outputOffset >= output.count {
             output.removeAll(keepingCapacity: true)
             outputOffset = 0
@@ -49,12 +54,12 @@ struct ConnectionIO {
     }
 
     /// Reads what has come, if poll() said so or OpenSSL holds some, into `session`.
-    mutating func afterPoll(_ readiness: Poll.Readiness, into session: NGHTTP2Session) throws(HTTP2Error) {
+    func afterPoll(_ readiness: Poll.Readiness, into session: NGHTTP2Session) throws(HTTP2Error) {
         guard let tls else { return }
         if readiness.shouldRead || tls.hasPendingBytes { try readAvailable(tls: tls, session: session) }
     }
 
-    private mutating func readAvailable(tls: TLSStream, session: NGHTTP2Session) throws(HTTP2Error) {
+    private func readAvailable(tls: TLSStream, session: NGHTTP2Session) throws(HTTP2Error) {
         while true {
             let result = readBuffer.withUnsafeMutableBytes { tls.read(into: $0) }
             switch result {
@@ -72,7 +77,7 @@ struct ConnectionIO {
     }
 
     /// Shuts TLS down and closes the socket.
-    mutating func close() {
+    func close() {
         tls?.shutdown()
         tls = nil
         if socket >= 0 {

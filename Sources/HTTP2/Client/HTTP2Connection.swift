@@ -61,6 +61,8 @@ public final class HTTP2Connection: Sendable {
     }
 
     let core: ConnectionCore
+    /// The core's part that callers touch, kept here too: one load per call, not two.
+    private let handOff: ConnectionHandOff
 
     /// Starts connecting at once on a new thread.
     public convenience init(configuration: Configuration, observer: HTTP2EventObserver? = nil) {
@@ -71,6 +73,7 @@ public final class HTTP2Connection: Sendable {
     /// served by `loop`, with the other connections that share it.
     init(configuration: Configuration, observer: HTTP2EventObserver?, loop: ConnectionLoop, tuning: Tuning = Tuning()) {
         core = ConnectionCore(configuration: configuration, observer: observer, loop: loop, tuning: tuning)
+        handOff = core.handOff
         core.start()
     }
 
@@ -95,28 +98,28 @@ public final class HTTP2Connection: Sendable {
     /// REFUSED_STREAM, the connection failing before it was sent) throws
     /// `.unprocessed`, which is always safe to send again.
     public func send(_ request: HTTP2Request) async throws(HTTP2Error) -> HTTP2Response {
-        let token = core.handOff.nextToken()
+        let token = handOff.nextToken()
         let deadline = MonotonicClock.now() + UInt64(max(0.001, request.timeout) * 1e9)
         let result = await withTaskCancellationHandler {
             // Unchecked: `PendingRequest` documents why it is resumed exactly once.
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<HTTP2Response, HTTP2Error>, Never>) in
-                core.handOff.enqueue(PendingRequest(token: token, request: request, deadline: deadline, continuation: continuation))
+                handOff.enqueue(PendingRequest(token: token, request: request, deadline: deadline, continuation: continuation))
             }
         } onCancel: {
-            core.handOff.cancel(token: token)
+            handOff.cancel(token: token)
         }
         return try result.get()
     }
 
     /// The connection's state now.
-    public var state: State { core.handOff.state }
+    public var state: State { handOff.state }
     /// Requests queued or in flight: what least-loaded dispatch compares.
-    public var load: Int { core.handOff.load.load(ordering: .relaxed) }
+    public var load: Int { handOff.load.load(ordering: .relaxed) }
 
     /// Stops taking requests, lets in-flight ones finish for up to
     /// `drainTimeout` seconds, then closes (failing what is left).
     public func close(drainTimeout: Double = 5) async {
-        await core.handOff.close(drainTimeout: drainTimeout)
+        await handOff.close(drainTimeout: drainTimeout)
     }
 }
 
