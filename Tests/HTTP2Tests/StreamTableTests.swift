@@ -148,7 +148,8 @@ struct StreamTableTests {
         table.open(3, for: requests[2])
         #expect(table.receiving(7) == nil)
 
-        let index = try #require(table.receiving(1))
+        let receiving = table.receiving(1)
+        let index = try #require(receiving)
         table.setStatus(200, at: index)
         table.appendHeader(HTTPHeader("apns-id", "x"), at: index)
         Array("{}".utf8).withUnsafeBytes { table.appendBody($0, at: index) }
@@ -156,7 +157,8 @@ struct StreamTableTests {
         table.markEnded(1)
         table.markEnded(7)
 
-        let refused = try #require(table.receiving(3))
+        let receivingRefused = table.receiving(3)
+        let refused = try #require(receivingRefused)
         table.appendHeader(HTTPHeader("a", "b"), at: refused)
         table.refuse(at: refused, "too big")
         #expect(table.receiving(3) == nil)

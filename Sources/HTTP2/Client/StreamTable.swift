@@ -166,9 +166,18 @@ struct StreamTable {
     /// table or its response was refused as oversized. Updates go through
     /// the index: `streams[stream]?.…` copied the record out and hashed twice.
     @inline(__always)
-    func receiving(_ stream: Int32) -> Index? {
-        guard let index = streams.index(forKey: stream), streams.values[index].oversized == nil else { return nil }
+    mutating func receiving(_ stream: Int32) -> Index? {
+        guard let index = streams.index(forKey: stream), inPlace(index, { $0.oversized == nil }) else { return nil }
         return index
+    }
+
+    /// `body` on the record at `index`, in place: through the dictionary's
+    /// modify accessor. Reading `streams.values[index].…` went through its
+    /// getter, which copied the whole record out (its arrays and request
+    /// retained and released) for every header the server sent.
+    @inline(__always)
+    private mutating func inPlace<T>(_ index: Index, _ body: (inout Record) -> T) -> T {
+        body(&streams.values[index])
     }
 
     @inline(__always)
@@ -177,7 +186,7 @@ struct StreamTable {
     }
 
     @inline(__always)
-    func headerCount(at index: Index) -> Int { streams.values[index].headers.count }
+    mutating func headerCount(at index: Index) -> Int { inPlace(index) { $0.headers.count } }
 
     @inline(__always)
     mutating func appendHeader(_ header: HTTPHeader, at index: Index) {
@@ -185,7 +194,7 @@ struct StreamTable {
     }
 
     @inline(__always)
-    func bodyCount(at index: Index) -> Int { streams.values[index].body.count }
+    mutating func bodyCount(at index: Index) -> Int { inPlace(index) { $0.body.count } }
 
     @inline(__always)
     mutating func appendBody(_ bytes: UnsafeRawBufferPointer, at index: Index) {
