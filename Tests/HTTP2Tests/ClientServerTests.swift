@@ -178,7 +178,7 @@ func sendAtOnce(_ count: Int, path: String = "/x", on connection: HTTP2Connectio
 
 extension HTTP2Connection {
     /// close() was called: the connection takes no new requests and drains.
-    var isDraining: Bool { core.shared.withLock { $0.closeRequested } }
+    var isDraining: Bool { core.handOff.shared.withLock { $0.closeRequested } }
 }
 
 /// Runs `then` once `connection`'s own thread has taken its close request

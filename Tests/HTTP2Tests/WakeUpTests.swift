@@ -2,7 +2,7 @@ import Glibc
 @testable import HTTP2
 import Testing
 
-/// The connection thread's needs-wake-up protocol (`ConnectionCore.Shared.sleeping`):
+/// The connection thread's needs-wake-up protocol (`ConnectionHandOff.Shared.sleeping`):
 /// senders write the eventfd only while the thread sleeps in poll(). A lost
 /// wake-up would leave a request in the hand-over queue with the thread
 /// asleep. With the one-second sleep cap and every deadline an hour away,

@@ -27,7 +27,7 @@ final class NGHTTP2Session {
     /// Unowned and unchecked, not weak: a weak load per callback (a dozen
     /// per request: one per header) cost the mock APNs 2% of its CPU. Safe
     /// because the delegate owns this session (ServerConnection and
-    /// ConnectionCore keep it in a property) and callbacks run only inside
+    /// ClientSession keep it in a property) and callbacks run only inside
     /// `receive` and `collectOutput`, which the delegate calls.
     private unowned(unsafe) let delegate: any NGHTTP2SessionDelegate
     /// Outgoing bodies by stream, with how much has been sent.

@@ -10,12 +10,13 @@ extension ConnectionCore {
     /// while the connection is still coming up end at once, not after it.
     func establish() throws(HTTP2Error) {
         let connectDeadline = deadline(after: configuration.connectTimeout)
-        socket = try Socket.connect(host: configuration.host, port: configuration.port, timeout: configuration.connectTimeout) { fd throws(HTTP2Error) in
+        let socket = try Socket.connect(host: configuration.host, port: configuration.port, timeout: configuration.connectTimeout) { fd throws(HTTP2Error) in
             try waitDuringSetup(on: fd, writing: true, until: connectDeadline)
         }
+        io.socket = socket
         let context = try TLSContext(client: configuration.tls)
         let stream = try TLSStream(context: context, socket: socket, client: true, serverName: configuration.tls.serverName ?? configuration.host)
-        tls = stream
+        io.tls = stream
         let handshakeDeadline = deadline(after: configuration.connectTimeout)
         while true {
             let progress = try stream.handshake()
@@ -27,7 +28,7 @@ extension ConnectionCore {
         guard stream.negotiatedProtocol == "h2" else {
             throw HTTP2Error(.noHTTP2, "\(configuration.origin) did not agree to HTTP/2 in ALPN (got \(stream.negotiatedProtocol ?? "nothing"))")
         }
-        session = try NGHTTP2Session(client: true, delegate: self, maxConcurrentStreams: nil)
+        try client.open()
     }
 
     /// Waits until `fd` is ready for `events`; false once `deadline` passes.
@@ -37,53 +38,33 @@ extension ConnectionCore {
     private func waitDuringSetup(on fd: Int32, writing: Bool, until deadline: UInt64) throws(HTTP2Error) -> Bool {
         while true {
             let now = MonotonicClock.now()
-            let close = takeIncoming()
-            expireWaiting(now: now)
-            if close.closeRequested, waitingHead == waiting.count || now >= close.closeDeadline {
+            let close = client.takeIncoming()
+            client.expireWaiting(now: now)
+            if close.closeRequested, !client.table.hasWaiting || now >= close.closeDeadline {
                 throw HTTP2Error(.closed, "connection to \(configuration.origin) closed while connecting")
             }
             guard now < deadline else { return false }
             var timeout = deadline - now
             if close.closeRequested { timeout = min(timeout, close.closeDeadline - now) }
+            let waitingDeadlineBound = client.table.waitingDeadlineBound
             timeout = min(timeout, waitingDeadlineBound > now ? waitingDeadlineBound - now : 0)
             let ready = sleepingPoll(socket: fd, read: !writing, write: writing, nanoseconds: timeout)
             if ready.any { return true }
         }
     }
 
-    /// Moves requests handed over by other threads into `waiting` and applies
-    /// cancellations, in that order (see `enqueue`). Returns the close request.
-    func takeIncoming() -> (closeRequested: Bool, closeDeadline: UInt64) {
-        // Swapped with the thread's spare arrays, not copied out and cleared:
-        // clearing an array whose buffer the copy still shares allocated a
-        // fresh buffer on every turn.
-        let (closeRequested, closeDeadline) = shared.withLock { shared in
-            swap(&shared.incoming, &takenIncoming)
-            swap(&shared.cancelled, &takenCancelled)
-            return (shared.closeRequested, shared.closeDeadline)
-        }
-        for pending in takenIncoming { waitingDeadlineBound = min(waitingDeadlineBound, pending.deadline) }
-        waiting.append(contentsOf: takenIncoming)
-        takenIncoming.removeAll(keepingCapacity: true)
-        if !takenCancelled.isEmpty {
-            for token in takenCancelled { cancelRequest(token: token) }
-            takenCancelled.removeAll(keepingCapacity: true)
-        }
-        return (closeRequested, closeDeadline)
-    }
-
     /// poll() on `socket` and the eventfd for up to `nanoseconds`, under the
-    /// needs-wake-up protocol (`Shared.sleeping`): when something was handed
-    /// over since the last `takeIncoming`, it only looks (timeout 0), so the
-    /// caller's next turn takes the hand-over without anyone having to write
-    /// the eventfd.
-    func sleepingPoll(socket: Int32, read: Bool, write: Bool, nanoseconds: UInt64) -> Poll.Readiness {
+    /// needs-wake-up protocol (`ConnectionHandOff.Shared.sleeping`): when
+    /// something was handed over since the last `takeIncoming`, it only
+    /// looks (timeout 0), so the caller's next turn takes the hand-over
+    /// without anyone having to write the eventfd.
+    private func sleepingPoll(socket: Int32, read: Bool, write: Bool, nanoseconds: UInt64) -> Poll.Readiness {
         tuning.beforeSleep?()
-        let sleep = prepareToSleep()
+        let sleep = handOff.prepareToSleep()
         let cap = Int32(clamping: Int64(tuning.longestSleep * 1000))
         let milliseconds = sleep ? Poll.milliseconds(fromNanoseconds: nanoseconds, cap: cap) : 0
-        let ready = Poll.wait(socket: socket, read: read, write: write, wake: setupWake, milliseconds: milliseconds)
-        if sleep { awoke() }
+        let ready = Poll.wait(socket: socket, read: read, write: write, wake: handOff.setupWake, milliseconds: milliseconds)
+        if sleep { handOff.awoke() }
         return ready
     }
 

@@ -15,7 +15,7 @@ import Synchronization
 /// it joins the loop, and that thread runs the loop if no thread does yet,
 /// or ends.
 ///
-/// The needs-wake-up protocol (`ConnectionCore.Shared.sleeping`) holds per
+/// The needs-wake-up protocol (`ConnectionHandOff.Shared.sleeping`) holds per
 /// member: before it sleeps the loop marks each member asleep under that
 /// member's lock after finding its hand-over queue empty, so a sender to any
 /// member either is seen or signals the loop's eventfd.

@@ -61,6 +61,8 @@ public final class HTTP2Connection: Sendable {
     }
 
     let core: ConnectionCore
+    /// The core's part that callers touch, kept here too: one load per call, not two.
+    private let handOff: ConnectionHandOff
 
     /// Starts connecting at once on a new thread.
     public convenience init(configuration: Configuration, observer: HTTP2EventObserver? = nil) {
@@ -71,6 +73,7 @@ public final class HTTP2Connection: Sendable {
     /// served by `loop`, with the other connections that share it.
     init(configuration: Configuration, observer: HTTP2EventObserver?, loop: ConnectionLoop, tuning: Tuning = Tuning()) {
         core = ConnectionCore(configuration: configuration, observer: observer, loop: loop, tuning: tuning)
+        handOff = core.handOff
         core.start()
     }
 
@@ -95,28 +98,28 @@ public final class HTTP2Connection: Sendable {
     /// REFUSED_STREAM, the connection failing before it was sent) throws
     /// `.unprocessed`, which is always safe to send again.
     public func send(_ request: HTTP2Request) async throws(HTTP2Error) -> HTTP2Response {
-        let token = core.nextToken()
+        let token = handOff.nextToken()
         let deadline = MonotonicClock.now() + UInt64(max(0.001, request.timeout) * 1e9)
         let result = await withTaskCancellationHandler {
             // Unchecked: `PendingRequest` documents why it is resumed exactly once.
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<HTTP2Response, HTTP2Error>, Never>) in
-                core.enqueue(PendingRequest(token: token, request: request, deadline: deadline, continuation: continuation))
+                handOff.enqueue(PendingRequest(token: token, request: request, deadline: deadline, continuation: continuation))
             }
         } onCancel: {
-            core.cancel(token: token)
+            handOff.cancel(token: token)
         }
         return try result.get()
     }
 
     /// The connection's state now.
-    public var state: State { core.state }
+    public var state: State { handOff.state }
     /// Requests queued or in flight: what least-loaded dispatch compares.
-    public var load: Int { core.load.load(ordering: .relaxed) }
+    public var load: Int { handOff.load.load(ordering: .relaxed) }
 
     /// Stops taking requests, lets in-flight ones finish for up to
     /// `drainTimeout` seconds, then closes (failing what is left).
     public func close(drainTimeout: Double = 5) async {
-        await core.close(drainTimeout: drainTimeout)
+        await handOff.close(drainTimeout: drainTimeout)
     }
 }
 
@@ -128,10 +131,11 @@ public final class HTTP2Connection: Sendable {
 ///
 /// The continuation is unchecked, yet resumed exactly once by construction:
 /// the one `PendingRequest` for a send lives in exactly one place at a time
-/// (refused by `enqueue`, or in `Shared.incoming`, then `waiting`, then
-/// `streams`), and every path that calls `finish` takes it out of that place
-/// first, on the one thread that owns the place (`enqueue`'s caller before
-/// handing over, the connection thread after). A cancellation or deadline
+/// (refused by `ConnectionHandOff.enqueue`, or in its `Shared.incoming`,
+/// then in the `StreamTable`: waiting, then on a stream), and every path that
+/// calls `finish` takes it out of that place first, on the one thread that
+/// owns the place (`enqueue`'s caller before handing over, the connection
+/// thread after). A cancellation or deadline
 /// that comes later finds nothing under its token and does nothing.
 final class PendingRequest: @unchecked Sendable {
     let token: UInt64
