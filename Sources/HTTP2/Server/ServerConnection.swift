@@ -41,7 +41,7 @@ final class ServerConnection: @unchecked Sendable {
         var commands: [Command] = []
         /// The thread is in poll() (or about to be) and saw no command: the
         /// next command signals `wake`. The same rule as the client's
-        /// `ConnectionCore.Shared.sleeping`: while the thread is awake, a
+        /// `ConnectionHandOff.Shared.sleeping`: while the thread is awake, a
         /// command (a handler answering at once on this thread, or any
         /// other) costs no eventfd write, since the thread looks at the
         /// inbox again before it sleeps; the flag is set and read under the
