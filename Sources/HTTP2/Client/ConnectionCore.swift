@@ -66,7 +66,7 @@ final class ConnectionCore: @unchecked Sendable {
         loop.join(self)
     }
 
-    // What `ConnectionLoop` asks of each member around its poll().
+    // What `PollLoop` asks of each member around its poll() (`PollLoopMember`).
 
     var socket: Int32 { io.socket }
 
@@ -81,4 +81,31 @@ final class ConnectionCore: @unchecked Sendable {
     func awoke() { handOff.awoke() }
 
     func moveWakeUps(to wake: WakeSignal) { handOff.moveWakeUps(to: wake) }
+}
+
+extension ConnectionCore: PollLoopMember {
+    /// The client's turns are bounded by each connection's `sleepBudget` (its tuning's longest sleep).
+    static var longestPollMilliseconds: Int32 { .max }
+
+    func turnBeforePoll(now: UInt64) -> Bool {
+        do throws(HTTP2Error) {
+            if try turn(now: now) { return true }
+            finishThread(failing: closedNormally)
+        } catch {
+            finishThread(failing: error)
+        }
+        return false
+    }
+
+    func beforeSleep() { tuning.beforeSleep?() }
+
+    func turnAfterPoll(_ readiness: Poll.Readiness) -> Bool {
+        do throws(HTTP2Error) {
+            try afterPoll(readiness)
+            return true
+        } catch {
+            finishThread(failing: error)
+            return false
+        }
+    }
 }
