@@ -36,17 +36,6 @@ extension JSONValue {
         guard value.rounded(.towardZero) == value, abs(value) < 1e15 else {
             return DoubleText.append(value, to: &output)
         }
-        let integer = Int64(value)
-        if integer < 0 { output.append(UInt8(ascii: "-")) }
-        var rest = integer.magnitude
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var start = digits.count
-            repeat {
-                start -= 1
-                digits[start] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
-            } while rest > 0
-            output.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
-        }
+        DecimalDigits.append(Int(value), to: &output)
     }
 }

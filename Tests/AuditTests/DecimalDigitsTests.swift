@@ -1,9 +1,10 @@
 @testable import Audit
+import RelayJSON
 import Testing
 
-/// The one decimal writer behind the journal key's start and a COPY line's
+/// The one decimal writer behind JSON integers, the audit journal key's start and a COPY line's
 /// integers: the digits Swift prints, at the edges of each type.
-@Suite("Audit: decimal digits")
+@Suite("Audit: decimal digits (RelayJSON's, in the audit's lines)")
 struct DecimalDigitsTests {
     static let unsigned: [UInt64] = [0, 1, 9, 10, 11, 99, 100, 101, 999_999_999, 1_000_000_000, 1_763_800_000_000_000_000, UInt64(Int64.max), UInt64.max - 1, UInt64.max]
     static let signed: [Int] = [0, 1, -1, 9, -9, 10, -10, 99, -100, Int.max, Int.max - 1, Int.min + 1, Int.min]

@@ -1,3 +1,5 @@
+import RelayJSON
+
 /// What ties a send's intent to its completion in the journal: one logical
 /// send is one apns-id started at one instant. On disk it is ``bytes``,
 /// `apns-id/started-at`, the one definition of that text: an intent's

@@ -1,11 +1,13 @@
 /// An integer's decimal digits written straight into a byte buffer, as
-/// `"\(value)"` prints them, without building that string: the journal
-/// key's start (``AuditJournalKey``) and a COPY line's integers
-/// (``CopyLineWriter/integer(_:)``), several per send on the sending thread.
-enum DecimalDigits {
+/// `"\(value)"` prints them, without building that string: a JSON number's
+/// integral value (``JSONValue/appendNumber(_:to:)``), and the audit's
+/// journal key start and COPY line integers, several per send on the
+/// sending thread (inlinable for them: a call across modules otherwise).
+public enum DecimalDigits {
     /// `value`'s digits: from the last, each by a constant division (a
     /// multiplication), into a buffer on the stack.
-    static func append(_ value: UInt64, to bytes: inout [UInt8]) {
+    @inlinable
+    public static func append(_ value: UInt64, to bytes: inout [UInt8]) {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
             var rest = value
             var start = digits.count
@@ -20,7 +22,8 @@ enum DecimalDigits {
 
     /// `value`'s digits after a `-` when it is negative (`Int.min` too: its
     /// magnitude fits a `UInt64`).
-    static func append(_ value: Int, to bytes: inout [UInt8]) {
+    @inlinable
+    public static func append(_ value: Int, to bytes: inout [UInt8]) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
         append(UInt64(value.magnitude), to: &bytes)
     }
