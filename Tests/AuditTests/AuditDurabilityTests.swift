@@ -156,6 +156,36 @@ struct AuditJournalTests {
         #expect(try database.scalar("SELECT count(*) FROM apns_audit WHERE outcome = 'success' AND apns_id = '\(events[10].send.apnsID.value)'") == "1")
     }
 
+    @Test("a send whose completion the journal refused (a full disk) and that landed anyway, in Postgres or from the spool, before the relay was killed: recovery adds no unknown row beside it")
+    func refusedCompletionLandedElsewhere() async throws {
+        let database = try TestDatabase()
+        defer { database.drop() }
+        _ = try Migrator().apply(conninfo: database.conninfo)
+        let events = (0..<40).map { EventFactory.event($0) }
+        // 0..<10: the held completion reached Postgres; 10..<20: it was
+        // spooled; 20..<30: never answered; 30..<40: answered and journaled.
+        // The killed relay's journal still holds every intent.
+        let earlier = try AuditWriter.started(
+            configuration: .init(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "killed"), logger: quietLogger())
+        events[0..<10].forEach(earlier.sendFinished)
+        await earlier.shutdown()
+        #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "10")
+        let directory = temporaryDirectory()
+        let spool = try AuditSpool(directory: directory)
+        try spool.append(events[10..<20].map { AuditSpool.Record(kind: .audit, line: AuditRecord(event: $0, relayInstance: "killed").copyLine()) })
+        spool.sealCurrent()
+        let journal = try AuditSpool(directory: directory, prefix: "journal-", suffix: ".journal")
+        try journal.append(Self.journalRecords(intents: events, completions: Array(events[30..<40])))
+        journal.sealCurrent()
+
+        let next = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "next"), logger: quietLogger())
+        await next.shutdown()
+        #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "40")
+        #expect(try database.scalar("SELECT count(DISTINCT apns_id) FROM apns_audit") == "40")
+        let unknown = try database.scalar("SELECT string_agg(apns_id, ',' ORDER BY apns_id) FROM apns_audit WHERE outcome = 'unknown'")
+        #expect(unknown == events[20..<30].map(\.send.apnsID.value).sorted().joined(separator: ","))
+    }
+
     @Test("durable sends: intent then completion is one row, the journal is empty after a clean shutdown", arguments: AuditWriter.JournalSync.allCases)
     func intentThenCompletion(journalSync: AuditWriter.JournalSync) async throws {
         let database = try TestDatabase()

@@ -327,11 +327,33 @@ extension AuditWriter {
         }
         if replay, !audit.isEmpty, let columns = layout.columnList(in: layout.format) {
             // Every column, so an older row's defaults (filled in by the temporary table) land too.
-            try connection.execute(
-                "INSERT INTO apns_audit (\(columns)) SELECT \(columns) FROM apns_audit_replay ON CONFLICT DO NOTHING")
+            try connection.execute(Self.replayInsert(columns: columns))
         }
         if !dead.isEmpty { try upsertDeadTokens(dead, on: connection) }
         if transaction { try connection.execute("COMMIT") }
+    }
+
+    /// The replay's move from the temporary table: every row once (the
+    /// table's key), and no `unknown` row from a killed relay's journal for
+    /// a send whose own row exists, already written or in the same replay.
+    ///
+    /// Why both can exist: a completion the journal refused (its disk full)
+    /// is held in memory and written to Postgres or the spool while its
+    /// intent stays in the journal until that segment is settled. A kill
+    /// between the two leaves the intent to recovery, which cannot know the
+    /// send's row landed elsewhere, and its `unknown` row has an id of its
+    /// own. The send is one apns-id started at one instant (the journal's
+    /// key), so the row with the same `apns_id` and `started_at` and another
+    /// outcome is that send's. Only `unknown` rows are checked, and only
+    /// here, off the live COPY path.
+    static func replayInsert(columns: String) -> String {
+        """
+        INSERT INTO apns_audit (\(columns)) SELECT \(columns) FROM apns_audit_replay r
+        WHERE r.outcome <> '\(AuditRecord.unknownOutcome)'
+           OR (NOT EXISTS (SELECT 1 FROM apns_audit a WHERE a.apns_id = r.apns_id AND a.started_at = r.started_at AND a.outcome <> '\(AuditRecord.unknownOutcome)')
+               AND NOT EXISTS (SELECT 1 FROM apns_audit_replay o WHERE o.apns_id = r.apns_id AND o.started_at = r.started_at AND o.outcome <> '\(AuditRecord.unknownOutcome)'))
+        ON CONFLICT DO NOTHING
+        """
     }
 
     private func settleWritten(_ rows: ArraySlice<Row>, seconds: Double) {
