@@ -1,5 +1,6 @@
 @testable import Audit
 import APNs
+import Foundation
 import Testing
 
 /// A finished send's row id is counted from a per-process random start
@@ -22,9 +23,14 @@ struct AuditRowIDTests {
             APNsID.append(high: high, low: low, to: &bytes)
             var words = Words(words: [high, low])
             #expect(bytes == Array(("x" + APNsID.random(using: &words).value).utf8))
-            var row = Array("x".utf8)
-            AuditRowID.append(high: high, low: low, to: &row)
-            #expect(row == bytes)
+            // Foundation's UUID text of the same 16 bytes, version and variant set, as an oracle.
+            var raw = [UInt8](repeating: 0, count: 16)
+            withUnsafeBytes(of: high.littleEndian) { raw.replaceSubrange(0..<8, with: $0) }
+            withUnsafeBytes(of: low.littleEndian) { raw.replaceSubrange(8..<16, with: $0) }
+            raw[6] = (raw[6] & 0x0F) | 0x40
+            raw[8] = (raw[8] & 0x3F) | 0x80
+            let uuid = UUID(uuid: (raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7], raw[8], raw[9], raw[10], raw[11], raw[12], raw[13], raw[14], raw[15]))
+            #expect(bytes == Array(("x" + uuid.uuidString.lowercased()).utf8))
         }
         for _ in 0..<2000 {
             var bytes: [UInt8] = []

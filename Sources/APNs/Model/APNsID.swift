@@ -46,11 +46,8 @@ public struct APNsID: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Six bits of the words are the version and variant: bits 52–55 of
     /// `high` and bits 6–7 of `low` do not reach the text.
     public static func append(high: UInt64, low: UInt64, to bytes: inout [UInt8]) {
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: 36))
-        bytes.withUnsafeMutableBufferPointer { buffer in
-            _ = write(high: high, low: low, into: UnsafeMutableBufferPointer(rebasing: buffer[start...]))
-        }
+        let (high, low) = versioned(high: high, low: low)
+        Hex.appendUUID(high: high, low: low, to: &bytes)
     }
 
     /// The id whose bytes are `high`'s then `low`'s, each low byte first,
@@ -63,20 +60,14 @@ public struct APNsID: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Writes the id of `high` and `low` (see ``formatted(high:low:)``) into
     /// the first 36 bytes of `text` and returns 36.
     private static func write(high: UInt64, low: UInt64, into text: UnsafeMutableBufferPointer<UInt8>) -> Int {
-        var position = 0
-        for index in 0..<16 {
-            var byte = UInt8(truncatingIfNeeded: (index < 8 ? high : low) >> (8 * UInt64(index & 7)))
-            if index == 6 { byte = (byte & 0x0F) | 0x40 }  // version 4
-            if index == 8 { byte = (byte & 0x3F) | 0x80 }  // RFC 4122 variant
-            if index == 4 || index == 6 || index == 8 || index == 10 {
-                text[position] = UInt8(ascii: "-")
-                position += 1
-            }
-            text[position] = Hex.digit(byte >> 4)
-            text[position + 1] = Hex.digit(byte & 0x0F)
-            position += 2
-        }
-        return position
+        let (high, low) = versioned(high: high, low: low)
+        return Hex.writeUUID(high: high, low: low, into: text)
+    }
+
+    /// The words with the version 4 bits set on byte 6 (of `high`, low byte
+    /// first) and the RFC 4122 variant bits on byte 8 (`low`'s first).
+    private static func versioned(high: UInt64, low: UInt64) -> (high: UInt64, low: UInt64) {
+        ((high & ~(0xF0 << 48)) | (0x40 << 48), (low & ~0xC0) | 0x80)
     }
 
     /// Parses a caller-supplied id: any case, canonical hyphenation; stored lowercase.

@@ -168,24 +168,8 @@ public struct AuditRecord: Sendable, Hashable {
     /// the stack and one append (a byte at a time into `text`, through an
     /// array of the two words, was ~1,600 instructions an intent).
     static func appendDerivedID(high: UInt64, low: UInt64, to text: inout [UInt8]) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { out in
-            let digits: StaticString = "0123456789abcdef"
-            digits.withUTF8Buffer { digits in
-                var position = 0
-                for index in 0..<16 {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
-                        out[position] = UInt8(ascii: "-")
-                        position += 1
-                    }
-                    let word = index < 8 ? high : low
-                    let byte = UInt8(truncatingIfNeeded: word >> UInt64(56 - (index & 7) * 8))
-                    out[position] = digits[Int(byte >> 4)]
-                    out[position + 1] = digits[Int(byte & 0x0F)]
-                    position += 2
-                }
-            }
-            text.append(contentsOf: UnsafeBufferPointer(out))
-        }
+        // Most significant byte first: Hex.appendUUID takes each word low byte first.
+        Hex.appendUUID(high: high.byteSwapped, low: low.byteSwapped, to: &text)
     }
 
     /// `[{"status":…,"reason":…,"duration_ms":…}, …]`: each value through

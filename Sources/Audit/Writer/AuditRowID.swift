@@ -34,38 +34,6 @@ enum AuditRowID {
     /// Appends the next id's 36 bytes (no byte of them needs COPY escaping).
     static func appendNext(to bytes: inout [UInt8]) {
         let words = nextWords()
-        append(high: words.high, low: words.low, to: &bytes)
-    }
-
-    /// ``APNsID/append(high:low:to:)``'s bytes (held to it in a test), two
-    /// hex digits a byte from a table, on the stack, appended once: the
-    /// digit at a time with its dash and version checks was ~800
-    /// instructions an id.
-    static func append(high: UInt64, low: UInt64, to bytes: inout [UInt8]) {
-        // The version 4 and RFC 4122 variant bits, as APNsID sets them on
-        // its byte 6 (of `high`, low byte first) and byte 8 (`low`'s first).
-        let high = (high & ~(0xF0 << 48)) | (0x40 << 48)
-        let low = (low & ~0xC0) | 0x80
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { out in
-            hexPairs.withUnsafeBufferPointer { pairs in
-                var position = 0
-                for index in 0..<16 {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
-                        out[position] = UInt8(ascii: "-")
-                        position += 1
-                    }
-                    let byte = Int(truncatingIfNeeded: ((index < 8 ? high : low) >> (8 * UInt64(index & 7))) & 0xFF)
-                    out[position] = pairs[2 * byte]
-                    out[position + 1] = pairs[2 * byte + 1]
-                    position += 2
-                }
-            }
-            bytes.append(contentsOf: UnsafeBufferPointer(out))
-        }
-    }
-
-    /// The two lowercase hex digits of each byte value, in order.
-    private static let hexPairs: [UInt8] = (0..<256).flatMap { byte in
-        [Hex.digit(UInt8(byte >> 4)), Hex.digit(UInt8(byte & 0x0F))]
+        APNsID.append(high: words.high, low: words.low, to: &bytes)
     }
 }
