@@ -39,10 +39,7 @@ extension Ingress {
     /// `GET /v1/channels/{channelId}?app=&environment=` → the channel's
     /// storage policy and push type, as APNs' read channel answers them.
     @Sendable func readChannel(_ call: Call) async throws(IngressError) -> HTTPResponse {
-        let (app, environment) = try appAndEnvironment(query: call.request.query, allowed: ["app", "environment"])
-        try authorize(call.key, app: app)
-        let channelID = call.request.pathParameters["channelId"] ?? ""
-        try FieldLimits.check(channelID, FieldLimits.channelID, field: "channelId")
+        let (app, environment, channelID) = try channelTarget(call)
         let result = try await perform(app, environment, .readChannel(channelID: channelID), call)
         var body = Self.successBody(result)
         body["channelId"] = .string(channelID)
@@ -56,12 +53,19 @@ extension Ingress {
 
     /// `DELETE /v1/channels/{channelId}?app=&environment=`.
     @Sendable func deleteChannel(_ call: Call) async throws(IngressError) -> HTTPResponse {
+        let (app, environment, channelID) = try channelTarget(call)
+        let result = try await perform(app, environment, .deleteChannel(channelID: channelID), call)
+        return .json(200, JSONValue.object(Self.successBody(result)).encoded(), headers: [HTTPHeader("apns-id", result.apnsID.description)])
+    }
+
+    /// The app, environment and channel id of `…/v1/channels/{channelId}?app=&environment=`,
+    /// checked, with the key allowed to act for the app.
+    private func channelTarget(_ call: Call) throws(IngressError) -> (String, Environment, String) {
         let (app, environment) = try appAndEnvironment(query: call.request.query, allowed: ["app", "environment"])
         try authorize(call.key, app: app)
         let channelID = call.request.pathParameters["channelId"] ?? ""
         try FieldLimits.check(channelID, FieldLimits.channelID, field: "channelId")
-        let result = try await perform(app, environment, .deleteChannel(channelID: channelID), call)
-        return .json(200, JSONValue.object(Self.successBody(result)).encoded(), headers: [HTTPHeader("apns-id", result.apnsID.description)])
+        return (app, environment, channelID)
     }
 
     /// Fails on the first query parameter the route does not read.
