@@ -90,10 +90,24 @@ public struct HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
     /// a server that processes nothing. ``HTTP2Pool`` does not count such a
     /// resend against its bound.
     public var serverMadeProgress = false
+    /// The whole request (its END_STREAM frame) was handed to the connection
+    /// before it failed: the server may have acted on it though it never
+    /// answered (a timeout, a reset, a connection lost mid-answer). False
+    /// when it provably never left whole (still waiting for a stream, the
+    /// connect or handshake failed, the body held back by flow control), so
+    /// resending it cannot make the server see it twice.
+    public var requestWritten = false
 
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
+    }
+
+    /// A failure of a request that was on a stream, saying whether it went
+    /// out whole (``requestWritten``).
+    init(_ code: Code, _ message: String, written: Bool) {
+        self.init(code, message)
+        requestWritten = written
     }
 
     public var description: String { "\(code): \(message)" }

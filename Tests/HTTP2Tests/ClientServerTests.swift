@@ -252,7 +252,7 @@ struct ClientServerTests {
         await connection.close()
     }
 
-    @Test("a request with no answer times out with a typed error, RST_STREAM(CANCEL) reaches the server, the connection lives on")
+    @Test("a request with no answer times out with a typed error that says it went out whole, RST_STREAM(CANCEL) reaches the server, the connection lives on")
     func timeout() async throws {
         let resets = ResetLog()
         let requests = HeldRequests()
@@ -262,12 +262,18 @@ struct ClientServerTests {
         // Up and with the server's SETTINGS in, so the request goes out at
         // once: its deadline, counted from send(), then covers no set-up.
         #expect(try await connection.send(HTTP2Request(method: "GET", path: "/warm")).status == 200)
+        // The server has the request (its handler holds it): the error must
+        // say the server may have acted on it, so a once-only send is not resent.
         await #expect {
             try await connection.send(HTTP2Request(method: "GET", path: "/hold/forever", timeout: 1))
-        } throws: { ($0 as? HTTP2Error)?.code == .timeout }
-        await waitUntil("the server sees the stream reset") { !resets.all.isEmpty }
+        } throws: { ($0 as? HTTP2Error)?.code == .timeout && ($0 as? HTTP2Error)?.requestWritten == true }
+        // A POST with a body too: written means its last DATA frame left.
+        await #expect {
+            try await connection.send(HTTP2Request(method: "POST", path: "/hold/body", body: Array(repeating: 7, count: 3000), timeout: 1))
+        } throws: { ($0 as? HTTP2Error)?.code == .timeout && ($0 as? HTTP2Error)?.requestWritten == true }
+        await waitUntil("the server sees both streams reset") { resets.all.count == 2 }
         #expect(resets.all.map(\.stream) == requests.held.map(\.streamID))
-        #expect(resets.all.map(\.code) == [cancelCode])
+        #expect(resets.all.map(\.code) == [cancelCode, cancelCode])
         #expect(try await connection.send(HTTP2Request(method: "GET", path: "/after")).status == 200)
         await connection.close()
     }
@@ -351,14 +357,15 @@ struct ClientServerTests {
         } throws: { ($0 as? HTTP2Error)?.code == .unprocessed }
     }
 
-    @Test("a TCP reset mid-stream fails in-flight requests with a connection error")
+    @Test("a TCP reset mid-stream fails in-flight requests with a connection error that says the request went out whole")
     func reset() async throws {
         let local = try LocalServer(handler: echoHandler)
         defer { local.stop() }
         let connection = local.connection()
+        // The server read the request before it reset the connection.
         await #expect {
             try await connection.send(HTTP2Request(method: "GET", path: "/fault/reset"))
-        } throws: { ($0 as? HTTP2Error)?.code == .connection }
+        } throws: { ($0 as? HTTP2Error)?.code == .connection && ($0 as? HTTP2Error)?.requestWritten == true }
         #expect(connection.state == .closed)
     }
 
@@ -547,7 +554,9 @@ struct SilentPeerTests {
             try await connection.send(HTTP2Request(method: "GET", path: "/", timeout: 0.3))
         } throws: { error in
             let error = error as! HTTP2Error
+            // Never on a stream: nothing of it left, so any send may resend it.
             return error.code == .timeout && error.message.contains("no stream to") && error.message.hasSuffix("within 0.3 s")
+                && !error.requestWritten
         }
         await connection.close(drainTimeout: 0.1)
     }
@@ -566,7 +575,7 @@ struct SilentPeerTests {
         let connection = hungHandshake(listener, events: events)
         await #expect {
             try await connection.send(HTTP2Request(method: "GET", path: "/", timeout: 0.3))
-        } throws: { ($0 as? HTTP2Error)?.code == .timeout }
+        } throws: { ($0 as? HTTP2Error)?.code == .timeout && ($0 as? HTTP2Error)?.requestWritten == false }
         #expect(connection.state == .connecting)
         let closing = ContinuousClock.now
         await connection.close(drainTimeout: 0.1)

@@ -19,6 +19,15 @@ protocol NGHTTP2SessionDelegate: AnyObject {
     func sessionReceivedReset(stream: Int32, errorCode: UInt32)
     /// The peer's SETTINGS (not an ACK) arrived: its limits are now known.
     func sessionReceivedSettings()
+    /// This side ended its half of `stream`: the frame carrying END_STREAM
+    /// (HEADERS or the last DATA) was handed out for the wire. Reported to
+    /// client sessions only (a server's callback would cost every answer a
+    /// call for nothing).
+    func sessionSentStreamEnd(stream: Int32)
+}
+
+extension NGHTTP2SessionDelegate {
+    func sessionSentStreamEnd(stream: Int32) {}
 }
 
 /// Owns an nghttp2_session driven by memory buffers (our thread does the I/O).
@@ -47,6 +56,7 @@ final class NGHTTP2Session {
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrameReceived)
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunk)
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
+        if client { nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, onFrameSent) }
         let context = Unmanaged.passUnretained(self).toOpaque()
         var session: OpaquePointer?
         let status = client
@@ -255,6 +265,22 @@ private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, contex
         session.reporter?.sessionReceivedReset(stream: header.stream_id, errorCode: frame.pointee.rst_stream.error_code)
     case NGHTTP2_PING.rawValue:
         if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { session.reporter?.sessionReceivedPingAck() }
+    default:
+        break
+    }
+    return 0
+}
+
+/// A request's last frame handed out: from here on the server may act on
+/// it, answered or not (the retry rule for a send that must go out at most
+/// once reads this).
+private let onFrameSent: nghttp2_on_frame_send_callback = { _, frame, context in
+    guard let frame else { return 0 }
+    let header = frame.pointee.hd
+    guard header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 else { return 0 }
+    switch UInt32(header.type) {
+    case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
+        NGHTTP2Session.from(context).reporter?.sessionSentStreamEnd(stream: header.stream_id)
     default:
         break
     }

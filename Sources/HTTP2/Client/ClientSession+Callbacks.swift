@@ -22,6 +22,10 @@ extension ClientSession: NGHTTP2SessionDelegate {
         table.markEnded(stream)
     }
 
+    func sessionSentStreamEnd(stream: Int32) {
+        table.markRequestWritten(stream)
+    }
+
     func sessionReceivedData(stream: Int32, bytes: UnsafeRawBufferPointer) {
         guard let index = table.receiving(stream) else { return }
         // Compared without adding, so no length can overflow.
@@ -42,14 +46,15 @@ extension ClientSession: NGHTTP2SessionDelegate {
     func sessionStreamClosed(stream: Int32, errorCode: UInt32) {
         guard let record = table.remove(stream) else { return }
         if let reason = record.oversized {
-            complete(record.pending, .failure(HTTP2Error(.proto, "\(configuration.origin) stream \(stream) refused: \(reason)")))
+            complete(record.pending, .failure(HTTP2Error(.proto, "\(configuration.origin) stream \(stream) refused: \(reason)", written: record.requestWritten)))
         } else if let status = record.status, record.ended, errorCode == NGHTTP2Session.noError {
             answeredStreams += 1
             complete(record.pending, .success(HTTP2Response(status: status, headers: record.headers, body: record.body)))
         } else if errorCode == NGHTTP2Session.refusedStream || (goAwayLastStream.map { stream > $0 } ?? false) {
             complete(record.pending, .failure(unprocessed("\(configuration.origin) refused stream \(stream)")))
         } else {
-            complete(record.pending, .failure(HTTP2Error(.streamReset, "\(configuration.origin) reset stream \(stream) (HTTP/2 error \(errorCode))")))
+            complete(record.pending, .failure(HTTP2Error(
+                .streamReset, "\(configuration.origin) reset stream \(stream) (HTTP/2 error \(errorCode))", written: record.requestWritten)))
         }
     }
 

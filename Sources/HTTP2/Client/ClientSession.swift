@@ -115,7 +115,8 @@ final class ClientSession {
     func expireTimedOut(now: UInt64) {
         for (stream, record) in table.removeExpiredStreams(now: now) {
             session?.submitReset(stream: stream, errorCode: NGHTTP2Session.cancel)
-            complete(record.pending, .failure(HTTP2Error(.timeout, "no answer from \(configuration.origin) within \(record.pending.request.timeout) s")))
+            complete(record.pending, .failure(HTTP2Error(
+                .timeout, "no answer from \(configuration.origin) within \(record.pending.request.timeout) s", written: record.requestWritten)))
         }
         expireWaiting(now: now)
     }
@@ -152,7 +153,9 @@ final class ClientSession {
     func failStreams(with error: HTTP2Error) -> ArraySlice<PendingRequest> {
         for (stream, record) in table.removeAllStreams() {
             let unprocessed = goAwayLastStream.map { stream > $0 } ?? false
-            complete(record.pending, .failure(unprocessed ? self.unprocessed("stream \(stream) above GOAWAY's last-stream-id") : error))
+            var failure = error
+            failure.requestWritten = record.requestWritten
+            complete(record.pending, .failure(unprocessed ? self.unprocessed("stream \(stream) above GOAWAY's last-stream-id") : failure))
         }
         return table.takeWaiting()
     }

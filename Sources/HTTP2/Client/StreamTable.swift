@@ -17,6 +17,8 @@ struct StreamTable {
         var headers: [HTTPHeader] = []
         var body: [UInt8] = []
         var ended = false
+        /// This side sent the request's END_STREAM: the server may act on it.
+        var requestWritten = false
         /// Why the response was refused as too large (the stream is reset).
         var oversized: String?
     }
@@ -208,6 +210,13 @@ struct StreamTable {
     mutating func markEnded(_ stream: Int32) {
         guard let index = streams.index(forKey: stream) else { return }
         streams.values[index].ended = true
+    }
+
+    /// The request on `stream` went out whole (its END_STREAM frame left).
+    @inline(__always)
+    mutating func markRequestWritten(_ stream: Int32) {
+        guard let index = streams.index(forKey: stream) else { return }
+        streams.values[index].requestWritten = true
     }
 
     /// Drops what the stream's response brought so far and keeps `reason`,
