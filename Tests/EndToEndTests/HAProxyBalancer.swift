@@ -126,7 +126,8 @@ final class HAProxyBalancer: Sendable {
         _ = await child.exited()
     }
 
-    private static func freePort() async throws -> UInt16 {
+    /// A loopback port nothing listens on now: bound to port 0 and closed again.
+    static func freePort() async throws -> UInt16 {
         let (status, output) = try await ProcessRunner.runOffPool([
             "python3", "-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1]); s.close()",
         ])

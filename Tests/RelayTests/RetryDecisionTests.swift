@@ -18,6 +18,8 @@ struct RetryDecisionTests {
         var maxRetries: Int? = nil
         /// Draw the jitter's upper bound instead of its lower one.
         var fullJitter = false
+        /// The send carries an idempotency key or is a broadcast.
+        var atMostOnce = false
         let expected: RetryPolicy.Decision
 
         var testDescription: String { "\(name) → \(expected)" }
@@ -27,8 +29,8 @@ struct RetryDecisionTests {
         .rejected(.fromResponse(status: status, body: Array(#"{"reason":"\#(reason)"}"#.utf8), apnsID: nil), retryAfter: retryAfter)
     }
 
-    static func transport(_ kind: TransportError.Kind, cutByDeadline: Bool = false) -> RetryPolicy.Outcome {
-        .transport(TransportError(kind, "test"), attemptCutByDeadline: cutByDeadline)
+    static func transport(_ kind: TransportError.Kind, cutByDeadline: Bool = false, written: Bool = false) -> RetryPolicy.Outcome {
+        .transport(TransportError(kind, "test", mayHaveReachedAPNs: written), attemptCutByDeadline: cutByDeadline)
     }
 
     static let rows: [Row] = [
@@ -106,6 +108,24 @@ struct RetryDecisionTests {
         Row(name: "queue full", outcome: transport(.queueFull), expected: .giveUp(.notRetryable)),
         Row(name: "transport closed", outcome: transport(.closed), expected: .giveUp(.notRetryable)),
         Row(name: "cancelled", outcome: transport(.cancelled), expected: .giveUp(.cancelled)),
+        // At most once (a key, a broadcast): an attempt APNs may have taken is not resent; one that never went out whole is.
+        Row(name: "timeout after the request went out, no key: retried (at least once)", outcome: transport(.timeout, written: true),
+            expected: .retry(after: 0.1)),
+        Row(name: "connection lost after the request went out, no key: retried", outcome: transport(.connection, written: true),
+            expected: .retry(after: 0.1)),
+        Row(name: "timeout after the request went out, at most once", outcome: transport(.timeout, written: true), atMostOnce: true,
+            expected: .giveUp(.mayHaveReachedAPNs)),
+        Row(name: "connection lost after the request went out, at most once", outcome: transport(.connection, written: true),
+            atMostOnce: true, expected: .giveUp(.mayHaveReachedAPNs)),
+        Row(name: "stream reset after the request went out, at most once", outcome: transport(.connection, written: true),
+            retriesUsed: 2, atMostOnce: true, expected: .giveUp(.mayHaveReachedAPNs)),
+        Row(name: "timeout before the request went out whole, at most once: retried", outcome: transport(.timeout), atMostOnce: true,
+            expected: .retry(after: 0.1)),
+        Row(name: "connect failed, at most once: retried", outcome: transport(.connection), atMostOnce: true, expected: .retry(after: 0.1)),
+        Row(name: "timeout the deadline imposed after the request went out, at most once", outcome: transport(.timeout, cutByDeadline: true, written: true),
+            atMostOnce: true, expected: .giveUp(.outOfTime)),
+        Row(name: "after the request went out, at most once, kill switch", outcome: transport(.timeout, written: true), killSwitch: true,
+            atMostOnce: true, expected: .giveUp(.retriesDisabled)),
     ]
 
     @Test("decide", arguments: rows)
@@ -115,7 +135,7 @@ struct RetryDecisionTests {
         let policy = configured.effective(for: row.priority)
         let state = RetryPolicy.State(
             retriesUsed: row.retriesUsed, tokenRefreshed: row.tokenRefreshed, retriesDisabled: row.killSwitch,
-            secondsLeft: row.secondsLeft)
+            secondsLeft: row.secondsLeft, atMostOnce: row.atMostOnce)
         let decision = policy.decide(row.outcome, state, random: { row.fullJitter ? $0.upperBound : $0.lowerBound })
         if let delay = decision.delay, let expected = row.expected.delay {
             // Doubling 0.1 is not exact in binary: compare the waits to the microsecond.

@@ -103,7 +103,8 @@ extension IngressError {
         case .invalidSnapshot(let error):
             self = .invalidSnapshot(error, field: snapshotField)
         case .transport(let error):
-            self.init(status: 502, type: .upstream, message: "APNs could not be reached: \(error)")
+            self.init(status: 502, type: .upstream, message: error.mayHaveReachedAPNs
+                ? "APNs did not answer: \(error)" : "APNs could not be reached: \(error)")
         case .deadlineExceeded:
             self.init(status: 504, type: .timeout, message: "no final answer from APNs before the send deadline")
         case .cancelled:

@@ -10,8 +10,9 @@ extension APNsClient {
     /// retry budget or deadline runs out. Exactly one ``SendEvent`` is
     /// reported per call, whatever happens.
     ///
-    /// Every attempt carries the request's apns-id, so APNs deduplicates
-    /// retries. Whether and when to try again is ``RetryPolicy/decide(_:_:random:)``'s
+    /// Every attempt carries the request's apns-id (APNs does not
+    /// deduplicate by it: a resend is a second push). Whether and when to
+    /// try again is ``RetryPolicy/decide(_:_:random:)``'s
     /// call, from the reason catalog's rule; this loop only carries it out
     /// (re-minting the JWT when told to). Cancellation wakes a backoff sleep
     /// at once. A request a GOAWAY left unprocessed was already resent by
@@ -56,7 +57,8 @@ struct SendRun: Sendable {
         startedAt = UnixTime.nowNanoseconds()
         start = clock.now
         retry = RetryPolicy.State(
-            retriesDisabled: client.killSwitch.isEngaged, secondsLeft: client.configuration.sendDeadline)
+            retriesDisabled: client.killSwitch.isEngaged, secondsLeft: client.configuration.sendDeadline,
+            atMostOnce: context.idempotencyKeyHash != nil || request.operation == .broadcast)
         policy = client.configuration.retryPolicy.effective(for: request.priority)
         let parent = context.instrumentation ?? InstrumentationContext.current ?? .topLevel
         span = client.tracer.startSpan("apns.send", context: parent, ofKind: .client)

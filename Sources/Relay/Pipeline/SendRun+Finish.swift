@@ -102,7 +102,10 @@ extension SendRun {
         case .rejected(var error, _):
             error.fix = ending.fix(afterGivingUpOn: error, retries: retry.retriesUsed)
             return await finish(failure: .apns(error), status: error.status, reason: error.code.rawValue, error: error)
-        case .transport(let error, _):
+        case .transport(var error, _):
+            if ending == .mayHaveReachedAPNs {
+                error.message += "; the request had gone out whole, so APNs may have taken it: not resent, since this send goes out at most once (an idempotency key, or a broadcast)"
+            }
             let cause: SendFailure.Cause = switch ending {
             case .cancelled: .cancelled
             case .outOfTime: .deadlineExceeded

@@ -18,8 +18,10 @@ extension RetryPolicy {
     ///
     /// Every retry spends the budget (`maxRetries`; none while the kill
     /// switch is engaged) and must start before the send deadline. Transport
-    /// failures: timeouts and connection failures back off like `withBackoff`;
-    /// the rest end the send, cancellation as `cancelled`.
+    /// failures: timeouts and connection failures back off like `withBackoff`,
+    /// except one after the whole request went out (APNs may have taken it)
+    /// for a send that must go out at most once (a key, a broadcast); the
+    /// rest end the send, cancellation as `cancelled`.
     ///
     /// Adding a reason with its own rule is one catalog row (mirrored in
     /// `docs/reference/apns-reasons.tsv`) plus one row in the decision table
@@ -48,6 +50,9 @@ extension RetryPolicy {
             guard error.kind == .timeout || error.kind == .connection else { return .giveUp(.notRetryable) }
             let timedOutAtDeadline = error.kind == .timeout && attemptCutByDeadline
             if let spent = budgetEnding(state) { return .giveUp(timedOutAtDeadline ? .outOfTime : spent) }
+            // Retrying is at-least-once: a request APNs took and was slow to
+            // answer would go out again. A send promised at most once stops.
+            if error.mayHaveReachedAPNs, state.atMostOnce { return .giveUp(timedOutAtDeadline ? .outOfTime : .mayHaveReachedAPNs) }
             return within(state, delay(beforeRetry: state.retriesUsed, random: random))
         }
     }

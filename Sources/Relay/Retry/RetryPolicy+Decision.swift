@@ -26,12 +26,21 @@ extension RetryPolicy {
         public var retriesDisabled: Bool
         /// Seconds until the send deadline, now.
         public var secondsLeft: Double
+        /// The send must reach APNs at most once: it carries an idempotency
+        /// key (the caller was promised one push per key), or it is a
+        /// broadcast (a second one reaches every subscriber of the channel).
+        /// An attempt APNs may have taken is then never resent.
+        public var atMostOnce: Bool
 
-        public init(retriesUsed: Int = 0, tokenRefreshed: Bool = false, retriesDisabled: Bool = false, secondsLeft: Double) {
+        public init(
+            retriesUsed: Int = 0, tokenRefreshed: Bool = false, retriesDisabled: Bool = false, secondsLeft: Double,
+            atMostOnce: Bool = false
+        ) {
             self.retriesUsed = retriesUsed
             self.tokenRefreshed = tokenRefreshed
             self.retriesDisabled = retriesDisabled
             self.secondsLeft = secondsLeft
+            self.atMostOnce = atMostOnce
         }
 
         /// Carries a decision into the state: a retry spends one from the
@@ -70,6 +79,10 @@ extension RetryPolicy {
             case outOfTime
             /// The caller cancelled the send.
             case cancelled
+            /// The attempt got no answer after the whole request went out, so
+            /// APNs may have taken it, and the send must go out at most once
+            /// (``State/atMostOnce``): resending could push it twice.
+            case mayHaveReachedAPNs
         }
 
         public var next: Next

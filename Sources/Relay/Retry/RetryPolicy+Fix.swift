@@ -8,7 +8,7 @@ extension RetryPolicy.Decision.Ending {
     public func fix(afterGivingUpOn error: APNsError, retries: Int) -> String {
         let decision: String
         switch (RetryPolicy.rule(for: error), self) {
-        case (.never, _), (_, .notRetryable), (_, .cancelled):
+        case (.never, _), (_, .notRetryable), (_, .cancelled), (_, .mayHaveReachedAPNs):
             return error.fix
         case (.onceWithFreshToken, .freshTokenRefused):
             decision = "The relay minted a fresh JWT and retried; APNs refused that one too."

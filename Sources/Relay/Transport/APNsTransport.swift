@@ -45,10 +45,16 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
 
     public var kind: Kind
     public var message: String
+    /// The whole request reached the connection before it failed, so APNs
+    /// may have taken it though it never answered (see
+    /// `HTTP2Error.requestWritten`). The retry rule resends such an attempt
+    /// only for a send that did not ask to go out at most once.
+    public var mayHaveReachedAPNs: Bool
 
-    public init(_ kind: Kind, _ message: String) {
+    public init(_ kind: Kind, _ message: String, mayHaveReachedAPNs: Bool = false) {
         self.kind = kind
         self.message = message
+        self.mayHaveReachedAPNs = mayHaveReachedAPNs
     }
 
     public var description: String { "\(kind): \(message)" }

@@ -86,6 +86,12 @@ public final class HTTP2Transport: APNsTransport {
     }
 
     static func convert(_ error: HTTP2Error) -> TransportError {
+        var converted = kindOf(error)
+        converted.mayHaveReachedAPNs = error.requestWritten
+        return converted
+    }
+
+    private static func kindOf(_ error: HTTP2Error) -> TransportError {
         switch error.code {
         case .timeout: TransportError(.timeout, error.message)
         case .unprocessed, .notSent: TransportError(.unprocessed, error.message)
