@@ -20,9 +20,16 @@ final class APNsIngressListener: Sendable {
     /// The port the server listens on.
     var port: Int { server.port }
 
-    /// Stops accepting, closes every connection, and ends the waiting workers.
-    func stop() {
-        server.stop()
+    /// Stops accepting, ends the waiting workers, and closes every
+    /// connection once the answers to the streams it took are written,
+    /// within `grace` seconds (the drain's time left); returns then. The
+    /// drain calls it once no request is in flight, and the last answers
+    /// may still be on their way to their connection.
+    func stop(grace: Double) async {
+        server.stop(grace: grace)
         workers.close()
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(grace + 0.5)
+        while server.connectionsAnswering > 0, clock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
     }
 }

@@ -229,6 +229,54 @@ struct APNsHTTP2FaultProcessTests {
         await setup.cleanUp()
     }
 
+    @Test("SIGTERM with a broadcast held at APNs beside eight device sends on the HTTP/2 listener: released, the broadcast is answered 200 and reached APNs once, with one row; exit 0")
+    func drainedBroadcast() async throws {
+        guard let url = ServeProcessTests.databaseURL else { return }
+        let database = try await ServeProcessTests.freshDatabase(url)
+        // `.tokenPrefix` matches device sends only (`/3/device/<prefix>`); the broadcast needs its own rule by path.
+        let setup = try await Self.setUp(
+            name: "term-bcast", databaseURL: database,
+            rules: [MockRule(.tokenPrefix("cafe"), always: .hold), MockRule(.pathPrefix("/4/broadcasts/"), always: .hold)])
+        do {
+            let serve = try setup.serve()
+            let (port, _) = try await Setup.ports(serve)
+            let auth = "authorization: bearer \(try setup.key.token())"
+            let createID = UUID().uuidString.lowercased(), broadcastID = UUID().uuidString.lowercased()
+            let created = try await APNsHTTP2ChannelTests.httpx(
+                port: Int(port), caFile: nil, "POST", "/1/apps/com.example.a/channels", [auth, "apns-request-id: \(createID)"],
+                body: #"{"message-storage-policy":1,"push-type":"LiveActivity"}"#)
+            let channel = try #require(created.header("apns-channel-id"), "\(created)")
+            let held = try H2LoadDriver(port: port, bearer: try setup.key.token(), streams: 8, mode: .count(8), tokenPrefix: "cafe")
+            let broadcast = Task {
+                try await APNsHTTP2ChannelTests.httpx(
+                    port: Int(port), caFile: nil, "POST", "/4/broadcasts/apps/com.example.a",
+                    [auth, "apns-channel-id: \(channel)", "apns-push-type: liveactivity", "apns-request-id: \(broadcastID)"],
+                    body: #"{"aps":{"timestamp":1763744531,"event":"update","content-state":{"n":1}}}"#)
+            }
+            #expect(await eventually { setup.mock.engine.heldCount == 9 }, "held: \(setup.mock.engine.heldCount) \(held.lines)")
+            serve.signal(SIGTERM)
+            #expect(held.answered.isEmpty && held.isRunning, "the held streams are still running")
+
+            #expect(setup.mock.engine.releaseHeld() == 9)
+            let answer = try await broadcast.value
+            #expect(answer.status == 200, "\(answer)")
+            #expect(await held.finished(), "\(held.lines)")
+            #expect(Set(held.answered).count == 8, "\(held.lines)")
+            #expect(await serve.waitForExit() == 0)
+            let atAPNs = setup.mock.engine.log.entries.filter { $0.request.headers.value(of: "apns-request-id") == broadcastID }.count
+            #expect(atAPNs == 1, "the broadcast reached APNs \(atAPNs) times")
+            let tally = try await AuditTally.of(Set(held.answered), in: database)
+            #expect(tally.missing == 0 && tally.duplicated == 0 && tally.unknown == 0, "\(tally)")
+            let rows = try await ServeProcessTests.scalar(
+                database, "SELECT string_agg(operation || ':' || outcome, ',') FROM apns_audit WHERE apns_id = '\(broadcastID)'")
+            #expect(rows == "broadcast:success", "\(rows)")
+        } catch {
+            await setup.cleanUp()
+            throw error
+        }
+        await setup.cleanUp()
+    }
+
     @Test("Postgres stopped and the spool disk filled under the HTTP/2 listener: sends are refused 503 ServiceUnavailable and not sent, as /v1/send refuses them; SIGKILL; after a restart every send answered 200 has its row")
     func spoolFull() async throws {
         guard ServeProcessTests.databaseURL != nil else { return }

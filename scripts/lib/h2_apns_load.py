@@ -12,7 +12,7 @@ flushed at once:
     SENT <apns-id>                 before the request goes out
     OK <apns-id> <idempotency-replayed or ->   (--no-apns-id: the apns-id answered)
     STATUS <code> <apns-id> <reason or -> <retry-after or ->
-    ERR <apns-id> <exception name>  no answer (the connection died)
+    ERR <apns-id> <exception name> <its message, quoted>  no answer (the connection died)
 
 Modes: `--count N` sends N new ids then exits; `--until-input` sends new ids
 until standard input closes (every stream finishes its current send);
@@ -47,7 +47,7 @@ async def send(client, base, args, apns_id):
     try:
         response = await client.post(f"{base}/3/device/{token_of(apns_id, args.token_prefix)}", headers=headers, content=PAYLOAD)
     except Exception as error:  # the connection died: no answer
-        say(f"ERR {apns_id} {type(error).__name__}")
+        say(f"ERR {apns_id} {type(error).__name__} {str(error)[:200]!r}")
         return
     if response.status_code == 200:
         # Without an apns-id of the client's: the one the relay answered (its audit row's).

@@ -116,7 +116,22 @@ public final class HTTP2Server: Sendable {
     public var refusedConnections: Int { listener.refusedConnections.load(ordering: .relaxed) }
 
     /// Stops accepting and closes every connection.
-    public func stop() { listener.stop() }
+    ///
+    /// - Parameter grace: how long a connection may go on answering the
+    ///   streams it already took before it closes. 0: it writes its GOAWAY
+    ///   (naming the last of them) at once and closes as soon as that is
+    ///   written; answers still coming are dropped (a mock APNs going away).
+    ///   Over 0: a stream opened from now on is refused (REFUSED_STREAM),
+    ///   and the GOAWAY goes out after the last answer, or when `grace`
+    ///   runs out. That order matters: nghttp2 writes a GOAWAY ahead of
+    ///   answers queued with it, and clients built on python-hyper's h2
+    ///   (httpx) fail every open stream once they read one.
+    public func stop(grace: Double = 0) { listener.stop(grace: grace) }
+
+    /// Connections still answering streams they took: neither closed nor
+    /// in their final lingering close. After ``stop()``, 0 once every
+    /// answer handed to a responder has been written.
+    public var connectionsAnswering: Int { listener.connectionsAnswering }
 
     deinit { listener.stop() }
 }

@@ -95,13 +95,17 @@ final class Listener: @unchecked Sendable {
         close(fd)
     }
 
-    func stop() {
+    var connectionsAnswering: Int {
+        state.withLock { $0.connections.filter { !$0.isFinished && !$0.isLingering }.count }
+    }
+
+    func stop(grace: Double = 0) {
         let connections = state.withLock { state -> [ServerConnection] in
             guard !state.stopped else { return [] }
             state.stopped = true
             return state.connections
         }
         wake.signal()
-        connections.forEach { $0.command(.shutdown) }
+        connections.forEach { $0.command(.shutdown(grace: grace)) }
     }
 }

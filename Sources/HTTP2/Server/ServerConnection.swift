@@ -14,7 +14,7 @@ final class ServerConnection: @unchecked Sendable {
         case reset
         case goAway(stream: Int32, graceful: Bool, response: HTTP2Response?)
         case maxConcurrentStreams(UInt32)
-        case shutdown
+        case shutdown(grace: Double)
     }
 
     struct IncomingStream {
@@ -52,6 +52,8 @@ final class ServerConnection: @unchecked Sendable {
     }
     private let inbox: Mutex<Inbox>
     private let finished = Atomic<Bool>(false)
+    /// Its goodbye is written (``lingerDeadline`` set): nothing more goes out.
+    private let lingering = Atomic<Bool>(false)
     /// The set-up thread's wake signal (the TLS handshake's poll()).
     private let setUpWake: WakeSignal
     private(set) var socket: Int32
@@ -71,6 +73,22 @@ final class ServerConnection: @unchecked Sendable {
     private var nextDue: UInt64?
     private var output: [UInt8] = []
     private var closeAfterFlush = false
+    /// Shutting down with a grace period: once every stream it took is
+    /// answered, or at this (MonotonicClock) at the latest, the connection
+    /// writes its GOAWAY after those answers and closes.
+    private var closeWhenAnsweredBy: UInt64?
+    /// Streams the peer opened and nghttp2 has not closed yet.
+    private var openStreams = 0
+    /// The highest stream id the peer opened so far.
+    private var highestStream: Int32 = 0
+    /// In a graceful shutdown: the last stream taken. A later one is
+    /// refused (REFUSED_STREAM: the client may send it elsewhere).
+    private var lastStreamTaken: Int32?
+    /// In a graceful shutdown, every stream answered: a PING went out after
+    /// the answers, and the GOAWAY waits for its acknowledgement.
+    private var answeredPingSent = false
+    /// The client acknowledged that PING: it has read every answer.
+    private var answeredPingAcknowledged = false
     /// Set once the goodbye is written: the connection drains its peer's
     /// bytes until it closes, or until this (MonotonicClock) passes.
     private var lingerDeadline: UInt64?
@@ -90,6 +108,7 @@ final class ServerConnection: @unchecked Sendable {
     }
 
     var isFinished: Bool { finished.load(ordering: .relaxed) }
+    var isLingering: Bool { lingering.load(ordering: .relaxed) }
 
     /// Sets up on a thread of its own (the TLS handshake may take its
     /// time), then joins the server's loop (``ServerLoop``).
@@ -163,8 +182,9 @@ final class ServerConnection: @unchecked Sendable {
     /// delayed answer, or the end of its lingering close.
     func sleepBudget(now: UInt64) -> UInt64 {
         if let deadline = lingerDeadline { return deadline > now ? deadline - now : 0 }
-        guard let due = nextDue else { return Self.longestSleep }
-        return due > now ? due - now : 0
+        let wakeAt = min(nextDue ?? UInt64.max, closeWhenAnsweredBy ?? UInt64.max)
+        guard wakeAt != UInt64.max else { return Self.longestSleep }
+        return wakeAt > now ? wakeAt - now : 0
     }
 
     /// Bytes OpenSSL already decrypted never show up in poll(): the loop reads them without sleeping.
@@ -198,9 +218,19 @@ final class ServerConnection: @unchecked Sendable {
                 if !graceful { closeAfterFlush = true }
             case .maxConcurrentStreams(let value):
                 session.submitMaxConcurrentStreams(value)
-            case .shutdown:
-                session.submitGoAway(lastStream: session.lastProcessedPeerStream)
-                closeAfterFlush = true
+            case .shutdown(let grace):
+                // With a grace period the GOAWAY waits for the answers to
+                // the streams taken: nghttp2 writes a GOAWAY ahead of any
+                // answer queued with it, and a client may give up on every
+                // open stream once it reads one (python-hyper's h2 refuses
+                // any frame after it), so the goodbye must come last.
+                if grace > 0 {
+                    closeWhenAnsweredBy = min(closeWhenAnsweredBy ?? .max, now + UInt64(grace * 1e9))
+                    lastStreamTaken = lastStreamTaken ?? highestStream
+                } else {
+                    session.submitGoAway(lastStream: session.lastProcessedPeerStream)
+                    closeAfterFlush = true
+                }
             }
         }
         resetOverdueStreams(now: now, session: session)
@@ -217,7 +247,26 @@ final class ServerConnection: @unchecked Sendable {
             nextDue = next
         }
         guard (try? session.collectOutput(into: &output)) != nil, writeOutput() else { return false }
-        if closeAfterFlush, output.isEmpty {
+        // Every stream answered (a stream closes as its answer's last frame
+        // is collected): a PING follows the answers, and once the client
+        // acknowledges it (it has read them all), or the grace is over,
+        // the GOAWAY, then the lingering close. Sent with the answers, the
+        // GOAWAY can reach a client's reader first: httpx/httpcore then
+        // fails the streams whose tasks had not taken their answer yet.
+        if let deadline = closeWhenAnsweredBy, !closeAfterFlush {
+            if !answeredPingSent, openStreams <= 0, scheduled.isEmpty {
+                session.submitPing()
+                answeredPingSent = true
+            }
+            if answeredPingAcknowledged || now >= deadline {
+                session.submitGoAway(lastStream: session.lastProcessedPeerStream)
+                closeAfterFlush = true
+            }
+            guard (try? session.collectOutput(into: &output)) != nil, writeOutput() else { return false }
+        }
+        // Past the grace it closes with whatever is unwritten: a client
+        // that stopped reading holds nothing longer.
+        if closeAfterFlush, output.isEmpty || closeWhenAnsweredBy.map({ now >= $0 }) == true {
             beginLingering(now: now)
             return true
         }
@@ -262,6 +311,7 @@ final class ServerConnection: @unchecked Sendable {
         tls?.shutdown()
         Socket.shutdownWrite(socket)
         lingerDeadline = now + UInt64(Self.lingerSeconds * 1e9)
+        lingering.store(true, ordering: .relaxed)
     }
 
     /// Reads and drops what a lingering connection's peer sent; false once it closed.
@@ -344,6 +394,10 @@ extension ServerConnection {
 
 extension ServerConnection: NGHTTP2SessionDelegate {
     func sessionBeganHeaders(stream: Int32) {
+        if stream > highestStream {
+            highestStream = stream
+            openStreams += 1
+        }
         if let parked = current, parked.stream != stream { incoming[parked.stream] = parked.request }
         incoming[stream] = nil
         current = (stream, IncomingStream(began: MonotonicClock.now()))
@@ -398,17 +452,24 @@ extension ServerConnection: NGHTTP2SessionDelegate {
             schedule(due: 0, stream: stream, response: listener.configuration.limitResponse(status))
             return
         }
+        if let last = lastStreamTaken, stream > last {
+            session?.submitReset(stream: stream, errorCode: NGHTTP2Session.refusedStream)
+            return
+        }
         listener.handler(
             HTTP2ServerRequest(method: request.method, path: request.path, authority: request.authority, headers: request.headers, body: request.body, connectionID: id, streamID: stream, clientCertificate: clientCertificate),
             HTTP2Responder(connection: self, stream: stream))
     }
 
     func sessionStreamClosed(stream: Int32, errorCode: UInt32) {
+        openStreams -= 1
         if current?.stream == stream { current = nil }
         if !incoming.isEmpty { incoming[stream] = nil }
     }
     func sessionReceivedGoAway(lastStream: Int32, errorCode: UInt32) {}
-    func sessionReceivedPingAck() {}
+    func sessionReceivedPingAck() {
+        if answeredPingSent { answeredPingAcknowledged = true }
+    }
 
     func sessionReceivedReset(stream: Int32, errorCode: UInt32) {
         listener.configuration.onStreamReset?(id, stream, errorCode)

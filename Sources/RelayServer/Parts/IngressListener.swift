@@ -114,7 +114,9 @@ final class IngressListener: RelayPart, Sendable {
             let clock = ContinuousClock()
             let deadline = drain.start + .seconds(drainTimeout)
             while ingress.requestsInFlight > 0, clock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
-            apns.stop()
+            // At least a moment, even past the drain's deadline: the answers
+            // already made must leave before the GOAWAY.
+            await apns.stop(grace: max(1, (deadline - clock.now).seconds))
         }
         cutOff.cancel()
         await cutOff.value
