@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Relay CPU and context switches per send, by thread, audit on against off.
+
+Starts the mock APNs and `apns-relay serve` (the shipped example
+configuration with logs at error and tracing none, send_bench.py's `Relay`)
+twice, once with the audit on and once off, drives each with the built-in
+load generator (16 connections), and prints for every thread group (Swift's
+cooperative pool, libmicrohttpd's thread, the journal and writer threads, the
+HTTP/2 loop) its user and system time and its voluntary and involuntary
+context switches per send, from /proc/PID/task/*/stat and status before and
+after the measured sends. Clock ticks are 10 ms: over 20,000 sends a tick is
+0.5 us a send.
+
+    scripts/lib/thread_cost.py --binary .build/release/apns-relay --database-url URL [--sends 20000]
+"""
+import argparse
+import collections
+import glob
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import send_bench as sb  # noqa: E402
+
+
+def threads(pid):
+    """Per thread: its name, user and system ticks, voluntary and involuntary switches."""
+    found = {}
+    for directory in glob.glob(f"/proc/{pid}/task/*"):
+        try:
+            with open(directory + "/comm") as f: name = f.read().strip()
+            with open(directory + "/stat") as f: fields = f.read().rsplit(")", 1)[1].split()
+            with open(directory + "/status") as f: status = f.read()
+        except OSError:
+            continue  # the thread ended meanwhile
+        voluntary = int(status.split("\nvoluntary_ctxt_switches:")[1].split()[0])
+        involuntary = int(status.split("nonvoluntary_ctxt_switches:")[1].split()[0])
+        found[directory.rsplit("/", 1)[1]] = (name, int(fields[11]), int(fields[12]), voluntary, involuntary)
+    return found
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", default=".build/release/apns-relay")
+    parser.add_argument("--database-url", required=True)
+    parser.add_argument("--sends", type=int, default=20000)
+    args = parser.parse_args()
+    bench = sb.Bench(argparse.Namespace(binary=args.binary, database_url=args.database_url, quick=False, smoke=False, venv=None))
+    ticks = os.sysconf("SC_CLK_TCK")
+    quiet = {"log_level": "error", "tracing": {"exporter": "none"}}
+    mock = sb.Mock(bench.binary, bench.work, bench.key)
+    try:
+        for label, audit in [("audit on", True), ("audit off", False)]:
+            relay = sb.Relay(bench.binary, tempfile.mkdtemp(prefix="relay-", dir=bench.work), bench.key, mock, args.database_url,
+                             audit=audit, shipped=quiet)
+            try:
+                bench.load(relay, 2000, connections=16)
+                before, sends_before = threads(relay.process.pid), relay.succeeded_sends()
+                bench.load(relay, args.sends, connections=16)
+                after, sends = threads(relay.process.pid), relay.succeeded_sends() - sends_before
+            finally:
+                relay.stop()
+            groups = collections.defaultdict(lambda: [0, 0, 0, 0])
+            for tid, (name, user, system, voluntary, involuntary) in after.items():
+                was = before.get(tid, (name, 0, 0, 0, 0))
+                group = groups[name]
+                for i, value in enumerate((user - was[1], system - was[2], voluntary - was[3], involuntary - was[4])): group[i] += value
+            per = 1e6 / ticks / max(sends, 1)
+            total = [sum(g[i] for g in groups.values()) for i in range(4)]
+            print(f"{label}: {sends:.0f} sends; user {total[0] * per:.1f} us, system {total[1] * per:.1f} us a send; "
+                  f"context switches {total[2] / sends:.2f} voluntary, {total[3] / sends:.2f} involuntary a send")
+            for name, g in sorted(groups.items(), key=lambda item: -(item[1][0] + item[1][1])):
+                if any(g):
+                    print(f"  {name:16s} user {g[0] * per:6.1f} us  system {g[1] * per:6.1f} us  switches {g[2] / sends:5.2f} / {g[3] / sends:5.2f}")
+    finally:
+        mock.stop()
+        import shutil
+        shutil.rmtree(bench.work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
