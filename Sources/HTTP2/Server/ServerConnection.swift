@@ -257,8 +257,11 @@ final class ServerConnection: @unchecked Sendable {
             if !answeredPingSent, openStreams <= 0, scheduled.isEmpty {
                 session.submitPing()
                 answeredPingSent = true
+                // A client that reads acknowledges within a round trip; one
+                // that does not holds the drain a second at most.
+                closeWhenAnsweredBy = min(deadline, now + Self.pingAcknowledgementWait)
             }
-            if answeredPingAcknowledged || now >= deadline {
+            if answeredPingAcknowledged || now >= closeWhenAnsweredBy ?? deadline {
                 session.submitGoAway(lastStream: session.lastProcessedPeerStream)
                 closeAfterFlush = true
             }
@@ -327,6 +330,10 @@ final class ServerConnection: @unchecked Sendable {
 
     /// How long a closing connection waits for its peer to close.
     static let lingerSeconds = 2.0
+
+    /// How long a gracefully stopping connection, every stream answered,
+    /// waits for the acknowledgement of its PING before its GOAWAY.
+    static let pingAcknowledgementWait: UInt64 = 1_000_000_000
 
     /// Reads through TLS, or from the socket itself on a cleartext listener.
     private func read(into buffer: UnsafeMutableRawBufferPointer) -> TLSStream.IOResult {
