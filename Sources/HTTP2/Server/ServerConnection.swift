@@ -72,23 +72,8 @@ final class ServerConnection: @unchecked Sendable {
     /// have nothing delayed to look at.
     private var nextDue: UInt64?
     private var output: [UInt8] = []
-    private var closeAfterFlush = false
-    /// Shutting down with a grace period: once every stream it took is
-    /// answered, or at this (MonotonicClock) at the latest, the connection
-    /// writes its GOAWAY after those answers and closes.
-    private var closeWhenAnsweredBy: UInt64?
-    /// Streams the peer opened and nghttp2 has not closed yet.
-    private var openStreams = 0
-    /// The highest stream id the peer opened so far.
-    private var highestStream: Int32 = 0
-    /// In a graceful shutdown: the last stream taken. A later one is
-    /// refused (REFUSED_STREAM: the client may send it elsewhere).
-    private var lastStreamTaken: Int32?
-    /// In a graceful shutdown, every stream answered: a PING went out after
-    /// the answers, and the GOAWAY waits for its acknowledgement.
-    private var answeredPingSent = false
-    /// The client acknowledged that PING: it has read every answer.
-    private var answeredPingAcknowledged = false
+    /// How the connection ends (``Closing``): its GOAWAY, and a graceful stop's steps.
+    private var closing = Closing()
     /// Set once the goodbye is written: the connection drains its peer's
     /// bytes until it closes, or until this (MonotonicClock) passes.
     private var lingerDeadline: UInt64?
@@ -182,7 +167,7 @@ final class ServerConnection: @unchecked Sendable {
     /// delayed answer, or the end of its lingering close.
     func sleepBudget(now: UInt64) -> UInt64 {
         if let deadline = lingerDeadline { return deadline > now ? deadline - now : 0 }
-        let wakeAt = min(nextDue ?? UInt64.max, closeWhenAnsweredBy ?? UInt64.max)
+        let wakeAt = min(nextDue ?? UInt64.max, closing.gracefulDeadline ?? UInt64.max)
         guard wakeAt != UInt64.max else { return Self.longestSleep }
         return wakeAt > now ? wakeAt - now : 0
     }
@@ -215,21 +200,16 @@ final class ServerConnection: @unchecked Sendable {
             case .goAway(let stream, let graceful, let response):
                 session.submitGoAway(lastStream: graceful ? stream : 0)
                 if graceful, let response { schedule(due: 0, stream: stream, response: response) }
-                if !graceful { closeAfterFlush = true }
+                if !graceful { closing.closeNow() }
             case .maxConcurrentStreams(let value):
                 session.submitMaxConcurrentStreams(value)
             case .shutdown(let grace):
-                // With a grace period the GOAWAY waits for the answers to
-                // the streams taken: nghttp2 writes a GOAWAY ahead of any
-                // answer queued with it, and a client may give up on every
-                // open stream once it reads one (python-hyper's h2 refuses
-                // any frame after it), so the goodbye must come last.
+                // With a grace the GOAWAY waits for the answers (``Closing``).
                 if grace > 0 {
-                    closeWhenAnsweredBy = min(closeWhenAnsweredBy ?? .max, now + UInt64(grace * 1e9))
-                    lastStreamTaken = lastStreamTaken ?? highestStream
+                    closing.beginGraceful(now: now, grace: UInt64(grace * 1e9))
                 } else {
                     session.submitGoAway(lastStream: session.lastProcessedPeerStream)
-                    closeAfterFlush = true
+                    closing.closeNow()
                 }
             }
         }
@@ -247,29 +227,19 @@ final class ServerConnection: @unchecked Sendable {
             nextDue = next
         }
         guard (try? session.collectOutput(into: &output)) != nil, writeOutput() else { return false }
-        // Every stream answered (a stream closes as its answer's last frame
-        // is collected): a PING follows the answers, and once the client
-        // acknowledges it (it has read them all), or the grace is over,
-        // the GOAWAY, then the lingering close. Sent with the answers, the
-        // GOAWAY can reach a client's reader first: httpx/httpcore then
-        // fails the streams whose tasks had not taken their answer yet.
-        if let deadline = closeWhenAnsweredBy, !closeAfterFlush {
-            if !answeredPingSent, openStreams <= 0, scheduled.isEmpty {
-                session.submitPing()
-                answeredPingSent = true
-                // A client that reads acknowledges within a round trip; one
-                // that does not holds the drain a second at most.
-                closeWhenAnsweredBy = min(deadline, now + Self.pingAcknowledgementWait)
+        // A graceful stop's PING after the last answer, then its GOAWAY.
+        if closing.gracefulDeadline != nil {
+            var stepped = false
+            while let step = closing.next(now: now, answersWaiting: !scheduled.isEmpty) {
+                switch step {
+                case .ping: session.submitPing()
+                case .goAway: session.submitGoAway(lastStream: session.lastProcessedPeerStream)
+                }
+                stepped = true
             }
-            if answeredPingAcknowledged || now >= closeWhenAnsweredBy ?? deadline {
-                session.submitGoAway(lastStream: session.lastProcessedPeerStream)
-                closeAfterFlush = true
-            }
-            guard (try? session.collectOutput(into: &output)) != nil, writeOutput() else { return false }
+            if stepped { guard (try? session.collectOutput(into: &output)) != nil, writeOutput() else { return false } }
         }
-        // Past the grace it closes with whatever is unwritten: a client
-        // that stopped reading holds nothing longer.
-        if closeAfterFlush, output.isEmpty || closeWhenAnsweredBy.map({ now >= $0 }) == true {
+        if closing.closesNow(now: now, outputWritten: output.isEmpty) {
             beginLingering(now: now)
             return true
         }
@@ -331,9 +301,6 @@ final class ServerConnection: @unchecked Sendable {
     /// How long a closing connection waits for its peer to close.
     static let lingerSeconds = 2.0
 
-    /// How long a gracefully stopping connection, every stream answered,
-    /// waits for the acknowledgement of its PING before its GOAWAY.
-    static let pingAcknowledgementWait: UInt64 = 1_000_000_000
 
     /// Reads through TLS, or from the socket itself on a cleartext listener.
     private func read(into buffer: UnsafeMutableRawBufferPointer) -> TLSStream.IOResult {
@@ -401,10 +368,7 @@ extension ServerConnection {
 
 extension ServerConnection: NGHTTP2SessionDelegate {
     func sessionBeganHeaders(stream: Int32) {
-        if stream > highestStream {
-            highestStream = stream
-            openStreams += 1
-        }
+        closing.streamBegan(stream)
         if let parked = current, parked.stream != stream { incoming[parked.stream] = parked.request }
         incoming[stream] = nil
         current = (stream, IncomingStream(began: MonotonicClock.now()))
@@ -459,7 +423,7 @@ extension ServerConnection: NGHTTP2SessionDelegate {
             schedule(due: 0, stream: stream, response: listener.configuration.limitResponse(status))
             return
         }
-        if let last = lastStreamTaken, stream > last {
+        if closing.refuses(stream) {
             session?.submitReset(stream: stream, errorCode: NGHTTP2Session.refusedStream)
             return
         }
@@ -469,13 +433,13 @@ extension ServerConnection: NGHTTP2SessionDelegate {
     }
 
     func sessionStreamClosed(stream: Int32, errorCode: UInt32) {
-        openStreams -= 1
+        closing.streamClosed()
         if current?.stream == stream { current = nil }
         if !incoming.isEmpty { incoming[stream] = nil }
     }
     func sessionReceivedGoAway(lastStream: Int32, errorCode: UInt32) {}
     func sessionReceivedPingAck() {
-        if answeredPingSent { answeredPingAcknowledged = true }
+        closing.pingAcknowledgedByPeer()
     }
 
     func sessionReceivedReset(stream: Int32, errorCode: UInt32) {
