@@ -20,9 +20,10 @@ import Synchronization
 /// up on a batch (at its deadline); its lines not written whole are counted
 /// as dropped.
 ///
-/// `@unchecked Sendable`: it owns the output's file descriptor; its mutable
-/// state is read and written only under `condition`'s lock, the counters are
-/// atomics.
+/// `@unchecked Sendable`: it owns the output's file descriptor; the state
+/// it shares with the loggers (``Buffer``) is read and written only under
+/// `condition`'s lock, the counters are atomics, and `leftPartialLine` is the
+/// drain thread's own.
 final class LogDrain: @unchecked Sendable {
     /// Totals since the start, in lines of the relay (drop reports and the
     /// closing line are the sink's own and not counted).
@@ -35,15 +36,8 @@ final class LogDrain: @unchecked Sendable {
     let capacity: Int
     private let output: LogOutput
     private let condition = MonotonicCondition()
-    // Guarded by `condition`'s lock:
-    private var pending: [UInt8] = []
-    private var pendingLines = 0
-    private var produced = 0
-    private var droppedUnreported = 0
-    private var started = false
-    private var sleeping = false
-    private var closing = false
-    private var closed = false
+    /// Guarded by `condition`'s lock.
+    private var buffer = Buffer()
     // Written by the drain thread (and `append` for drops), read by scrapes.
     private let written = Atomic<Int>(0)
     private let dropped = Atomic<Int>(0)
@@ -62,30 +56,30 @@ final class LogDrain: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         return Counts(
-            produced: produced, written: written.load(ordering: .relaxed), dropped: dropped.load(ordering: .relaxed))
+            produced: buffer.produced, written: written.load(ordering: .relaxed), dropped: dropped.load(ordering: .relaxed))
     }
 
     /// Copies the line into the buffer, or drops it whole when it does not fit.
     func append(_ line: [UInt8]) {
         condition.lock()
-        produced += 1
-        if closed || pending.count + line.count > capacity {
-            droppedUnreported += 1
+        buffer.produced += 1
+        if buffer.closed || buffer.pending.count + line.count > capacity {
+            buffer.droppedUnreported += 1
             dropped.add(1, ordering: .relaxed)
             condition.unlock()
             return
         }
-        if !started {
-            started = true
-            pending.reserveCapacity(capacity)
+        if !buffer.started {
+            buffer.started = true
+            buffer.pending.reserveCapacity(capacity)
             Thread.detachNewThread { [self] in run() }
         }
-        pending.append(contentsOf: line)
-        pendingLines += 1
+        buffer.pending.append(contentsOf: line)
+        buffer.pendingLines += 1
         // The thread is woken for the first line after a quiet spell, or
         // when half the buffer is taken; otherwise it picks the lines up at
         // the end of its linger (see `run`), without a wake-up per line.
-        if sleeping || pending.count >= capacity / 2 { condition.signal() }
+        if buffer.sleeping || buffer.pending.count >= capacity / 2 { condition.signal() }
         condition.unlock()
     }
 
@@ -95,18 +89,18 @@ final class LogDrain: @unchecked Sendable {
         let deadline = start + MonotonicClock.nanoseconds(seconds)
         condition.lock()
         defer { condition.unlock() }
-        if !started {
+        if !buffer.started {
             // Nothing was ever logged: no thread to write the closing line either.
-            closed = true
+            buffer.closed = true
             return true
         }
         // The thread gives up on the sink a little before the deadline, so
         // that it has counted what it dropped when the caller reads the totals.
         giveUpAt.store(start + MonotonicClock.nanoseconds(seconds * 0.9), ordering: .relaxed)
-        closing = true
+        buffer.closing = true
         condition.broadcast()
-        while !closed && MonotonicClock.now() < deadline { condition.wait(until: deadline) }
-        return closed && dropped.load(ordering: .relaxed) == 0
+        while !buffer.closed && MonotonicClock.now() < deadline { condition.wait(until: deadline) }
+        return buffer.closed && dropped.load(ordering: .relaxed) == 0
     }
 
     // MARK: The drain thread
@@ -116,31 +110,31 @@ final class LogDrain: @unchecked Sendable {
         batch.reserveCapacity(capacity)
         while true {
             condition.lock()
-            while pending.isEmpty && !closing {
-                sleeping = true
+            while buffer.pending.isEmpty && !buffer.closing {
+                buffer.sleeping = true
                 condition.wait(until: MonotonicClock.now() + 1_000_000_000)
-                sleeping = false
+                buffer.sleeping = false
             }
-            if pending.isEmpty {
+            if buffer.pending.isEmpty {
                 // Closing, and everything was written or given up on.
-                let unreported = droppedUnreported
-                droppedUnreported = 0
+                let unreported = buffer.droppedUnreported
+                buffer.droppedUnreported = 0
                 let totals = Counts(
-                    produced: produced, written: written.load(ordering: .relaxed), dropped: dropped.load(ordering: .relaxed))
+                    produced: buffer.produced, written: written.load(ordering: .relaxed), dropped: dropped.load(ordering: .relaxed))
                 condition.unlock()
                 var tail: [UInt8] = []
                 if unreported > 0 { tail += Self.reportLine(dropped: unreported, total: totals.dropped) }
                 tail += Self.closingLine(totals)
                 if !leftPartialLine { _ = put(tail) }
                 condition.lock()
-                closed = true
+                buffer.closed = true
                 condition.broadcast()
                 condition.unlock()
                 return
             }
-            swap(&batch, &pending)
-            let lines = pendingLines
-            pendingLines = 0
+            swap(&batch, &buffer.pending)
+            let lines = buffer.pendingLines
+            buffer.pendingLines = 0
             condition.unlock()
 
             let lost = put(batch)
@@ -149,17 +143,17 @@ final class LogDrain: @unchecked Sendable {
             if lost > 0 { dropped.add(lost, ordering: .relaxed) }
 
             condition.lock()
-            if lost > 0 { droppedUnreported += lost }
+            if lost > 0 { buffer.droppedUnreported += lost }
             // The sink took a whole batch: it works again; say what it missed.
-            let unreported = lost == 0 ? droppedUnreported : 0
-            if lost == 0 { droppedUnreported = 0 }
+            let unreported = lost == 0 ? buffer.droppedUnreported : 0
+            if lost == 0 { buffer.droppedUnreported = 0 }
             let total = dropped.load(ordering: .relaxed)
             condition.unlock()
             if unreported > 0 {
                 let report = Self.reportLine(dropped: unreported, total: total)
                 if put(report) > 0 {
                     condition.lock()
-                    droppedUnreported += unreported
+                    buffer.droppedUnreported += unreported
                     condition.unlock()
                 }
             }
@@ -168,7 +162,7 @@ final class LogDrain: @unchecked Sendable {
             // a futex wake and two context switches per line cost more than
             // the line). A close, or half the buffer taken, ends it early.
             condition.lock()
-            if !closing && pending.count < capacity / 2 {
+            if !buffer.closing && buffer.pending.count < capacity / 2 {
                 condition.wait(until: MonotonicClock.now() + Self.lingerNanoseconds)
             }
             condition.unlock()

@@ -22,9 +22,10 @@ import Synchronization
 /// failed after the bounded retries, or the exporter stopped before it went
 /// out: counted when that happens). ``counts`` holds the totals.
 ///
-/// `@unchecked Sendable`: the mutable state is read and written only under
-/// `condition`'s lock; the counters are atomics; the HTTP client and the
-/// encoder belong to the thread.
+/// `@unchecked Sendable`: the mutable state shared with the sends
+/// (``QueueState``) is read and written only under `condition`'s lock; the
+/// counters are atomics (``Counters``); the HTTP client, the encoder and the
+/// failure log belong to the thread.
 public final class OTLPExporter: @unchecked Sendable {
     /// A span loss, by `apns_relay_spans_dropped_total`'s `reason` label.
     public enum Drop: String, CaseIterable, Sendable {
@@ -70,28 +71,13 @@ public final class OTLPExporter: @unchecked Sendable {
     }
 
     public let configuration: Configuration
-    private let dropped: @Sendable (Drop, Int) -> Void
     private let logger: Logger
     private let condition = MonotonicCondition()
-    // Guarded by `condition`'s lock:
-    private var pending: [OTLPSpanRecord] = []
-    private var sleeping = false
-    private var closing = false
-    private var closed = false
-    /// ``start()`` has started the thread.
-    private var started = false
-    /// `MonotonicClock` nanoseconds by which the close must be done; 0 before it.
-    private var closeDeadline: UInt64 = 0
-    /// The deadline of the export under way, lowered by a close.
-    private var inFlight: OTLPDeadline?
-    private let recorded = Atomic<Int>(0)
-    private let exported = Atomic<Int>(0)
-    private let droppedQueueFull = Atomic<Int>(0)
-    private let droppedExportFailed = Atomic<Int>(0)
+    /// Guarded by `condition`'s lock.
+    private var queue = QueueState()
+    private let counters: Counters
     // The thread's own:
-    private var lastFailureLog: UInt64 = 0
-    /// Batches failed since the last failure was logged (this one included).
-    private var failedSinceLog = 0
+    private var failureLog = FailureLog()
     private var client: OTLPHTTPClient
     private var encoder: OTLPRequestEncoder
 
@@ -108,19 +94,19 @@ public final class OTLPExporter: @unchecked Sendable {
         dropped: @escaping @Sendable (Drop, Int) -> Void
     ) {
         self.configuration = configuration
-        self.dropped = dropped
+        counters = Counters(dropped: dropped)
         self.logger = logger
         client = OTLPHTTPClient(endpoint: configuration.endpoint, headers: configuration.headers, opener: opener)
         encoder = OTLPRequestEncoder(resource: configuration.resource, scopeName: "apns-relay", scopeVersion: scopeVersion)
-        pending.reserveCapacity(configuration.maximumQueueSize)
+        queue.pending.reserveCapacity(configuration.maximumQueueSize)
     }
 
     /// Starts the exporter's thread; nothing after the first call or a shutdown.
     public func start() {
         condition.lock()
         defer { condition.unlock() }
-        guard !started, !closing else { return }
-        started = true
+        guard !queue.started, !queue.closing else { return }
+        queue.started = true
         let thread = Thread { [self] in
             // Named from inside: on Linux a name set before the start never
             // reaches the system's (`comm`: top -H, /proc, gdb), nor does one
@@ -131,26 +117,21 @@ public final class OTLPExporter: @unchecked Sendable {
         thread.start()
     }
 
-    public var counts: Counts {
-        Counts(
-            recorded: recorded.load(ordering: .relaxed), exported: exported.load(ordering: .relaxed),
-            droppedQueueFull: droppedQueueFull.load(ordering: .relaxed),
-            droppedExportFailed: droppedExportFailed.load(ordering: .relaxed))
-    }
+    public var counts: Counts { counters.counts }
 
     /// Queues a finished span, or drops it (counted now) when the buffer is full or the exporter closed.
     public func record(_ span: OTLPSpanRecord) {
-        recorded.add(1, ordering: .relaxed)
+        counters.recorded()
         condition.lock()
-        guard !closing, pending.count < configuration.maximumQueueSize else {
-            let reason: Drop = closing ? .exportFailed : .queueFull
+        guard !queue.closing, queue.pending.count < configuration.maximumQueueSize else {
+            let reason: Drop = queue.closing ? .exportFailed : .queueFull
             condition.unlock()
             drop(1, reason)
             return
         }
-        pending.append(span)
+        queue.pending.append(span)
         // The thread is woken when a batch is ready; otherwise its timer picks the spans up.
-        let wake = sleeping && pending.count == configuration.maximumExportBatchSize
+        let wake = queue.sleeping && queue.pending.count == configuration.maximumExportBatchSize
         condition.unlock()
         if wake { condition.signal() }
     }
@@ -164,37 +145,29 @@ public final class OTLPExporter: @unchecked Sendable {
     public func shutdown(within seconds: Double) -> Bool {
         let deadline = MonotonicClock.now() + MonotonicClock.nanoseconds(seconds)
         condition.lock()
-        if !closing {
-            closing = true
-            closeDeadline = deadline
+        if !queue.closing {
+            queue.closing = true
+            queue.closeDeadline = deadline
         }
-        inFlight?.lower(to: closeDeadline)
-        guard started else {
+        queue.inFlight?.lower(to: queue.closeDeadline)
+        guard queue.started else {
             // No thread to export them: what was recorded is dropped, counted.
-            let left = pending.count
-            pending.removeAll()
-            closed = true
+            let left = queue.pending.count
+            queue.pending.removeAll()
+            queue.closed = true
             condition.unlock()
             drop(left, .exportFailed)
             return counts.dropped == 0
         }
         condition.broadcast()
         // A little past the bound: the thread counts what it gave up on.
-        let waitUntil = closeDeadline + 2 * OTLPDeadline.slice
-        while !closed && MonotonicClock.now() < waitUntil { _ = condition.wait(until: waitUntil) }
+        let waitUntil = queue.closeDeadline + 2 * OTLPDeadline.slice
+        while !queue.closed && MonotonicClock.now() < waitUntil { _ = condition.wait(until: waitUntil) }
         condition.unlock()
         return counts.dropped == 0
     }
 
-    private func drop(_ count: Int, _ reason: Drop) {
-        guard count > 0 else { return }
-        if reason == .queueFull {
-            droppedQueueFull.add(count, ordering: .relaxed)
-        } else {
-            droppedExportFailed.add(count, ordering: .relaxed)
-        }
-        dropped(reason, count)
-    }
+    private func drop(_ count: Int, _ reason: Drop) { counters.drop(count, reason) }
 
     // MARK: The exporter's thread
 
@@ -206,26 +179,26 @@ public final class OTLPExporter: @unchecked Sendable {
         var nextExport = MonotonicClock.now() + delay
         while true {
             condition.lock()
-            while !closing && pending.count < configuration.maximumExportBatchSize && MonotonicClock.now() < nextExport {
-                sleeping = true
+            while !queue.closing && queue.pending.count < configuration.maximumExportBatchSize && MonotonicClock.now() < nextExport {
+                queue.sleeping = true
                 _ = condition.wait(until: nextExport)
-                sleeping = false
+                queue.sleeping = false
             }
-            if closing && (pending.isEmpty || MonotonicClock.now() >= closeDeadline) {
-                let left = pending.count
-                pending.removeAll()
+            if queue.closing && (queue.pending.isEmpty || MonotonicClock.now() >= queue.closeDeadline) {
+                let left = queue.pending.count
+                queue.pending.removeAll()
                 condition.unlock()
                 client.close()
                 drop(left, .exportFailed)
                 condition.lock()
-                closed = true
+                queue.closed = true
                 condition.broadcast()
                 condition.unlock()
                 return
             }
             // Everything waiting is taken at once: the buffer is free for
             // the sends while the batches go out.
-            swap(&batch, &pending)
+            swap(&batch, &queue.pending)
             condition.unlock()
 
             var start = 0
@@ -233,7 +206,7 @@ public final class OTLPExporter: @unchecked Sendable {
                 let end = min(batch.count, start + configuration.maximumExportBatchSize)
                 encoder.encode(batch[start..<end], into: &body)
                 if export(body) {
-                    exported.add(end - start, ordering: .relaxed)
+                    counters.exported(end - start)
                 } else {
                     drop(end - start, .exportFailed)
                 }
@@ -249,12 +222,12 @@ public final class OTLPExporter: @unchecked Sendable {
     private func export(_ body: [UInt8]) -> Bool {
         let deadline = OTLPDeadline(MonotonicClock.now() + UInt64(configuration.exportTimeoutMilliseconds) * 1_000_000)
         condition.lock()
-        if closing { deadline.lower(to: closeDeadline) }
-        inFlight = deadline
+        if queue.closing { deadline.lower(to: queue.closeDeadline) }
+        queue.inFlight = deadline
         condition.unlock()
         defer {
             condition.lock()
-            inFlight = nil
+            queue.inFlight = nil
             condition.unlock()
         }
         var backoff: UInt64 = 100_000_000
@@ -272,23 +245,18 @@ public final class OTLPExporter: @unchecked Sendable {
             guard wakeAt < deadline.nanoseconds else { break }
             // The close ends the back-off early (its deadline bounds the next try).
             condition.lock()
-            while !closing && MonotonicClock.now() < wakeAt { _ = condition.wait(until: wakeAt) }
+            while !queue.closing && MonotonicClock.now() < wakeAt { _ = condition.wait(until: wakeAt) }
             condition.unlock()
             backoff *= 2
         }
         // One line per failure at most every 10 s: a collector that is away
         // fails a batch every few hundred milliseconds; the counter has every one.
-        failedSinceLog += 1
-        let now = MonotonicClock.now()
-        if lastFailureLog == 0 || now - lastFailureLog >= 10_000_000_000 {
+        if let failed = failureLog.failed(now: MonotonicClock.now()) {
             logger.warning(
                 "span export failed; the batch is dropped",
                 metadata: [
-                    "endpoint": "\(configuration.endpoint)", "error": "\(last.description)",
-                    "batches_failed": "\(failedSinceLog)",
+                    "endpoint": "\(configuration.endpoint)", "error": "\(last.description)", "batches_failed": "\(failed)",
                 ])
-            lastFailureLog = now
-            failedSinceLog = 0
         }
         return false
     }
