@@ -157,6 +157,11 @@ public final class Ingress: Sendable {
     /// as JSON whatever `content-type` says (curl's `-d` sends a form type), and
     /// a script written for Apple must work unchanged.
     func body(_ request: HTTPRequest, checksContentType: Bool = true) throws(IngressError) -> JSONValue {
+        try Self.parseBody(request, checksContentType: checksContentType)
+    }
+
+    /// ``body(_:checksContentType:)`` for a controller that holds no `Ingress`.
+    static func parseBody(_ request: HTTPRequest, checksContentType: Bool = true) throws(IngressError) -> JSONValue {
         guard !request.body.isEmpty else { throw .invalid("body", "is empty; send a JSON object") }
         if checksContentType, let type = request.header("content-type"), !Self.isJSONMediaType(type) {
             throw IngressError(status: 415, type: .unsupportedMediaType, message: "content-type must be application/json, not \(type)", field: "content-type")

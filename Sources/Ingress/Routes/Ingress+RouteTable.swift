@@ -52,11 +52,14 @@ extension Ingress {
         .api("DELETE", "/v1/channels/{channelId...}") { $0.deleteChannel },
         .api("GET", "/v1/dead-tokens") { $0.listDeadTokens },
         .api("POST", "/3/device/{token}") { $0.deviceCompatible },
-        .api("GET", "/v1/admin/retry") { $0.retryState },
-        .api("PUT", "/v1/admin/retry") { $0.setRetryState },
+        .api("GET", "/v1/admin/retry") { $0.admin.retryState },
+        .api("PUT", "/v1/admin/retry") { $0.admin.setRetryState },
         .probe("GET", "/healthz") { $0.liveness($1) },
         .probe("GET", "/readyz") { $0.readiness($1) },
     ]
+
+    /// The admin routes' controller, with what they use of this ingress.
+    var admin: AdminController { AdminController(killSwitch: service.killSwitch, instance: configuration.instance, logger: logger) }
 
     /// Adds every route of ``routes`` to `router`, each behind its steps.
     public func install(on router: inout Router) {
