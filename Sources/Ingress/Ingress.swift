@@ -199,6 +199,11 @@ public final class Ingress: Sendable {
     /// names; only an app the key itself names (an admin key, or a scope
     /// listing an app the relay does not serve) gets 404.
     func authorize(_ key: APIKey, app: String, field: String = "app") throws(IngressError) {
+        try Self.authorize(key, app: app, field: field, service: service)
+    }
+
+    /// ``authorize(_:app:field:)`` for a controller that holds no `Ingress`.
+    static func authorize(_ key: APIKey, app: String, field: String = "app", service: RelayService) throws(IngressError) {
         try FieldLimits.check(app, FieldLimits.app, field: field)
         guard key.allows(app: app) else {
             throw IngressError(status: 403, type: .forbidden, message: "API key \(key.name) may not send for app \(app)", field: field)
