@@ -68,28 +68,20 @@ public final class Ingress: Sendable {
     let service: RelayService
     let keyring: APIKeyring
     let deadTokens: (any DeadTokenSource)?
-    /// Where `Idempotency-Key`s are kept; nil: keyed sends are refused (503).
-    let idempotency: (any IdempotencyStore)?
-    /// Answers of keyed sends the store could not record yet.
-    let unsettledKeys = UnsettledKeyAnswers()
+    /// Keyed sends: the `Idempotency-Key` store, answers it could not record yet, replays.
+    let idempotency: IdempotencyGate
 
     /// Stops recording held idempotency answers (the drain); returns how many were left.
-    public func stopSettlingKeys() -> Int { unsettledKeys.stop() }
-    /// Called with the app of each send answered from an earlier one's key (a metric).
-    let onReplay: (@Sendable (_ app: String) -> Void)?
+    public func stopSettlingKeys() -> Int { idempotency.stopSettling() }
     let tracer: any Tracer
     let logger: Logger
     /// Every step between the router and a handler, in their declared order.
     let steps: IngressSteps
     let probes: HealthProbes
-    /// While draining, batches start sends until then (see ``beginDraining(batchesStartFor:)``).
-    let batchStartsUntil = Mutex<ContinuousClock.Instant?>(nil)
-    let sendBudget: SendBudget
-    let batchLanes: BatchLanes
-    /// Every running batch's deadline, on one thread.
-    let batchDeadlines = BatchDeadlines()
-    /// Batch sends answered NotSent since start-up, by reason.
-    let notSent = Mutex<[String: Int]>([:])
+    /// Runs admitted batches: the send budget, the lanes, the deadlines, the drain's window.
+    let batches: BatchRunner
+    /// Sends admitted and not yet finished across every request.
+    var sendBudget: SendBudget { batches.budget }
 
     public init(
         configuration: Configuration = Configuration(), service: RelayService, keyring: APIKeyring,
@@ -101,8 +93,8 @@ public final class Ingress: Sendable {
         self.service = service
         self.keyring = keyring
         self.deadTokens = deadTokens
+        let idempotency = IdempotencyGate(store: idempotency, onReplay: onReplay, logger: logger)
         self.idempotency = idempotency
-        self.onReplay = onReplay
         self.tracer = tracer
         self.logger = logger
         steps = IngressSteps(
@@ -110,8 +102,7 @@ public final class Ingress: Sendable {
             maximumConcurrentRequests: configuration.maximumConcurrentRequests, keyring: keyring, limiter: RateLimiter())
         let drain = steps.drain
         probes = HealthProbes { drain.isDraining ? "draining" : readiness() }
-        sendBudget = SendBudget(limit: configuration.maximumSendsInFlight)
-        batchLanes = BatchLanes(capacity: configuration.maximumBatchSendsRunning)
+        batches = BatchRunner(configuration: configuration, service: service, idempotency: idempotency, drain: drain)
     }
 
     /// Stops taking new work: every later request gets 503 Draining, while
@@ -120,7 +111,7 @@ public final class Ingress: Sendable {
     /// (reason `Draining`), so every send of theirs ends with a result before
     /// the drain has to cut anything off.
     public func beginDraining(batchesStartFor seconds: Double = 0) {
-        batchStartsUntil.withLock { $0 = ContinuousClock.now + .milliseconds(Int(max(0, seconds) * 1000)) }
+        batches.allowStarts(for: seconds)
         steps.drain.close()
     }
 
@@ -141,10 +132,10 @@ public final class Ingress: Sendable {
     public var sendsAdmitted: Int { sendBudget.inUse }
 
     /// Batch sends running now.
-    public var batchSendsRunning: Int { batchLanes.inUse }
+    public var batchSendsRunning: Int { batches.lanes.inUse }
 
     /// Batch sends never started (answered `NotSent`) since start-up, by reason.
-    public var batchSendsNotSent: [String: Int] { notSent.withLock { $0 } }
+    public var batchSendsNotSent: [String: Int] { batches.notSent.withLock { $0 } }
 
     /// What a route handler gets: the request, the caller's key, and the span to parent sends on.
     struct Call {
@@ -166,6 +157,11 @@ public final class Ingress: Sendable {
     /// as JSON whatever `content-type` says (curl's `-d` sends a form type), and
     /// a script written for Apple must work unchanged.
     func body(_ request: HTTPRequest, checksContentType: Bool = true) throws(IngressError) -> JSONValue {
+        try Self.parseBody(request, checksContentType: checksContentType)
+    }
+
+    /// ``body(_:checksContentType:)`` for a controller that holds no `Ingress`.
+    static func parseBody(_ request: HTTPRequest, checksContentType: Bool = true) throws(IngressError) -> JSONValue {
         guard !request.body.isEmpty else { throw .invalid("body", "is empty; send a JSON object") }
         if checksContentType, let type = request.header("content-type"), !Self.isJSONMediaType(type) {
             throw IngressError(status: 415, type: .unsupportedMediaType, message: "content-type must be application/json, not \(type)", field: "content-type")
@@ -203,6 +199,11 @@ public final class Ingress: Sendable {
     /// names; only an app the key itself names (an admin key, or a scope
     /// listing an app the relay does not serve) gets 404.
     func authorize(_ key: APIKey, app: String, field: String = "app") throws(IngressError) {
+        try Self.authorize(key, app: app, field: field, service: service)
+    }
+
+    /// ``authorize(_:app:field:)`` for a controller that holds no `Ingress`.
+    static func authorize(_ key: APIKey, app: String, field: String = "app", service: RelayService) throws(IngressError) {
         try FieldLimits.check(app, FieldLimits.app, field: field)
         guard key.allows(app: app) else {
             throw IngressError(status: 403, type: .forbidden, message: "API key \(key.name) may not send for app \(app)", field: field)

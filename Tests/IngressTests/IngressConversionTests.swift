@@ -16,7 +16,7 @@ struct IngressConversionTests {
 
     static func sinceError(_ text: String) -> IngressError? {
         do {
-            _ = try Ingress.parseSince(text, now: now)
+            _ = try DeadTokenController.parseSince(text, now: now)
             return nil
         } catch {
             return error
@@ -43,13 +43,13 @@ struct IngressConversionTests {
 
     @Test("since: the valid extremes convert exactly")
     func sinceBoundaries() throws {
-        #expect(try Ingress.parseSince("0s", now: Self.now) == Self.nowMilliseconds)
-        #expect(try Ingress.parseSince("90s", now: Self.now) == Self.nowMilliseconds - 90_000)
-        #expect(try Ingress.parseSince("36500d", now: Self.now) == Self.nowMilliseconds - 36_500 * 86_400_000)
-        #expect(try Ingress.parseSince("\(36_500 * 24)h", now: Self.now) == Self.nowMilliseconds - 36_500 * 86_400_000)
-        #expect(try Ingress.parseSince("1970-01-01T00:00:00Z", now: Self.now) == 0)
-        #expect(try Ingress.parseSince("9999-12-31T23:59:59Z", now: Self.now) == 253_402_300_799_000)
-        #expect(try Ingress.parseSince("2026-11-22T10:00:00.250Z", now: Self.now) == Self.nowMilliseconds + 250)
+        #expect(try DeadTokenController.parseSince("0s", now: Self.now) == Self.nowMilliseconds)
+        #expect(try DeadTokenController.parseSince("90s", now: Self.now) == Self.nowMilliseconds - 90_000)
+        #expect(try DeadTokenController.parseSince("36500d", now: Self.now) == Self.nowMilliseconds - 36_500 * 86_400_000)
+        #expect(try DeadTokenController.parseSince("\(36_500 * 24)h", now: Self.now) == Self.nowMilliseconds - 36_500 * 86_400_000)
+        #expect(try DeadTokenController.parseSince("1970-01-01T00:00:00Z", now: Self.now) == 0)
+        #expect(try DeadTokenController.parseSince("9999-12-31T23:59:59Z", now: Self.now) == 253_402_300_799_000)
+        #expect(try DeadTokenController.parseSince("2026-11-22T10:00:00.250Z", now: Self.now) == Self.nowMilliseconds + 250)
     }
 
     static func decode(_ extra: String, operation: String = "update", fanOut: Bool = false) -> IngressError? {

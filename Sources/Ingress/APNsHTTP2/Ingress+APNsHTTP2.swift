@@ -34,7 +34,7 @@ extension Ingress {
             guard let key = context.key else { throw IngressError.unauthorized }
             return await apnsChannelSend(Call(request: request, key: key, span: context.span))
         }
-        let keyed = idempotency != nil
+        let keyed = idempotency.keepsKeys
         return { request in
             guard let request = Self.apnsHTTP2Request(request, environment: environment, keyed: keyed) else {
                 // APNs' channel and broadcast paths (Ingress+APNsHTTP2Channels.swift), else APNs' 404 or 405.

@@ -100,12 +100,12 @@ extension Ingress {
                 "h2-channel-" + kind.rawValue, [app, environment.rawValue] + sentHeaders, .string(String(decoding: call.request.body, as: UTF8.self)))
             let keyed = Self.keyedSend(key, field: Self.idempotencyHeader, app: app, call: call, canonical: canonical)
             let run = { (call: Call) async throws(IngressError) -> SendResult in try await self.perform(app, environment, operation, call) }
-            switch try await runKeyed(keyed, call, render: Self.apnsChannelResponse, run) {
+            switch try await idempotency.runKeyed(keyed, call, render: Self.apnsChannelResponse, run) {
             case .replay(let answer):
                 return Self.replayResponse(answer)
             case .sent(let result):
                 let response = Self.apnsChannelResponse(result)
-                await recordKeyed(keyed, result, response)
+                await idempotency.recordKeyed(keyed, result, response)
                 return response
             }
         } catch {

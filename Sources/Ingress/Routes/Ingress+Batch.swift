@@ -101,7 +101,7 @@ extension Ingress {
     ///
     /// The batch is admitted whole against ``Configuration/maximumSendsInFlight``
     /// or refused whole (503 Overloaded, nothing sent). It then runs its sends
-    /// on at most ``Configuration/batchConcurrency`` workers (``runBatch(_:sends:call:deadline:)``),
+    /// on at most ``Configuration/batchConcurrency`` workers (``BatchRunner/runBatch(_:sends:call:deadline:)``),
     /// within the relay-wide ``Configuration/maximumBatchSendsRunning``, and stops starting sends when
     /// the client hangs up, the relay's drain says so, or ``Configuration/batchDeadlineSeconds``
     /// pass: sends never started are answered `NotSent` (and have no audit row,
@@ -138,9 +138,9 @@ extension Ingress {
         }
         guard sendBudget.admit(sends, batch: true) else { throw overloaded(sends: sends) }
 
-        var run = await runBatch(plan, sends: sends, call: call, deadline: started + .milliseconds(Int(configuration.batchDeadlineSeconds * 1000)))
+        var run = await batches.runBatch(plan, sends: sends, call: call, deadline: started + .milliseconds(Int(configuration.batchDeadlineSeconds * 1000)))
         if let stop = run.stop, run.notSent > 0 {
-            notSent.withLock { $0[stop.rawValue, default: 0] += run.notSent }
+            batches.countNotSent(run.notSent, stop)
             logger.notice("batch stopped before every send started", metadata: [
                 "caller": "\(call.key.name)", "why": "\(stop.rawValue)", "sends": "\(sends)", "not_sent": "\(run.notSent)",
             ])

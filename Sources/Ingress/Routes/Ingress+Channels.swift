@@ -70,6 +70,11 @@ extension Ingress {
 
     /// Fails on the first query parameter the route does not read.
     func rejectUnknown(query: [String: String], allowed: Set<String>) throws(IngressError) {
+        try Self.rejectUnknownParameters(query, allowed: allowed)
+    }
+
+    /// ``rejectUnknown(query:allowed:)`` for a controller that holds no `Ingress`.
+    static func rejectUnknownParameters(_ query: [String: String], allowed: Set<String>) throws(IngressError) {
         for name in query.keys.sorted() where !allowed.contains(name) {
             throw .invalid(name, "unknown query parameter (allowed: \(allowed.sorted().joined(separator: ", ")))")
         }

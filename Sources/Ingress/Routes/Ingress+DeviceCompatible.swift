@@ -51,12 +51,12 @@ extension Ingress {
             // later repeats, in this route's shape (APNs' on the HTTP/2 ingress).
             let render = { (result: Result<SendResult, IngressError>) in Self.compatibleResponse(result, vocabulary) }
             let run = { (call: Call) async throws(IngressError) -> SendResult in try await self.perform(app, environment, operation, call) }
-            switch try await runKeyed(keyed, call, render: vocabulary == .apns ? render : Self.sendResponse, run) {
+            switch try await idempotency.runKeyed(keyed, call, render: vocabulary == .apns ? render : Self.sendResponse, run) {
             case .replay(let answer):
                 return Self.replayResponse(answer)
             case .sent(let result):
                 let response = Self.compatibleResponse(result, vocabulary)
-                await recordKeyed(keyed, result, response)
+                await idempotency.recordKeyed(keyed, result, response)
                 return response
             }
         } catch {

@@ -16,22 +16,6 @@ extension Ingress {
     /// The answer header that marks a replay.
     static let replayedHeader = "Idempotency-Replayed"
 
-    /// A send with a key: its claim on the store, and its app (the replay metric's label).
-    struct KeyedSend: Sendable {
-        var claim: IdempotencyClaim
-        var app: String
-        /// The key as the caller gave it, for error messages to that caller.
-        var key: String
-        /// Where the caller put it: `Idempotency-Key` or `items[3].idempotencyKey`.
-        var field: String
-    }
-
-    /// What a keyed send came to: the first answer given back, or this request's own send.
-    enum KeyedOutcome: Sendable {
-        case replay(IdempotentAnswer)
-        case sent(Result<SendResult, IngressError>)
-    }
-
     /// Checks a key: 1 to 255 printable ASCII characters (0x20-0x7E).
     static func checkIdempotencyKey(_ key: String, field: String) throws(IngressError) {
         try checkIdempotencyKey(bytes: key.utf8, field: field)
@@ -77,163 +61,6 @@ extension Ingress {
         return KeyedSend(claim: claim, app: app, key: key, field: field)
     }
 
-    /// Sends once per key: claims it, runs `send` when this request holds it,
-    /// and gives back the first answer when an earlier request already sent.
-    /// The caller then answers and hands the answer to ``recordKeyed(_:_:_:)``.
-    ///
-    /// - Throws: 409 `IdempotencyKeyInFlight` while another request with the
-    ///   key is being sent, 422 `IdempotencyKeyReused` for a key used with
-    ///   another request, 503 `Unavailable` when the store cannot answer
-    ///   (nothing is sent: a duplicate push is what the key prevents).
-    ///
-    /// - Parameter render: the route's answer to a result, for a send
-    ///   recovered from its audit row (``recoveredResult(_:)``): the store
-    ///   keeps that answer for later repeats, so it must be in the route's
-    ///   shape (`/v1/send`'s by default; APNs' on the HTTP/2 APNs ingress).
-    func runKeyed(
-        _ keyed: KeyedSend, _ call: Call, render: (Result<SendResult, IngressError>) -> HTTPResponse = Ingress.sendResponse,
-        _ send: (Call) async throws(IngressError) -> SendResult
-    ) async throws(IngressError) -> KeyedOutcome {
-        guard let store = idempotency else {
-            throw Self.storeUnavailable(keyed, "idempotency keys need the audit database (audit.database_url)", retryAfter: 30)
-        }
-        // Answered on this relay while the store was away: that answer,
-        // whatever the store's lease on the key says meanwhile.
-        if let held = unsettledKeys.answer(for: keyed.claim) {
-            guard held.claim.requestHash == keyed.claim.requestHash else { throw Self.keyReused(keyed) }
-            onReplay?(keyed.app)
-            return .replay(held.answer)
-        }
-        let verdict: IdempotencyVerdict
-        do {
-            verdict = try await store.claim(keyed.claim)
-        } catch {
-            logger.error("idempotency key claim failed", metadata: ["caller": "\(keyed.claim.caller)", "error": "\(error)"])
-            throw Self.storeUnavailable(keyed, "the idempotency store (the audit database) is unavailable", retryAfter: 5)
-        }
-        switch verdict {
-        case .claimed:
-            var call = call
-            call.idempotencyKeyHash = keyed.claim.keyHash
-            do throws(IngressError) {
-                return .sent(.success(try await send(call)))
-            } catch {
-                return .sent(.failure(error))
-            }
-        case .done(let answer):
-            onReplay?(keyed.app)
-            return .replay(answer)
-        case .recovered(let sent):
-            // Sent and answered, its answer never recorded: the audit row
-            // is what went out. Answered from it; the key is settled so the
-            // next repeat reads it without the audit.
-            let answer = Self.recoveredAnswer(sent, render: render)
-            do {
-                try await store.settle(keyed.claim, over: sent.owner, answer: answer)
-            } catch {
-                logger.warning("idempotency key answered from its audit row but not settled; the next repeat reads the row again", metadata: [
-                    "caller": "\(keyed.claim.caller)", "apns_id": "\(sent.apnsID)", "error": "\(error)",
-                ])
-            }
-            logger.notice("idempotency key answered from its send's audit row (its answer was never recorded); nothing sent again", metadata: [
-                "caller": "\(keyed.claim.caller)", "apns_id": "\(sent.apnsID)", "outcome": "\(sent.outcome)",
-            ])
-            onReplay?(keyed.app)
-            return .replay(answer)
-        case .inFlight:
-            var error = IngressError(
-                status: 409, type: .idempotencyKeyInFlight,
-                message: "\(keyed.field) \"\(keyed.key)\": a request with this key is being sent now; retry after it is answered to get its result",
-                field: keyed.field)
-            error.retryAfter = 1
-            throw error
-        case .reused:
-            throw Self.keyReused(keyed)
-        }
-    }
-
-    /// 503 `Unavailable`: fail closed, since a duplicate push is what the key prevents.
-    static func storeUnavailable(_ keyed: KeyedSend, _ why: String, retryAfter: Int) -> IngressError {
-        var error = IngressError(
-            status: 503, type: .unavailable, message: "\(keyed.field): \(why); nothing was sent, retry later with the same key", field: keyed.field)
-        error.retryAfter = retryAfter
-        return error
-    }
-
-    /// 422 `IdempotencyKeyReused`: the key names another request.
-    static func keyReused(_ keyed: KeyedSend) -> IngressError {
-        IngressError(
-            status: 422, type: .idempotencyKeyReused,
-            message: "\(keyed.field) \"\(keyed.key)\" was already used for a different request (the body differs from the first send's) within ingress.idempotency_window_seconds; use a new key for a new send",
-            field: keyed.field)
-    }
-
-    /// One keyed batch item: its result entry, whether it succeeded, and the
-    /// answer an item repeating its key in the same batch gets (nil when
-    /// nothing was sent).
-    func performKeyedItem(
-        _ keyed: KeyedSend, item: Int, _ call: Call, _ send: (Call) async throws(IngressError) -> SendResult
-    ) async -> (entry: [UInt8], ok: Bool, answer: IdempotentAnswer?) {
-        do throws(IngressError) {
-            switch try await runKeyed(keyed, call, send) {
-            case .replay(let answer):
-                return (Self.replayEntry(item: item, answer), answer.httpStatus == 200, answer)
-            case .sent(let result):
-                let answer = await recordKeyed(keyed, result, Self.sendResponse(result))
-                let ok = if case .success = result { true } else { false }
-                return (Self.batchEntry(item: item, tokenIndex: nil, result: result), ok, answer)
-            }
-        } catch {
-            return (Self.batchEntry(item: item, tokenIndex: nil, result: .failure(error)), false, nil)
-        }
-    }
-
-    /// Keeps what a keyed send answered for its repeats, or gives the key
-    /// back when nothing was attempted (refused before the first attempt: a
-    /// retry with the key may send). A store that fails here is logged: the
-    /// send was made and its caller still gets its answer.
-    /// Returns the answer kept, nil when the key was given back.
-    @discardableResult
-    func recordKeyed(_ keyed: KeyedSend, _ result: Result<SendResult, IngressError>, _ response: HTTPResponse) async -> IdempotentAnswer? {
-        guard let store = idempotency else { return nil }
-        let answer: IdempotentAnswer? = switch result {
-        case .success(let result):
-            Self.answer(response, apnsID: result.apnsID.description, status: result.status, reason: nil, attempts: result.attempts)
-        case .failure(let error) where (error.attempts ?? 0) > 0:
-            Self.answer(response, apnsID: error.apnsID?.description, status: error.apnsStatus, reason: error.reason, attempts: error.attempts ?? 0)
-        case .failure:
-            nil
-        }
-        do {
-            if let answer {
-                try await store.complete(keyed.claim, answer: answer)
-            } else {
-                try await store.release(keyed.claim)
-            }
-        } catch {
-            guard let answer else {
-                logger.error("idempotency key could not be given back; a repeat is refused until the claim's lease ends", metadata: [
-                    "caller": "\(keyed.claim.caller)", "error": "\(error)",
-                ])
-                return nil
-            }
-            // The send went out: its answer must not be lost with the store
-            // away, or the key sends again once its lease ends. Held here
-            // (repeats on this relay get it) and recorded when the store answers.
-            logger.error("idempotency key answer could not be stored; held and recorded once the store answers", metadata: [
-                "caller": "\(keyed.claim.caller)", "error": "\(error)",
-            ])
-            unsettledKeys.hold(keyed.claim, answer, store: store, logger: logger)
-        }
-        return answer
-    }
-
-    static func answer(_ response: HTTPResponse, apnsID: String?, status: Int?, reason: String?, attempts: Int) -> IdempotentAnswer {
-        IdempotentAnswer(
-            apnsID: apnsID, status: status, reason: reason, attempts: attempts, httpStatus: response.status,
-            headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
-    }
-
     /// The answer of a send recovered from its audit row, in the route's
     /// shape (`render`): the success answer, or for any other outcome an
     /// error naming the first send's apns-id, outcome and reason (see
@@ -241,7 +68,7 @@ extension Ingress {
     static func recoveredAnswer(
         _ sent: IdempotencyRecoveredSend, render: (Result<SendResult, IngressError>) -> HTTPResponse = Ingress.sendResponse
     ) -> IdempotentAnswer {
-        answer(render(recoveredResult(sent)), apnsID: sent.apnsID, status: sent.status, reason: sent.reason, attempts: sent.attempts)
+        IdempotencyGate.answer(render(recoveredResult(sent)), apnsID: sent.apnsID, status: sent.status, reason: sent.reason, attempts: sent.attempts)
     }
 
     /// What a send recovered from its audit row came to: its success, APNs'
@@ -377,7 +204,7 @@ extension Ingress {
             plan.keys[index] = keyed
             return true
         }
-        guard plan.keys[first]?.claim.requestHash == keyed.claim.requestHash else { throw Self.keyReused(keyed) }
+        guard plan.keys[first]?.claim.requestHash == keyed.claim.requestHash else { throw IdempotencyGate.keyReused(keyed) }
         plan.repeats.append((position: plan.sends.count, item: index, first: first))
         // A placeholder until the batch has run; nothing is sent for it.
         plan.items.append(.refused(IngressError(status: 409, type: .idempotencyKeyInFlight, message: "\(field) repeats items[\(first)]'s key", field: field)))
@@ -392,7 +219,7 @@ extension Ingress {
             if let answer = run.answers[entry.first] {
                 run.entries[entry.position] = Self.replayEntry(item: entry.item, answer)
                 if answer.httpStatus == 200 { run.succeeded += 1 }
-                onReplay?(plan.keys[entry.first]?.app ?? "")
+                idempotency.onReplay?(plan.keys[entry.first]?.app ?? "")
             } else {
                 var error = IngressError(
                     status: 409, type: .idempotencyKeyInFlight,

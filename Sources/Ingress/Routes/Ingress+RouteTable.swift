@@ -50,13 +50,19 @@ extension Ingress {
         .api("GET", "/v1/channels") { $0.listChannels },
         .api("GET", "/v1/channels/{channelId...}") { $0.readChannel },
         .api("DELETE", "/v1/channels/{channelId...}") { $0.deleteChannel },
-        .api("GET", "/v1/dead-tokens") { $0.listDeadTokens },
+        .api("GET", "/v1/dead-tokens") { $0.deadTokenController.listDeadTokens },
         .api("POST", "/3/device/{token}") { $0.deviceCompatible },
-        .api("GET", "/v1/admin/retry") { $0.retryState },
-        .api("PUT", "/v1/admin/retry") { $0.setRetryState },
+        .api("GET", "/v1/admin/retry") { $0.admin.retryState },
+        .api("PUT", "/v1/admin/retry") { $0.admin.setRetryState },
         .probe("GET", "/healthz") { $0.liveness($1) },
         .probe("GET", "/readyz") { $0.readiness($1) },
     ]
+
+    /// The admin routes' controller, with what they use of this ingress.
+    var admin: AdminController { AdminController(killSwitch: service.killSwitch, instance: configuration.instance, logger: logger) }
+
+    /// The dead-token feed's controller, with what it uses of this ingress.
+    var deadTokenController: DeadTokenController { DeadTokenController(deadTokens: deadTokens, service: service, logger: logger) }
 
     /// Adds every route of ``routes`` to `router`, each behind its steps.
     public func install(on router: inout Router) {

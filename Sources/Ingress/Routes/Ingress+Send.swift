@@ -6,7 +6,7 @@ import RelayBasics
 
 extension Ingress {
     /// `POST /v1/send`: one send, answered with its result or its error.
-    /// With an `Idempotency-Key`, sent once per key (``runKeyed(_:_:_:)``).
+    /// With an `Idempotency-Key`, sent once per key (``IdempotencyGate/runKeyed(_:_:render:_:)``).
     @Sendable func send(_ call: Call) async throws(IngressError) -> HTTPResponse {
         let key = try Self.headerIdempotencyKey(call.request)
         let value = try body(call.request)
@@ -15,14 +15,14 @@ extension Ingress {
             return Self.sendResponse(.success(try await perform(request.app, request.environment, request.operations[0], call)))
         }
         let keyed = Self.keyedSend(key, field: Self.idempotencyHeader, app: request.app, call: call, canonical: Self.canonical("send", [], value))
-        switch try await runKeyed(keyed, call, { call throws(IngressError) in
+        switch try await idempotency.runKeyed(keyed, call, { call throws(IngressError) in
             try await perform(request.app, request.environment, request.operations[0], call)
         }) {
         case .replay(let answer):
             return Self.replayResponse(answer)
         case .sent(let result):
             let response = Self.sendResponse(result)
-            await recordKeyed(keyed, result, response)
+            await idempotency.recordKeyed(keyed, result, response)
             // A failure is thrown as without a key, so the error steps treat it alike.
             if case .failure(let error) = result { throw error }
             return response
@@ -86,18 +86,17 @@ extension Ingress {
 
     /// ``perform(_:_:_:_:)`` for a send already counted in the budget.
     func performAdmitted(_ app: String, _ environment: Environment, _ operation: RelayOperation, _ call: Call) async throws(IngressError) -> SendResult {
-        do {
-            return try await service.send(app: app, environment: environment, operation, context: call.context)
-        } catch {
-            throw answer(to: error)
-        }
+        try await batches.performAdmitted(app, environment, operation, call)
     }
 
     /// The answer to a send that failed.
-    func answer(to error: SendFailure) -> IngressError {
+    func answer(to error: SendFailure) -> IngressError { Self.answer(to: error, draining: isDraining) }
+
+    /// The answer to a send that failed, `draining` or not.
+    static func answer(to error: SendFailure, draining: Bool) -> IngressError {
         // The drain closes the APNs connections near its end: a send cut
         // off there is the shutdown's doing, not APNs', and may have arrived.
-        if isDraining, case .transport(let transport) = error.cause, transport.kind == .closed || transport.kind == .connection {
+        if draining, case .transport(let transport) = error.cause, transport.kind == .closed || transport.kind == .connection {
             var answer = IngressError(
                 status: 503, type: .draining,
                 message: "the relay shut down before APNs answered this send; it may have been delivered (its apnsId finds it in the audit log)")

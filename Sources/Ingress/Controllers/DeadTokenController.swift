@@ -1,18 +1,26 @@
 import APNs
 import Foundation
 import HTTPServer
+import Logging
 import Relay
 import RelayBasics
 import RelayJSON
 
-extension Ingress {
+/// `GET /v1/dead-tokens`: the dead-token feed. Its dependencies are the
+/// feed (nil without an audit database), the relay service (which apps it
+/// serves, for the key's authorization) and the logger for failed queries.
+struct DeadTokenController: Sendable {
+    let deadTokens: (any DeadTokenSource)?
+    let service: RelayService
+    let logger: Logger
+
     /// `GET /v1/dead-tokens?app=&since=&environment=&limit=`: tokens APNs
     /// called dead or wrong, for the backend to prune.
-    @Sendable func listDeadTokens(_ call: Call) async throws(IngressError) -> HTTPResponse {
+    @Sendable func listDeadTokens(_ call: Ingress.Call) async throws(IngressError) -> HTTPResponse {
         let query = call.request.query
-        try rejectUnknown(query: query, allowed: ["app", "since", "environment", "limit"])
+        try Ingress.rejectUnknownParameters(query, allowed: ["app", "since", "environment", "limit"])
         guard let app = query["app"], !app.isEmpty else { throw .invalid("app", "query parameter is required") }
-        try authorize(call.key, app: app)
+        try Ingress.authorize(call.key, app: app, service: service)
         var environment: Environment?
         if let name = query["environment"] {
             guard let parsed = Environment(name: name) else { throw .invalid("environment", "must be development or production") }

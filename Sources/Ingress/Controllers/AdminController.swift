@@ -1,12 +1,21 @@
 import HTTPServer
+import Logging
 import Relay
 import RelayJSON
 
-extension Ingress {
+/// The admin routes (`/v1/admin/retry`): the runtime retry kill switch of
+/// this process. Its dependencies are the switch, the instance name its
+/// answers carry, and the logger that records a change.
+struct AdminController: Sendable {
+    let killSwitch: KillSwitch
+    /// This relay's instance name (``Ingress/Configuration/instance``).
+    let instance: String
+    let logger: Logger
+
     /// `GET /v1/admin/retry`: whether the retry kill switch is engaged, and by
     /// what. Any valid key may read it (a backend may want to know); only
     /// admin keys may change it.
-    @Sendable func retryState(_ call: Call) async throws(IngressError) -> HTTPResponse {
+    @Sendable func retryState(_ call: Ingress.Call) async throws(IngressError) -> HTTPResponse {
         return .json(200, retryStateBody().encoded())
     }
 
@@ -14,12 +23,11 @@ extension Ingress {
     /// runtime switch of this process only (the answer names the instance:
     /// behind a load balancer an operator sets each one, docs/operations.md).
     /// Releasing while the environment variable holds it is a 409.
-    @Sendable func setRetryState(_ call: Call) async throws(IngressError) -> HTTPResponse {
+    @Sendable func setRetryState(_ call: Ingress.Call) async throws(IngressError) -> HTTPResponse {
         try requireAdmin(call.key)
-        var reader = try FieldReader(try body(call.request), path: "")
+        var reader = try FieldReader(try Ingress.parseBody(call.request), path: "")
         guard let disabled = try reader.bool("disabled") else { throw .invalid("disabled", "is required: true stops every retry, false allows them again") }
         try reader.rejectUnknown(allowed: "disabled")
-        let killSwitch = service.killSwitch
         if !disabled, let variable = killSwitch.environmentVariable {
             throw IngressError(status: 409, type: .conflict, message: "retries are disabled by the environment variable \(variable); unset it and restart to enable them", field: "disabled")
         }
@@ -29,14 +37,13 @@ extension Ingress {
     }
 
     private func retryStateBody() -> JSONValue {
-        let killSwitch = service.killSwitch
-        return .object(JSONObject([
+        .object(JSONObject([
             ("retriesDisabled", .bool(killSwitch.isEngaged)),
             ("source", killSwitch.source.map { .string($0.rawValue) } ?? .null),
             ("environmentVariable", killSwitch.environmentVariable.map { .string($0) } ?? .null),
             // The switch lives in this process; saying which one lets an operator
             // who went through a load balancer see that it reached one instance.
-            ("instance", .string(configuration.instance)),
+            ("instance", .string(instance)),
         ]))
     }
 
