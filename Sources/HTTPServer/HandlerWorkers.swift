@@ -99,7 +99,7 @@ public final class HandlerWorkers<Job: Sendable>: Sendable {
 
     /// Runs `job`, lets go of it, then waits for the next one (nil: end).
     /// A handler may cancel its own task (the batch route does at its
-    /// deadline, `Ingress.runBatch`), and every later job of that task would
+    /// deadline, `BatchRunner.runBatch`), and every later job of that task would
     /// find itself cancelled: such a worker ends instead of waiting.
     @inlinable
     func serve(_ job: consuming Job) async -> Job? {
