@@ -301,7 +301,6 @@ final class ServerConnection: @unchecked Sendable {
     /// How long a closing connection waits for its peer to close.
     static let lingerSeconds = 2.0
 
-
     /// Reads through TLS, or from the socket itself on a cleartext listener.
     private func read(into buffer: UnsafeMutableRawBufferPointer) -> TLSStream.IOResult {
         if let tls { return tls.read(into: buffer) }

@@ -86,20 +86,15 @@ public final class HTTP2Transport: APNsTransport {
     }
 
     static func convert(_ error: HTTP2Error) -> TransportError {
-        var converted = kindOf(error)
-        converted.mayHaveReachedAPNs = error.requestWritten
-        return converted
-    }
-
-    private static func kindOf(_ error: HTTP2Error) -> TransportError {
-        switch error.code {
-        case .timeout: TransportError(.timeout, error.message)
-        case .unprocessed, .notSent: TransportError(.unprocessed, error.message)
-        case .queueFull: TransportError(.queueFull, error.message)
-        case .tls, .noHTTP2: TransportError(.tls, error.message)
-        case .cancelled: TransportError(.cancelled, error.message)
-        case .closed: TransportError(.closed, error.message)
-        default: TransportError(.connection, error.message)
+        let kind: TransportError.Kind = switch error.code {
+        case .timeout: .timeout
+        case .unprocessed, .notSent: .unprocessed
+        case .queueFull: .queueFull
+        case .tls, .noHTTP2: .tls
+        case .cancelled: .cancelled
+        case .closed: .closed
+        default: .connection
         }
+        return TransportError(kind, error.message, mayHaveReachedAPNs: error.requestWritten)
     }
 }
