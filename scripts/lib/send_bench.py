@@ -760,6 +760,30 @@ H2_PROVIDER_KEY_ID = "BKEND12345"  # the backend's own provider key (not the app
 H2_TEAM_ID = "BTEAM12345"
 
 
+def warmed_quiet_relays(binary, database_url):
+    """The relay with the audit on, then off, for the probes that compare the
+    two (thread_cost.py, syscall_cost.py): the shipped example configuration
+    with logs at error and tracing none, each relay warmed with 2,000 sends
+    over 16 connections. Yields (label "on" or "off", relay, bench); each relay
+    is stopped after its turn, the mock APNs and the bench's work directory
+    at the end."""
+    bench = Bench(argparse.Namespace(binary=binary, database_url=database_url, quick=False, smoke=False, venv=None))
+    quiet = {"log_level": "error", "tracing": {"exporter": "none"}}
+    mock = Mock(bench.binary, bench.work, bench.key)
+    try:
+        for label, audit in (("on", True), ("off", False)):
+            relay = Relay(bench.binary, tempfile.mkdtemp(prefix="relay-", dir=bench.work), bench.key, mock, database_url,
+                          audit=audit, shipped=quiet)
+            try:
+                bench.load(relay, 2000, connections=16)
+                yield label, relay, bench
+            finally:
+                relay.stop()
+    finally:
+        mock.stop()
+        shutil.rmtree(bench.work, ignore_errors=True)
+
+
 class H2IngressRelay(Relay):
     """`apns-relay serve` in the shipped example configuration with its HTTP/2
     APNs ingress on (bench_relay.add_apns_ingress), TLS or cleartext, audit

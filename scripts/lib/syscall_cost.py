@@ -15,10 +15,10 @@ import argparse
 import collections
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -59,38 +59,21 @@ def main():
     parser.add_argument("--sends", type=int, default=5000)
     parser.add_argument("--keep", help="copy the two traces into this directory")
     args = parser.parse_args()
-    bench = sb.Bench(argparse.Namespace(binary=args.binary, database_url=args.database_url, quick=False, smoke=False, venv=None))
-    quiet = {"log_level": "error", "tracing": {"exporter": "none"}}
-    mock = sb.Mock(bench.binary, bench.work, bench.key)
     results = {}
-    try:
-        for label, audit in [("on", True), ("off", False)]:
-            relay = sb.Relay(bench.binary, tempfile.mkdtemp(prefix="relay-", dir=bench.work), bench.key, mock, args.database_url,
-                             audit=audit, shipped=quiet)
-            summary = os.path.join(bench.work, f"strace-{label}.txt")
-            try:
-                bench.load(relay, 2000, connections=16)
-                names = thread_names(relay.process.pid)
-                tracer = subprocess.Popen(["strace", "-f", "-qq", "-o", summary, "-p", str(relay.process.pid)],
-                                          stderr=subprocess.DEVNULL)
-                # strace writes its output file once it has attached: wait for it.
-                while not os.path.exists(summary) and tracer.poll() is None: time.sleep(0.05)
-                time.sleep(0.5)  # the pid's other threads attach right after the first
-                sends_before = relay.succeeded_sends()
-                bench.load(relay, args.sends, connections=16)
-                sends = relay.succeeded_sends() - sends_before
-                tracer.send_signal(signal.SIGINT)
-                tracer.wait(timeout=60)
-            finally:
-                relay.stop()
-            results[label] = (parse_trace(summary, names), sends)
-            if args.keep:
-                import shutil
-                shutil.copy(summary, args.keep)
-    finally:
-        mock.stop()
-        import shutil
-        shutil.rmtree(bench.work, ignore_errors=True)
+    for label, relay, bench in sb.warmed_quiet_relays(args.binary, args.database_url):
+        summary = os.path.join(bench.work, f"strace-{label}.txt")
+        names = thread_names(relay.process.pid)
+        tracer = subprocess.Popen(["strace", "-f", "-qq", "-o", summary, "-p", str(relay.process.pid)], stderr=subprocess.DEVNULL)
+        # strace writes its output file once it has attached: wait for it.
+        while not os.path.exists(summary) and tracer.poll() is None: time.sleep(0.05)
+        time.sleep(0.5)  # the pid's other threads attach right after the first
+        sends_before = relay.succeeded_sends()
+        bench.load(relay, args.sends, connections=16)
+        sends = relay.succeeded_sends() - sends_before
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(timeout=60)
+        results[label] = (parse_trace(summary, names), sends)
+        if args.keep: shutil.copy(summary, args.keep)
     (on, on_sends), (off, off_sends) = results["on"], results["off"]
     print(f"system calls a send, audit on ({on_sends} sends) / off ({off_sends} sends) / on - off")
     keys = sorted(set(on) | set(off), key=lambda k: -(on.get(k, 0) / on_sends - off.get(k, 0) / off_sends))

@@ -18,7 +18,6 @@ import collections
 import glob
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import send_bench as sb  # noqa: E402
@@ -46,38 +45,23 @@ def main():
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--sends", type=int, default=20000)
     args = parser.parse_args()
-    bench = sb.Bench(argparse.Namespace(binary=args.binary, database_url=args.database_url, quick=False, smoke=False, venv=None))
     ticks = os.sysconf("SC_CLK_TCK")
-    quiet = {"log_level": "error", "tracing": {"exporter": "none"}}
-    mock = sb.Mock(bench.binary, bench.work, bench.key)
-    try:
-        for label, audit in [("audit on", True), ("audit off", False)]:
-            relay = sb.Relay(bench.binary, tempfile.mkdtemp(prefix="relay-", dir=bench.work), bench.key, mock, args.database_url,
-                             audit=audit, shipped=quiet)
-            try:
-                bench.load(relay, 2000, connections=16)
-                before, sends_before = threads(relay.process.pid), relay.succeeded_sends()
-                bench.load(relay, args.sends, connections=16)
-                after, sends = threads(relay.process.pid), relay.succeeded_sends() - sends_before
-            finally:
-                relay.stop()
-            groups = collections.defaultdict(lambda: [0, 0, 0, 0])
-            for tid, (name, user, system, voluntary, involuntary) in after.items():
-                was = before.get(tid, (name, 0, 0, 0, 0))
-                group = groups[name]
-                for i, value in enumerate((user - was[1], system - was[2], voluntary - was[3], involuntary - was[4])): group[i] += value
-            per = 1e6 / ticks / max(sends, 1)
-            total = [sum(g[i] for g in groups.values()) for i in range(4)]
-            print(f"{label}: {sends:.0f} sends; user {total[0] * per:.1f} us, system {total[1] * per:.1f} us a send; "
-                  f"context switches {total[2] / sends:.2f} voluntary, {total[3] / sends:.2f} involuntary a send")
-            for name, g in sorted(groups.items(), key=lambda item: -(item[1][0] + item[1][1])):
-                if any(g):
-                    print(f"  {name:16s} user {g[0] * per:6.1f} us  system {g[1] * per:6.1f} us  switches {g[2] / sends:5.2f} / {g[3] / sends:5.2f}")
-    finally:
-        mock.stop()
-        import shutil
-        shutil.rmtree(bench.work, ignore_errors=True)
-
+    for label, relay, bench in sb.warmed_quiet_relays(args.binary, args.database_url):
+        before, sends_before = threads(relay.process.pid), relay.succeeded_sends()
+        bench.load(relay, args.sends, connections=16)
+        after, sends = threads(relay.process.pid), relay.succeeded_sends() - sends_before
+        groups = collections.defaultdict(lambda: [0, 0, 0, 0])
+        for tid, (name, user, system, voluntary, involuntary) in after.items():
+            was = before.get(tid, (name, 0, 0, 0, 0))
+            group = groups[name]
+            for i, value in enumerate((user - was[1], system - was[2], voluntary - was[3], involuntary - was[4])): group[i] += value
+        per = 1e6 / ticks / max(sends, 1)
+        total = [sum(g[i] for g in groups.values()) for i in range(4)]
+        print(f"audit {label}: {sends:.0f} sends; user {total[0] * per:.1f} us, system {total[1] * per:.1f} us a send; "
+              f"context switches {total[2] / sends:.2f} voluntary, {total[3] / sends:.2f} involuntary a send")
+        for name, g in sorted(groups.items(), key=lambda item: -(item[1][0] + item[1][1])):
+            if any(g):
+                print(f"  {name:16s} user {g[0] * per:6.1f} us  system {g[1] * per:6.1f} us  switches {g[2] / sends:5.2f} / {g[3] / sends:5.2f}")
 
 if __name__ == "__main__":
     main()
