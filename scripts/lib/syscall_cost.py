@@ -23,17 +23,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import send_bench as sb  # noqa: E402
-
-
-def thread_names(pid):
-    """Thread id -> its name (Swift's pool threads share one)."""
-    names = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as f: names[tid] = f.read().strip()
-        except OSError:
-            pass
-    return names
+from thread_cost import threads  # noqa: E402
 
 
 def parse_trace(path, names):
@@ -62,7 +52,7 @@ def main():
     results = {}
     for label, relay, bench in sb.warmed_quiet_relays(args.binary, args.database_url):
         summary = os.path.join(bench.work, f"strace-{label}.txt")
-        names = thread_names(relay.process.pid)
+        names = {tid: found[0] for tid, found in threads(relay.process.pid).items()}  # thread id -> name
         tracer = subprocess.Popen(["strace", "-f", "-qq", "-o", summary, "-p", str(relay.process.pid)], stderr=subprocess.DEVNULL)
         # strace writes its output file once it has attached: wait for it.
         while not os.path.exists(summary) and tracer.poll() is None: time.sleep(0.05)
