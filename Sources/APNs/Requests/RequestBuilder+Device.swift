@@ -125,23 +125,10 @@ struct RawHeaders {
         var pushType: PushType?
         for header in headers {
             let name = header.name
-            // Every name and value is checked before any is interpreted: a byte
-            // HTTP/2 forbids makes APNs reset the stream, which the relay would
-            // retry and report as a transport failure.
-            try Preflight.checkHeaderName(name)
-            try Preflight.checkHeaderValue(header.value, field: name)
-            guard !seen.contains(name) else {
-                throw APNsError.preflight("DuplicateHeaders", field: name, rule: "must appear once")
-            }
-            seen.append(name)
+            try Self.checkWellFormed(header, seen: &seen)
             switch name {
             case "apns-push-type":
-                guard let type = PushType(rawValue: header.value) else {
-                    throw APNsError.preflight(
-                        .invalidPushType, field: name,
-                        rule: "must be one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-                pushType = type
+                pushType = try Self.pushType(header.value, field: name)
             case "apns-topic":
                 if header.value.isEmpty { throw APNsError.preflight(.missingTopic, field: name, rule: "must not be empty") }
                 topic = header.value
@@ -178,5 +165,28 @@ struct RawHeaders {
             throw APNsError.preflight("MissingPushType", field: "apns-push-type", rule: "is required for raw sends")
         }
         self.pushType = pushType
+    }
+
+    /// Checks a header's name and value before it is interpreted, and that
+    /// it is not repeated: a byte HTTP/2 forbids makes APNs reset the stream,
+    /// which the relay would retry and report as a transport failure.
+    private static func checkWellFormed(_ header: HTTPHeader, seen: inout [String]) throws(APNsError) {
+        let name = header.name
+        try Preflight.checkHeaderName(name)
+        try Preflight.checkHeaderValue(header.value, field: name)
+        guard !seen.contains(name) else {
+            throw APNsError.preflight("DuplicateHeaders", field: name, rule: "must appear once")
+        }
+        seen.append(name)
+    }
+
+    /// The `apns-push-type` header's value as a ``PushType``.
+    private static func pushType(_ value: String, field: String) throws(APNsError) -> PushType {
+        guard let type = PushType(rawValue: value) else {
+            throw APNsError.preflight(
+                .invalidPushType, field: field,
+                rule: "must be one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return type
     }
 }

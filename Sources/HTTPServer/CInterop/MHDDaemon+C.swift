@@ -7,66 +7,6 @@ import RelayBasics
     import Glibc
 #endif
 
-/// One request between libmicrohttpd's callbacks: read on MHD's thread,
-/// answered by a Swift task.
-final class PendingExchange: @unchecked Sendable {
-    // The mutable fields are touched only by libmicrohttpd callbacks for this
-    // connection, which MHD runs one at a time; only `response` crosses to the
-    // handler task, and it is guarded by its own lock.
-    var method = ""
-    var path = ""
-    var headers: [HTTPHeader] = []
-    /// ``HTTPRequest/undecodedHeaderValues``.
-    var undecodedHeaderValues: [String: [UInt8]] = [:]
-    var query: [String: String] = [:]
-    var body: [UInt8] = []
-    var tooLarge = false
-    /// Answered from its head alone (RequestFraming); the body is never read.
-    var refused = false
-    var dispatched = false
-    let response = Mutex<HTTPResponse?>(nil)
-    /// Set once the connection has been resumed, by the handler or by a forced
-    /// stop; whoever sets it answers, the other leaves the connection alone.
-    private let resumed = Mutex(false)
-    var connection: SuspendedConnection?
-    /// The connection's socket, for ``clientHasGone()``.
-    var socket: Int32 = -1
-
-    /// Whether the client hung up while the handler runs, or the connection
-    /// was already answered. A suspended connection is not polled by
-    /// libmicrohttpd, so its socket is asked directly (no wait): POLLRDHUP
-    /// means the client closed its side, POLLHUP/POLLERR that it is reset.
-    /// Under the `resumed` lock, so the socket is still the connection's own.
-    func clientHasGone() -> Bool {
-        resumed.withLock { done in
-            if done { return true }
-            guard socket >= 0 else { return false }
-            // POLLRDHUP (0x2000, Linux) is not exported by Swift's Glibc module.
-            let hangUp = Int16(0x2000) | Int16(POLLHUP) | Int16(POLLERR)
-            var entry = pollfd(fd: socket, events: Int16(0x2000), revents: 0)
-            return poll(&entry, 1, 0) > 0 && entry.revents & hangUp != 0
-        }
-    }
-
-    /// Stores `answer` and resumes the connection, unless that already happened.
-    func resume(with answer: HTTPResponse) {
-        let first = resumed.withLock { done in
-            defer { done = true }
-            return !done
-        }
-        guard first, let connection else { return }
-        response.withLock { $0 = answer }
-        MHD_resume_connection(connection.pointer)
-    }
-}
-
-/// A suspended connection handle carried to the task that resumes it.
-struct SuspendedConnection: @unchecked Sendable {
-    // libmicrohttpd allows MHD_resume_connection from any thread
-    // (MHD_ALLOW_SUSPEND_RESUME implies an inter-thread channel).
-    let pointer: OpaquePointer
-}
-
 /// Owns the MHD_Daemon.
 final class MHDDaemon: @unchecked Sendable {
     // `daemon` is written only in init and, under `lifecycle`, by stop();
@@ -164,8 +104,6 @@ final class MHDDaemon: @unchecked Sendable {
 // the stable ABI (microhttpd.h: MHD_RESPMEM_MUST_COPY = 2, MHD_HEADER_KIND = 1,
 // MHD_GET_ARGUMENT_KIND = 8).
 private let responseMustCopy = MHD_ResponseMemoryMode(rawValue: 2)!
-private let headerKind = MHD_ValueKind(rawValue: 1)!
-private let queryArgumentKind = MHD_ValueKind(rawValue: 8)!
 
 // MARK: libmicrohttpd callbacks (C calling convention, no captures)
 
@@ -176,20 +114,7 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
     guard let stored = slot.pointee else {
         // First call for this request: headers are complete, the body is not.
         let exchange = PendingExchange()
-        exchange.method = method.map { String(cString: $0) } ?? ""
-        let headers = collectValues(connection, kind: headerKind)
-        exchange.headers = headers.map { HTTPHeader($0.name, $0.value) }
-        for header in headers { if let raw = header.undecoded { exchange.undecodedHeaderValues[header.name.lowercasedHeaderName] = raw } }
-        var undecodable: String?
-        let rawPath = RequestTarget.originPath(url.map { String(cString: $0) } ?? "")
-        if let path = RequestTarget.decoded(rawPath) { exchange.path = path } else { undecodable = "path" }
-        for argument in collectValues(connection, kind: queryArgumentKind) {
-            guard let name = RequestTarget.decoded(argument.name), let value = RequestTarget.decoded(argument.value) else {
-                undecodable = undecodable ?? (RequestTarget.decoded(argument.name) ?? "query")
-                continue
-            }
-            exchange.query[name] = value
-        }
+        let undecodable = exchange.head.read(connection, method: method, url: url)
         slot.pointee = Unmanaged.passRetained(exchange).toOpaque()
         if let undecodable {
             exchange.refused = true
@@ -202,7 +127,7 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
         // Refused before any body byte is read: libmicrohttpd sends the
         // answer and closes the connection without reading the body.
         if let refused = RequestFraming.check(
-            version: version.map { String(cString: $0) } ?? "", headers: exchange.headers,
+            version: version.map { String(cString: $0) } ?? "", headers: exchange.head.headers,
             maximumBodyBytes: core.configuration.maximumBodyBytes,
             foldedHeaders: Int(apns_relay_mhd_folded_header_count(connection)))
         {
@@ -248,9 +173,9 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
     if exchange.dispatched { return MHD_Result.YES }
     exchange.dispatched = true
 
-    var request = HTTPRequest(
-        method: exchange.method, path: exchange.path, query: exchange.query, headers: exchange.headers, body: exchange.body)
-    request.undecodedHeaderValues = exchange.undecodedHeaderValues
+    let head = exchange.head
+    var request = HTTPRequest(method: head.method, path: head.path, query: head.query, headers: head.headers, body: exchange.body)
+    request.undecodedHeaderValues = head.undecodedHeaderValues
     exchange.body = []
     exchange.socket = apns_relay_mhd_connection_fd(connection)
     request.clientProbe = { [exchange] in exchange.clientHasGone() }
@@ -322,11 +247,12 @@ private func queue(_ response: HTTPResponse, for exchange: PendingExchange, on c
         response = core.configuration.errorRenderer(500, .internal, "the handler answered with status \(response.status)", nil)
     }
     if let finish = core.configuration.responseFinisher {
-        finish(HTTPRequest(method: exchange.method, path: exchange.path, query: exchange.query, headers: exchange.headers), &response)
+        let head = exchange.head
+        finish(HTTPRequest(method: head.method, path: head.path, query: head.query, headers: head.headers), &response)
     }
     var body = response.body
     var headers = response.headers
-    let acceptsGzip = exchange.headers.first { $0.name == "accept-encoding" }.map { AcceptEncoding.acceptsGzip($0.value) } ?? false
+    let acceptsGzip = exchange.head.headers.first { $0.name == "accept-encoding" }.map { AcceptEncoding.acceptsGzip($0.value) } ?? false
     if acceptsGzip, response.compressible, body.count >= core.configuration.gzipMinimumBytes,
        !headers.contains(where: { $0.name == "content-encoding" }), let compressed = Zlib.gzip(body)
     {
@@ -347,48 +273,4 @@ private func queue(_ response: HTTPResponse, for exchange: PendingExchange, on c
         _ = header.name.withCString { name in header.value.withCString { value in MHD_add_response_header(mhdResponse, name, value) } }
     }
     return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
-}
-
-/// Collects one kind of connection value (headers, query arguments). The
-/// list is sized by libmicrohttpd's count first and filled through a pointer
-/// to it: one allocation (none when there are no values), where a box and a
-/// list grown one append at a time took four or five per request.
-private func collectValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> [CollectedValue] {
-    // With no iterator, libmicrohttpd only counts the values of that kind.
-    let count = Int(MHD_get_connection_values(connection, kind, nil, nil))
-    guard count > 0 else { return [] }
-    var values: [CollectedValue] = []
-    values.reserveCapacity(count)
-    let iterator: MHD_KeyValueIterator = { context, _, key, value in
-        guard let context, let key else { return MHD_Result.YES }
-        context.assumingMemoryBound(to: [CollectedValue].self).pointee.append(CollectedValue(name: key, value: value))
-        return MHD_Result.YES
-    }
-    _ = withUnsafeMutablePointer(to: &values) { MHD_get_connection_values(connection, kind, iterator, $0) }
-    return values
-}
-
-/// One header or query argument, copied out of libmicrohttpd.
-private struct CollectedValue {
-    var name: String
-    /// The value as text; bytes that are not UTF-8 read as U+FFFD.
-    var value: String
-    /// The value byte for byte when it is not UTF-8 (rare: obs-text, e.g.
-    /// Latin-1), so an error can name the byte the client sent, not a byte
-    /// of U+FFFD; nil otherwise.
-    var undecoded: [UInt8]?
-
-    init(name: UnsafePointer<CChar>, value: UnsafePointer<CChar>?) {
-        self.name = String(cString: name)
-        guard let value else {
-            self.value = ""
-            return
-        }
-        if let text = String(validatingCString: value) {
-            self.value = text
-        } else {
-            self.value = String(cString: value)
-            self.undecoded = Array(UnsafeRawBufferPointer(start: value, count: strlen(value)))
-        }
-    }
 }
