@@ -54,5 +54,5 @@ extension IngressError {
     }
 
     /// Request headers docs/api.md spells other than in lowercase, by their lowercase name.
-    static let documentedHeaderSpellings = [Ingress.idempotencyHeader.lowercased(): Ingress.idempotencyHeader]
+    static let documentedHeaderSpellings = [IdempotencyKeys.idempotencyHeader.lowercased(): IdempotencyKeys.idempotencyHeader]
 }

@@ -1,4 +1,4 @@
-import HTTPServer
+public import HTTPServer
 import Instrumentation
 public import Logging
 public import Relay
@@ -67,19 +67,19 @@ public final class Ingress: Sendable {
     let configuration: Configuration
     let service: RelayService
     let keyring: APIKeyring
-    let deadTokens: (any DeadTokenSource)?
-    /// Keyed sends: the `Idempotency-Key` store, answers it could not record yet, replays.
-    let idempotency: IdempotencyGate
-
-    /// Stops recording held idempotency answers (the drain); returns how many were left.
-    public func stopSettlingKeys() -> Int { idempotency.stopSettling() }
     let tracer: any Tracer
     let logger: Logger
     /// Every step between the router and a handler, in their declared order.
     let steps: IngressSteps
-    let probes: HealthProbes
     /// Runs admitted batches: the send budget, the lanes, the deadlines, the drain's window.
     let batches: BatchRunner
+    /// Keyed sends: the `Idempotency-Key` store, answers it could not record yet, replays.
+    let idempotency: IdempotencyGate
+    /// What the route table binds its rows to.
+    let controllers: IngressControllers
+
+    /// Stops recording held idempotency answers (the drain); returns how many were left.
+    public func stopSettlingKeys() -> Int { idempotency.stopSettling() }
     /// Sends admitted and not yet finished across every request.
     var sendBudget: SendBudget { batches.budget }
 
@@ -92,17 +92,26 @@ public final class Ingress: Sendable {
         self.configuration = configuration
         self.service = service
         self.keyring = keyring
-        self.deadTokens = deadTokens
-        let idempotency = IdempotencyGate(store: idempotency, onReplay: onReplay, logger: logger)
-        self.idempotency = idempotency
         self.tracer = tracer
         self.logger = logger
-        steps = IngressSteps(
+        let idempotency = IdempotencyGate(store: idempotency, onReplay: onReplay, logger: logger)
+        self.idempotency = idempotency
+        let steps = IngressSteps(
             observer: observer, tracer: tracer, waitUntilRecorded: { [service] in await service.waitUntilRecorded() },
             maximumConcurrentRequests: configuration.maximumConcurrentRequests, keyring: keyring, limiter: RateLimiter())
+        self.steps = steps
         let drain = steps.drain
-        probes = HealthProbes { drain.isDraining ? "draining" : readiness() }
-        batches = BatchRunner(configuration: configuration, service: service, idempotency: idempotency, drain: drain)
+        let batches = BatchRunner(configuration: configuration, service: service, idempotency: idempotency, drain: drain)
+        self.batches = batches
+        let send = SendController(service: service, batches: batches, idempotency: idempotency, drain: drain)
+        controllers = IngressControllers(
+            send: send,
+            batch: BatchController(configuration: configuration, service: service, sends: send, limiter: steps.limiter, logger: logger),
+            channels: ChannelController(service: service, sends: send),
+            deadTokens: DeadTokenController(deadTokens: deadTokens, service: service, logger: logger),
+            admin: AdminController(killSwitch: service.killSwitch, instance: configuration.instance, logger: logger),
+            apnsCompatible: APNsCompatibleController(service: service, sends: send),
+            probes: HealthProbes { drain.isDraining ? "draining" : readiness() })
     }
 
     /// Stops taking new work: every later request gets 503 Draining, while
@@ -120,13 +129,10 @@ public final class Ingress: Sendable {
     /// Why this relay should not get traffic now (draining, or the
     /// `readiness` check), or nil when it is ready: what `/readyz` answers on
     /// the ingress and on the metrics listener.
-    public var notReadyReason: String? { probes.notReadyReason() }
+    public var notReadyReason: String? { controllers.probes.notReadyReason() }
 
     /// Requests being handled now.
     public var requestsInFlight: Int { steps.concurrency.inFlight }
-
-    /// The per-key token buckets (the rate-limit step charges one per request, a batch the rest of its sends).
-    var limiter: RateLimiter { steps.limiter }
 
     /// Sends admitted and not yet finished (a batch's unstarted sends included).
     public var sendsAdmitted: Int { sendBudget.inUse }
@@ -151,65 +157,22 @@ public final class Ingress: Sendable {
 
     typealias RouteHandler = @Sendable (Call) async throws(IngressError) -> HTTPResponse
 
-    /// Parses a JSON body; the error names the line and column.
+    /// The route value the HTTP/2 APNs ingress' sends are counted and traced
+    /// under (`route` label of the request metrics): apart from the HTTP/1.1
+    /// listener's `/3/device/{token}`, so the two ingresses can be told apart.
+    public static let apnsHTTP2Route = APNsCompatibleController.apnsHTTP2Route
+
+    /// The handler of the HTTP/2 APNs-compatible listener (`apns_ingress:`),
+    /// served by the ``APNsCompatibleController`` through the API's steps
+    /// (``APNsCompatibleController/http2Handler(steps:tracer:keyring:environment:now:)``).
     ///
-    /// `checksContentType: false` is for `/3/device`, where APNs reads the body
-    /// as JSON whatever `content-type` says (curl's `-d` sends a form type), and
-    /// a script written for Apple must work unchanged.
-    func body(_ request: HTTPRequest, checksContentType: Bool = true) throws(IngressError) -> JSONValue {
-        try Self.parseBody(request, checksContentType: checksContentType)
-    }
-
-    /// ``body(_:checksContentType:)`` for a controller that holds no `Ingress`.
-    static func parseBody(_ request: HTTPRequest, checksContentType: Bool = true) throws(IngressError) -> JSONValue {
-        guard !request.body.isEmpty else { throw .invalid("body", "is empty; send a JSON object") }
-        if checksContentType, let type = request.header("content-type"), !Self.isJSONMediaType(type) {
-            throw IngressError(status: 415, type: .unsupportedMediaType, message: "content-type must be application/json, not \(type)", field: "content-type")
-        }
-        do {
-            return try JSONParser.parse(request.body)
-        } catch {
-            throw .invalid("body", "\(error)")
-        }
-    }
-
-    /// Whether a `content-type` is `application/json` in any case, alone or
-    /// followed by parameters (`; charset=utf-8`, blanks allowed before the
-    /// `;`): `application/jsonfoo` or `application/json-seq` is another type.
-    /// Compared byte by byte, without a lowercased copy per request (no other
-    /// character lowercases to one of these ASCII letters).
-    static func isJSONMediaType(_ type: String) -> Bool {
-        let expected = "application/json".utf8
-        let bytes = type.utf8
-        guard bytes.count >= expected.count else { return false }
-        guard zip(bytes, expected).allSatisfy({ byte, wanted in
-            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 == wanted : byte == wanted
-        }) else { return false }
-        for byte in bytes.dropFirst(expected.count) {
-            if byte == UInt8(ascii: ";") { return true }
-            guard byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") else { return false }
-        }
-        return true
-    }
-
-    /// Checks that the key may act for `app` and that the relay serves it.
-    ///
-    /// An app the key may not name is refused alike whether it exists or
-    /// not (403, the same message), so a key cannot learn other tenants' app
-    /// names; only an app the key itself names (an admin key, or a scope
-    /// listing an app the relay does not serve) gets 404.
-    func authorize(_ key: APIKey, app: String, field: String = "app") throws(IngressError) {
-        try Self.authorize(key, app: app, field: field, service: service)
-    }
-
-    /// ``authorize(_:app:field:)`` for a controller that holds no `Ingress`.
-    static func authorize(_ key: APIKey, app: String, field: String = "app", service: RelayService) throws(IngressError) {
-        try FieldLimits.check(app, FieldLimits.app, field: field)
-        guard key.allows(app: app) else {
-            throw IngressError(status: 403, type: .forbidden, message: "API key \(key.name) may not send for app \(app)", field: field)
-        }
-        guard service.serves(app: app) else {
-            throw IngressError(status: 404, type: .notFound, message: "\(field): no app named \(app) on this relay", field: field)
-        }
+    /// - Parameters:
+    ///   - environment: the APNs environment this listener plays (as APNs
+    ///     has one host for each); nil: the app's only one, or the
+    ///     `apns-relay-environment` header.
+    ///   - now: seconds since the epoch, for provider tokens' age.
+    /// - Throws: when a configured provider public key cannot be read.
+    public func apnsHTTP2Handler(environment: String?, now: @escaping @Sendable () -> Int64) throws -> HTTPHandler {
+        try controllers.apnsCompatible.http2Handler(steps: steps, tracer: tracer, keyring: keyring, environment: environment, now: now)
     }
 }

@@ -11,7 +11,7 @@ struct APNsHTTP2RequestTests {
     static let token = String(repeating: "ab", count: 32)
 
     static func read(_ method: String, _ path: String, headers: [HTTPHeader] = [], keyed: Bool = false) -> HTTPRequest? {
-        Ingress.apnsHTTP2Request(HTTPRequest(method: method, path: path, headers: headers), environment: nil, keyed: keyed)
+        APNsCompatibleController.apnsHTTP2Request(HTTPRequest(method: method, path: path, headers: headers), environment: nil, keyed: keyed)
     }
 
     @Test("POST /3/device/<token> is read with its token as the path parameter and the h2 route")

@@ -8,7 +8,7 @@ import Testing
 @Suite("APNs reasons for the relay's refusals")
 struct APNsReasonTests {
     static func answer(_ error: IngressError) throws -> (status: Int, reason: String?) {
-        let response = Ingress.compatibleResponse(.failure(error), .apns)
+        let response = APNsAnswers.compatibleResponse(.failure(error), .apns)
         return (response.status, try JSONParser.parse(response.body)["reason"]?.stringValue)
     }
 
@@ -27,7 +27,7 @@ struct APNsReasonTests {
         var unregistered = IngressError(status: 410, type: .apnsRejected, message: "gone")
         unregistered.reason = "Unregistered"
         #expect(try Self.answer(unregistered) == (410, "Unregistered"))
-        let relay = Ingress.compatibleResponse(.failure(IngressError(status: 503, type: .draining, message: "draining")), .relay)
+        let relay = APNsAnswers.compatibleResponse(.failure(IngressError(status: 503, type: .draining, message: "draining")), .relay)
         #expect(try JSONParser.parse(relay.body)["reason"]?.stringValue == "Draining")
     }
 }

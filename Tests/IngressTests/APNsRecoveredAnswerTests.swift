@@ -4,7 +4,7 @@ import Relay
 import RelayJSON
 import Testing
 
-/// A keyed send's repeat answered from its audit row (``Ingress/recoveredAnswer(_:render:)``):
+/// A keyed send's repeat answered from its audit row (``IdempotencyKeys/recoveredAnswer(_:render:)``):
 /// on the HTTP/2 APNs ingress in APNs' shape, whatever the row says; on
 /// the HTTP/1.1 routes in `/v1/send`'s, as before.
 @Suite("Recovered idempotency answers")
@@ -18,7 +18,7 @@ struct APNsRecoveredAnswerTests {
     }
 
     static func apns(_ sent: IdempotencyRecoveredSend) -> IdempotentAnswer {
-        Ingress.recoveredAnswer(sent, render: { Ingress.compatibleResponse($0, .apns) })
+        IdempotencyKeys.recoveredAnswer(sent, render: { APNsAnswers.compatibleResponse($0, .apns) })
     }
 
     static func reason(_ answer: IdempotentAnswer) -> String? { (try? JSONParser.parse(answer.body))?["reason"]?.stringValue }
@@ -44,7 +44,7 @@ struct APNsRecoveredAnswerTests {
         let failed = Self.apns(Self.sent("failed", status: 503, reason: "ServiceUnavailable"))
         #expect(failed.httpStatus == 503 && Self.reason(failed) == "ServiceUnavailable")
         // /v1/send's shape on the HTTP/1.1 routes, unchanged.
-        let relay = Ingress.recoveredAnswer(Self.sent("unknown", status: nil, reason: nil))
+        let relay = IdempotencyKeys.recoveredAnswer(Self.sent("unknown", status: nil, reason: nil))
         #expect(relay.httpStatus == 502 && (try? JSONParser.parse(relay.body))?["error"]?["type"]?.stringValue == "Upstream")
     }
 }

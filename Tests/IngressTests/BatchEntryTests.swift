@@ -16,7 +16,7 @@ struct BatchEntryTests {
         switch result {
         case .success(let result):
             members.append(("ok", .bool(true)))
-            members += Ingress.successBody(result).members.map { ($0.key, $0.value) }
+            members += SendAnswers.successBody(result).members.map { ($0.key, $0.value) }
         case .failure(let error):
             members.append(("ok", .bool(false)))
             members.append(("error", error.object))
@@ -41,7 +41,7 @@ struct BatchEntryTests {
 
     @Test("the same bytes as the encoded entry object", arguments: results, [(0, nil), (7, 0), (12_345, 999)] as [(Int, Int?)])
     func sameBytes(_ result: Result<SendResult, IngressError>, _ position: (item: Int, tokenIndex: Int?)) {
-        let entry = Ingress.batchEntry(item: position.item, tokenIndex: position.tokenIndex, result: result)
+        let entry = SendAnswers.batchEntry(item: position.item, tokenIndex: position.tokenIndex, result: result)
         let expected = Self.reference(item: position.item, tokenIndex: position.tokenIndex, result: result)
         #expect(String(decoding: entry, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
     }

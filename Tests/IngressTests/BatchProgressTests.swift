@@ -13,8 +13,8 @@ import Testing
 struct BatchProgressTests {
     /// Item 0 fans out over three tokens; item 1 was refused. Positions:
     /// 0 and 1 are item 0's tokens 0 and 1, 2 is item 1, 3 is item 0's token 2.
-    static func plan() -> Ingress.BatchPlan {
-        var plan = Ingress.BatchPlan()
+    static func plan() -> BatchPlan {
+        var plan = BatchPlan()
         plan.items = [
             .send(app: "app", environment: .development, template: .background(token: String(repeating: "a", count: 64)), fanOut: true),
             .refused(.invalid("items[1].token", "must be hex")),
@@ -57,7 +57,7 @@ struct BatchProgressTests {
         #expect(!gate.keepsKeys)
         let key = try #require(APIKey(name: "backend", sha256Hex: IngressStepsTests.sha256Hex("secret"), apps: nil))
         let call = Ingress.Call(request: HTTPRequest(method: "POST", path: "/v1/send"), key: key, span: nil)
-        let keyed = Ingress.keyedSend("k-1", field: Ingress.idempotencyHeader, app: "app", call: call, canonical: Array("send".utf8))
+        let keyed = IdempotencyKeys.keyedSend("k-1", field: IdempotencyKeys.idempotencyHeader, app: "app", call: call, canonical: Array("send".utf8))
         let sent = Mutex(0)
         do throws(IngressError) {
             _ = try await gate.runKeyed(keyed, call) { _ throws(IngressError) in

@@ -31,7 +31,7 @@ struct ReplayEntryTests {
     @Test("the entry's bytes, byte for byte")
     func pinnedBytes() {
         for (answer, expected) in Self.cases {
-            let entry = Ingress.replayEntry(item: 7, answer)
+            let entry = SendAnswers.replayEntry(item: 7, answer)
             #expect(String(decoding: entry, as: UTF8.self) == expected)
         }
     }

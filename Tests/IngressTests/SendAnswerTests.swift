@@ -5,7 +5,7 @@ import RelayJSON
 import Testing
 
 /// The answer to a single send, written straight into its bytes: the same
-/// bytes as encoding ``Ingress/successBody(_:)``, which the channel
+/// bytes as encoding ``SendAnswers/successBody(_:)``, which the channel
 /// routes still build as an object.
 @Suite("Send answer")
 struct SendAnswerTests {
@@ -21,9 +21,9 @@ struct SendAnswerTests {
 
     @Test("the same bytes as the encoded success object, and the apns-id header", arguments: results)
     func sameBytes(_ result: SendResult) {
-        let response = Ingress.successResponse(result)
+        let response = SendAnswers.successResponse(result)
         #expect(response.status == 200)
-        #expect(String(decoding: response.body, as: UTF8.self) == JSONValue.object(Ingress.successBody(result)).encodedString())
+        #expect(String(decoding: response.body, as: UTF8.self) == JSONValue.object(SendAnswers.successBody(result)).encodedString())
         #expect(response.headers.map(\.name) == ["content-type", "apns-id"])
         #expect(response.headers.first { $0.name == "apns-id" }?.value == Self.apnsID.description)
     }

@@ -69,10 +69,10 @@ NAMED = [
     ("OTLP exporter thread", r"OTLPExporter\.run\(\)"),
     ("  OTLPRequestEncoder.encode", r"OTLPRequestEncoder\.encode"),
     ("SendRun describe (span attributes)", r"SendRun\.describe"),
-    ("audit: intent journaled (appendIntentToJournal)", r"appendIntentToJournal"),
-    ("audit: completion journaled (appendCompletionToJournal)", r"appendCompletionToJournal"),
-    ("audit: journal thread", r"AuditWriter\.runJournal(Syncs)?\(\)"),
-    ("audit: writer thread", r"AuditWriter\.run\(\)"),
+    ("audit: intent journaled (AuditJournal.appendIntent)", r"AuditJournal\.appendIntent\("),
+    ("audit: completion journaled (AuditJournal.appendCompletion)", r"AuditJournal\.appendCompletion\("),
+    ("audit: journal thread", r"AuditJournal\.run(Syncs|Groups)\(\)"),
+    ("audit: writer thread", r"AuditWriterThread\.run\(\)"),
     ("log drain thread", r"LogDrain\.run\(\)"),
 ]
 

@@ -9,9 +9,10 @@ how many requests reached APNs.
 
     scripts/lib/overload_bench.py --binary .build/debug/apns-relay
 """
-import argparse, http.client, json, os, re, socket, statistics, subprocess, sys, tempfile, threading, time
+import argparse, http.client, json, os, re, socket, statistics, subprocess, tempfile, threading, time
 
 from bench_relay import write_relay_config
+import launcher
 
 
 def main():
@@ -28,26 +29,16 @@ def main():
     work = tempfile.mkdtemp(prefix="apns-relay-overload-")
     key = os.path.join(work, "AuthKey_BENCHKEY01.p8")
     subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key], check=True, capture_output=True)
-    # stdbuf: mock-apns prints through stdio, which a pipe would buffer.
-    mock = subprocess.Popen(["stdbuf", "-oL", args.binary, "mock-apns", "--port", "0", "--key", f"BENCHKEY01:BENCHTEAM1:{key}", "--delay-ms", str(args.delay_ms),
-                             "--certificate-directory", work], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    mock_port = cert = None
-    while mock_port is None or cert is None:
-        line = mock.stdout.readline()
-        if not line: sys.exit("mock-apns exited")
-        if m := re.search(r"listening on https://127.0.0.1:(\d+)", line): mock_port = int(m.group(1))
-        if m := re.search(r"trust this certificate: (\S+)", line): cert = m.group(1)
+    mock_child = launcher.start_mock(args.binary, ["--key", f"BENCHKEY01:BENCHTEAM1:{key}", "--delay-ms", args.delay_ms,
+                                                   "--certificate-directory", work])
+    mock, mock_port, cert = mock_child.process, mock_child.port, mock_child.certificate
 
     api_key = "bench-key-0123456789"
     config = os.path.join(work, "relay.yaml")
     write_relay_config(config, instance="overload-bench", mock_port=mock_port, ca_file=cert, key_path=key, api_key=api_key,
                        spool_directory=f"{work}/spool", ingress_lines=args.extra_yaml)
-    relay = subprocess.Popen([args.binary, "serve", "--config", config], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    port = None
-    while port is None:
-        line = relay.stdout.readline()
-        if not line: sys.exit("serve exited")
-        if m := re.search(r"apns-relay ingress on http://127.0.0.1:(\d+)", line): port = int(m.group(1))
+    relay_child = launcher.start_serve(args.binary, config)
+    relay, port = relay_child.process, relay_child.port
 
     def rss_kib():
         with open(f"/proc/{relay.pid}/status") as f:
@@ -105,8 +96,8 @@ def main():
 
     with open(f"/proc/{relay.pid}/status") as f:
         hwm = int(re.search(r"VmHWM:\s+(\d+)", f.read()).group(1))
-    relay.terminate(); relay.wait(60)
-    mock.terminate(); out, _ = mock.communicate(timeout=30)
+    relay_child.stop(timeout=60)
+    mock_child.stop(timeout=30)
     statuses = {}
     for a in answers.values(): statuses[a] = statuses.get(a, 0) + 1
     latencies = [l for l, s in fresh if s == 200]

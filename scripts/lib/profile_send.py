@@ -32,12 +32,12 @@ import argparse, collections, os, re, shutil, signal, subprocess, sys, tempfile,
 from send_bench import Bench, Mock, OTLPReceiver, figure, log
 
 # Named frames: a label and a regular expression matched against each frame's
-# demangled name (module-qualified: `Audit.AuditWriter.runJournal() -> ()`) or
+# demangled name (module-qualified: `Audit.AuditJournal.runSyncs() -> ()`) or
 # its shared object's file name. A sample counts once per label however many
 # of its frames match.
 FRAMES = [
-    ("audit journal thread", r"\bAudit\.AuditWriter\.runJournal(Syncs)?\(\)"),
-    ("audit writer thread", r"\bAudit\.AuditWriter\.run\(\)"),
+    ("audit journal thread", r"\bAudit\.AuditJournal\.run(Syncs|Groups)\(\)"),
+    ("audit writer thread", r"\bAudit\.AuditWriterThread\.run\(\)"),
     ("fsync / fdatasync (kernel)", r"^__x64_sys_f(data)?sync$"),
     ("HTTP/2 loop thread(s)", r"\bHTTP2\.(ConnectionLoop|ConnectionCore)\.run\(\)"),
     ("libmicrohttpd", r"^libmicrohttpd\.so"),

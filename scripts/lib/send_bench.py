@@ -18,6 +18,7 @@ import argparse, json, os, re, resource, shutil, statistics, subprocess, sys, te
 
 from audit_pg_cost import Cluster, psql, with_database
 from bench_relay import add_apns_ingress, write_relay_config, write_shipped_config
+import launcher
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_ROUNDS = 5  # the defaults section: alternating rounds of each configuration
@@ -64,24 +65,17 @@ def process_cpu_seconds(pid):
 
 
 class Mock:
-    """`apns-relay mock-apns` in a process of its own."""
+    """`apns-relay mock-apns` in a process of its own (launcher.start_mock)."""
 
     def __init__(self, binary, work, key, delay_ms=0, streams=1000):
-        self.process = subprocess.Popen(
-            ["stdbuf", "-oL", binary, "mock-apns", "--port", "0", "--key", f"BENCHKEY01:BENCHTEAM1:{key}", "--delay-ms", str(delay_ms),
-             "--max-concurrent-streams", str(streams), "--certificate-directory", work],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self.port = self.cert = None
-        while self.port is None or self.cert is None:
-            line = self.process.stdout.readline()
-            if not line: sys.exit("mock-apns exited before listening")
-            if m := re.search(r"listening on https://127.0.0.1:(\d+)", line): self.port = int(m.group(1))
-            if m := re.search(r"trust this certificate: (\S+)", line): self.cert = m.group(1)
+        self.child = launcher.start_mock(binary, ["--key", f"BENCHKEY01:BENCHTEAM1:{key}", "--delay-ms", delay_ms,
+                                                  "--max-concurrent-streams", streams, "--certificate-directory", work])
+        self.process = self.child.process
+        self.port = self.child.port
+        self.cert = self.child.certificate
 
     def stop(self):
-        self.process.terminate()
-        try: self.process.communicate(timeout=30)
-        except subprocess.TimeoutExpired: self.process.kill()
+        self.child.stop(timeout=30)
 
 
 class Relay:
@@ -110,17 +104,13 @@ class Relay:
             write_shipped_config(config, root=ROOT, instance="send-bench", mock_port=mock.port, ca_file=mock.cert, key_path=key,
                                  api_key=API_KEY, spool_directory=spool, database_url=database, **shipped)
         if configure: configure(config)
-        command = [binary, "serve", "--config", config] + ([] if audit else ["--benchmark-without-audit"])
         self.log_path = os.path.join(work, "relay.log")
-        self.log_file = open(self.log_path, "wb") if shipped is not None else None
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.log_file or subprocess.DEVNULL, text=True,
-                                        env=dict(os.environ, **(environment or {})))
-        self.port = self.metrics_port = None
-        while self.port is None or self.metrics_port is None:
-            line = self.process.stdout.readline()
-            if not line: sys.exit("serve exited before listening")
-            if m := re.match(r"apns-relay ingress on http://127.0.0.1:(\d+)", line): self.port = int(m.group(1))
-            if m := re.match(r"apns-relay metrics on http://127.0.0.1:(\d+)", line): self.metrics_port = int(m.group(1))
+        self.logs = shipped is not None
+        self.child = launcher.start_serve(binary, config, [] if audit else ["--benchmark-without-audit"],
+                                          log_path=self.log_path if self.logs else None, environment=environment)
+        self.process = self.child.process
+        self.port = self.child.port
+        self.metrics_port = self.child.metrics_port
 
     def cpu_seconds(self):
         return process_cpu_seconds(self.process.pid)
@@ -145,14 +135,11 @@ class Relay:
 
     def log_bytes(self):
         """What the relay has written to its log file so far (0 without one)."""
-        return os.path.getsize(self.log_path) if self.log_file else 0
+        return os.path.getsize(self.log_path) if self.logs else 0
 
     def stop(self):
-        self.process.terminate()
-        try: self.process.communicate(timeout=120)
-        except subprocess.TimeoutExpired: self.process.kill()
-        if self.log_file:
-            self.log_file.close()
+        self.child.stop(timeout=120)
+        if self.logs:
             os.unlink(self.log_path)
 
 

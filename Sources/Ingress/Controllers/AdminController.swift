@@ -25,7 +25,7 @@ struct AdminController: Sendable {
     /// Releasing while the environment variable holds it is a 409.
     @Sendable func setRetryState(_ call: Ingress.Call) async throws(IngressError) -> HTTPResponse {
         try requireAdmin(call.key)
-        var reader = try FieldReader(try Ingress.parseBody(call.request), path: "")
+        var reader = try FieldReader(try RequestReading.parseBody(call.request), path: "")
         guard let disabled = try reader.bool("disabled") else { throw .invalid("disabled", "is required: true stops every retry, false allows them again") }
         try reader.rejectUnknown(allowed: "disabled")
         if !disabled, let variable = killSwitch.environmentVariable {

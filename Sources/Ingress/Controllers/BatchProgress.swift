@@ -9,7 +9,7 @@ struct BatchRun {
     var notSent = 0
     /// The answers of keyed items that were sent or replayed, by item.
     var answers: [Int: IdempotentAnswer] = [:]
-    var stop: Ingress.BatchStop?
+    var stop: BatchStop?
 }
 
 /// One running batch, shared by its coordinator and its workers: the
@@ -25,12 +25,12 @@ final class BatchProgress: Sendable {
         var settled = 0
     }
 
-    let plan: Ingress.BatchPlan
+    let plan: BatchPlan
     /// The plan's positions that are sends (not refused items), in order.
     let sendPositions: [Int32]
     private let state: Mutex<State>
 
-    init(plan: Ingress.BatchPlan) {
+    init(plan: BatchPlan) {
         self.plan = plan
         sendPositions = plan.sendPositions
         state = Mutex(State(run: BatchRun(entries: [[UInt8]](repeating: [], count: plan.count))))
@@ -71,7 +71,7 @@ final class BatchProgress: Sendable {
     /// Stops starting sends (the first reason wins) and answers every
     /// send not started yet NotSent; returns how many, whose budget the
     /// caller gives back.
-    func stop(_ reason: Ingress.BatchStop) -> Int {
+    func stop(_ reason: BatchStop) -> Int {
         guard let unstarted = state.withLock({ state -> ArraySlice<Int32>? in
             guard state.run.stop == nil else { return nil }
             state.run.stop = reason
@@ -83,7 +83,7 @@ final class BatchProgress: Sendable {
             var error = IngressError(status: 503, type: .notSent, message: reason.message)
             error.reason = reason.rawValue
             let send = plan.sends[Int(position)]
-            return Ingress.batchEntry(item: Int(send.item), tokenIndex: plan.tokenIndex(of: Int(position)), result: .failure(error))
+            return SendAnswers.batchEntry(item: Int(send.item), tokenIndex: plan.tokenIndex(of: Int(position)), result: .failure(error))
         }
         state.withLock { state in
             for (position, entry) in zip(unstarted, entries) { state.run.entries[Int(position)] = entry }

@@ -78,9 +78,9 @@ extension BatchRunner {
         }
     }
 
-    /// The answer to a send that failed (see ``Ingress/answer(to:draining:)``).
+    /// The answer to a send that failed (see ``SendAnswers/answer(to:draining:)``).
     func answer(to error: SendFailure) -> IngressError {
-        Ingress.answer(to: error, draining: drain.isDraining)
+        SendAnswers.answer(to: error, draining: drain.isDraining)
     }
 
     /// One keyed batch item: its result entry, whether it succeeded, and the
@@ -92,14 +92,14 @@ extension BatchRunner {
         do throws(IngressError) {
             switch try await idempotency.runKeyed(keyed, call, send) {
             case .replay(let answer):
-                return (Ingress.replayEntry(item: item, answer), answer.httpStatus == 200, answer)
+                return (SendAnswers.replayEntry(item: item, answer), answer.httpStatus == 200, answer)
             case .sent(let result):
-                let answer = await idempotency.recordKeyed(keyed, result, Ingress.sendResponse(result))
+                let answer = await idempotency.recordKeyed(keyed, result, SendAnswers.sendResponse(result))
                 let ok = if case .success = result { true } else { false }
-                return (Ingress.batchEntry(item: item, tokenIndex: nil, result: result), ok, answer)
+                return (SendAnswers.batchEntry(item: item, tokenIndex: nil, result: result), ok, answer)
             }
         } catch {
-            return (Ingress.batchEntry(item: item, tokenIndex: nil, result: .failure(error)), false, nil)
+            return (SendAnswers.batchEntry(item: item, tokenIndex: nil, result: .failure(error)), false, nil)
         }
     }
 
@@ -121,7 +121,7 @@ extension BatchRunner {
     /// Records a send's result and gives back its budget unit and lane.
     private func settle(_ progress: BatchProgress, _ send: ChunkSend, result: Result<SendResult, IngressError>) {
         let ok = if case .success = result { true } else { false }
-        settle(progress, send, entry: Ingress.batchEntry(item: send.item, tokenIndex: send.tokenIndex, result: result), ok: ok)
+        settle(progress, send, entry: SendAnswers.batchEntry(item: send.item, tokenIndex: send.tokenIndex, result: result), ok: ok)
     }
 
     private func settle(_ progress: BatchProgress, _ send: ChunkSend, entry: [UInt8], ok: Bool, answer: IdempotentAnswer? = nil) {

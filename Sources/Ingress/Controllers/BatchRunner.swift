@@ -40,7 +40,7 @@ final class BatchRunner: Sendable {
     }
 
     /// Counts sends a stopped batch answered NotSent, by why it stopped.
-    func countNotSent(_ count: Int, _ reason: Ingress.BatchStop) {
+    func countNotSent(_ count: Int, _ reason: BatchStop) {
         notSent.withLock { $0[reason.rawValue, default: 0] += count }
     }
 
@@ -69,13 +69,13 @@ final class BatchRunner: Sendable {
     /// batch, no timer per batch): it cancels this task, and with it every
     /// send of the batch still running or waiting for a lane. After the run
     /// the handler only encodes its answer, which no cancellation touches.
-    func runBatch(_ plan: Ingress.BatchPlan, sends: Int, call: Ingress.Call, deadline: ContinuousClock.Instant) async -> BatchRun {
+    func runBatch(_ plan: BatchPlan, sends: Int, call: Ingress.Call, deadline: ContinuousClock.Instant) async -> BatchRun {
         let progress = BatchProgress(plan: plan)
         defer { budget.release(progress.unsettled) }
         // Refused items do not depend on the run: answered before it.
         for position in 0..<plan.count {
             if let (item, error) = plan.refusal(at: position) {
-                progress.answer(position: position, entry: Ingress.batchEntry(item: item, tokenIndex: nil, result: .failure(error)))
+                progress.answer(position: position, entry: SendAnswers.batchEntry(item: item, tokenIndex: nil, result: .failure(error)))
             }
         }
         guard !progress.sendPositions.isEmpty else { return progress.result() }
@@ -136,7 +136,7 @@ final class BatchRunner: Sendable {
     }
 
     /// Why the batch should start nothing more, if it should.
-    private func batchStopReason(call: Ingress.Call, deadline: ContinuousClock.Instant) -> Ingress.BatchStop? {
+    private func batchStopReason(call: Ingress.Call, deadline: ContinuousClock.Instant) -> BatchStop? {
         if drain.isDraining, startsUntil.withLock({ $0.map { ContinuousClock.now >= $0 } ?? true }) { return .draining }
         if ContinuousClock.now >= deadline { return .deadline }
         if call.request.isClientGone { return .clientGone }
@@ -144,7 +144,7 @@ final class BatchRunner: Sendable {
     }
 
     /// Stops the batch and gives back the budget of the sends it will not start.
-    private func stopBatch(_ progress: BatchProgress, _ reason: Ingress.BatchStop) {
+    private func stopBatch(_ progress: BatchProgress, _ reason: BatchStop) {
         guard !progress.isStopped else { return }
         budget.release(progress.stop(reason))
     }

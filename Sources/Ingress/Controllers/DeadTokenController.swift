@@ -18,9 +18,9 @@ struct DeadTokenController: Sendable {
     /// called dead or wrong, for the backend to prune.
     @Sendable func listDeadTokens(_ call: Ingress.Call) async throws(IngressError) -> HTTPResponse {
         let query = call.request.query
-        try Ingress.rejectUnknownParameters(query, allowed: ["app", "since", "environment", "limit"])
+        try RequestReading.rejectUnknownParameters(query, allowed: ["app", "since", "environment", "limit"])
         guard let app = query["app"], !app.isEmpty else { throw .invalid("app", "query parameter is required") }
-        try Ingress.authorize(call.key, app: app, service: service)
+        try service.authorize(call.key, app: app)
         var environment: Environment?
         if let name = query["environment"] {
             guard let parsed = Environment(name: name) else { throw .invalid("environment", "must be development or production") }

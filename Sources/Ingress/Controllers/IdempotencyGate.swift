@@ -25,7 +25,7 @@ enum KeyedOutcome: Sendable {
 /// answers a repeat from the first send's answer (or, when that answer was
 /// never recorded, from its audit row), and keeps what a send answered,
 /// holding it in ``UnsettledKeyAnswers`` while the store is away. Routes
-/// parse and check keys (``Ingress/headerIdempotencyKey(_:)``) and render
+/// parse and check keys (``IdempotencyKeys/headerIdempotencyKey(_:)``) and render
 /// answers; this type owns every lookup and write of the store.
 struct IdempotencyGate: Sendable {
     /// Where keys are kept; nil: keyed sends are refused (503).
@@ -64,7 +64,7 @@ struct IdempotencyGate: Sendable {
     ///   keeps that answer for later repeats, so it must be in the route's
     ///   shape (`/v1/send`'s by default; APNs' on the HTTP/2 APNs ingress).
     func runKeyed(
-        _ keyed: KeyedSend, _ call: Ingress.Call, render: (Result<SendResult, IngressError>) -> HTTPResponse = Ingress.sendResponse,
+        _ keyed: KeyedSend, _ call: Ingress.Call, render: (Result<SendResult, IngressError>) -> HTTPResponse = SendAnswers.sendResponse,
         _ send: (Ingress.Call) async throws(IngressError) -> SendResult
     ) async throws(IngressError) -> KeyedOutcome {
         guard let store else {
@@ -100,7 +100,7 @@ struct IdempotencyGate: Sendable {
             // Sent and answered, its answer never recorded: the audit row
             // is what went out. Answered from it; the key is settled so the
             // next repeat reads it without the audit.
-            let answer = Ingress.recoveredAnswer(sent, render: render)
+            let answer = IdempotencyKeys.recoveredAnswer(sent, render: render)
             do {
                 try await store.settle(keyed.claim, over: sent.owner, answer: answer)
             } catch {

@@ -5,83 +5,79 @@ import Relay
 import RelayJSON
 
 extension ServerConfiguration {
-    /// `apps` and `api_keys`: lists of entries, each read whole by its own
-    /// parser (an entry's fields depend on each other: an app's name picks its
+    /// `apps` and `api_keys`: lists of entries, each entry's fields declared
+    /// once (``appFields``, ``apiKeyFields``) and read in order; an entry's
+    /// checks across fields run where it is built (an app's name picks its
     /// credentials' variables, a key's hash is checked against weak keys and
-    /// its burst follows its rate), and shown by check-config as lists.
+    /// its burst follows its rate). check-config shows them as lists.
     static let entrySettings: [Setting] = [
         Setting(
-            path: "apps", type: "list of {name, bundle_id, team_id, key_id, key_path, environments}",
+            path: "apps", type: appFields.entryType(),
             variables: ["APNS_RELAY_APP_<NAME>_TEAM_ID", "APNS_RELAY_APP_<NAME>_KEY_ID", "APNS_RELAY_APP_<NAME>_KEY_PATH"],
             secrecy: .none, documentedDefault: "none: at least one is required",
             summary: "The apps the relay signs for; `<NAME>` is the app's name upper-cased, other characters than A-Z and 0-9 as `_`.",
             read: { configuration, reader, context throws(ConfigurationError) in
                 guard let apps = try reader.list("apps") else { return }
                 for (index, item) in apps.enumerated() {
-                    configuration.apps.append(try app(item, path: "apps[\(index)]", directory: context.directory, environment: context.environment))
+                    configuration.apps.append(try app(item, path: "apps[\(index)]", context))
                 }
             },
             override: nil, value: { _ in nil },
-            describe: { configuration in ["apps:"] + configuration.apps.flatMap(describe) }),
+            describe: { configuration in ["apps:"] + configuration.apps.flatMap(appFields.describe) }),
         Setting(
-            path: "api_keys", type: "list of {name, sha256, apps, admin, rate_per_second, burst, provider_key, client_certificate}",
+            path: "api_keys", type: apiKeyFields.entryType(),
             variables: [], secrecy: .keyHashes, documentedDefault: "none: at least one is required",
             summary: "The backends' API keys, by the SHA-256 of each (apns-relay api-key new makes a key and its entry).",
             read: { configuration, reader, context throws(ConfigurationError) in
                 guard let keys = try reader.list("api_keys") else { return }
                 for (index, item) in keys.enumerated() {
-                    configuration.apiKeys.append(try apiKey(item, path: "api_keys[\(index)]", directory: context.directory))
+                    configuration.apiKeys.append(try apiKey(item, path: "api_keys[\(index)]", context))
                 }
             },
             override: nil, value: { _ in nil },
-            describe: { configuration in ["api_keys:"] + configuration.apiKeys.flatMap(describe) }),
+            describe: { configuration in ["api_keys:"] + configuration.apiKeys.flatMap(apiKeyFields.describe) }),
     ]
 
-    private static func describe(_ app: AppConfiguration) -> [String] {
-        [
-            "  - name: \(app.name)",
-            "    bundle_id: \(app.bundleID)",
-            "    team_id: \(app.teamID ?? "(missing)")",
-            "    key_id: \(app.keyID ?? "(missing)")",
-            "    key_path: \(app.keyPath ?? "(missing)")",
-            "    environments: [\(app.environments.map(\.rawValue).sorted().joined(separator: ", "))]",
-        ]
-    }
-
-    /// A key by name and the first four bytes of its hash only.
-    private static func describe(_ key: APIKey) -> [String] {
-        var lines: [String] = []
-        let hash = key.hash.prefix(4).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
-        lines.append("  - name: \(key.name)")
-        lines.append("    sha256: \(hash)…  # masked")
-        lines.append("    apps: [\(key.apps.map { $0.sorted().joined(separator: ", ") } ?? "\"*\"")]")
-        lines.append("    admin: \(key.isAdmin)")
-        if let rate = key.ratePerSecond { lines.append("    rate_per_second: \(rate)") }
-        if let burst = key.burst { lines.append("    burst: \(burst)") }
-        if let provider = key.providerKey {
-            lines.append("    provider_key:")
-            lines.append("      key_id: \(provider.keyID)")
-            lines.append("      team_id: \(provider.teamID)")
-            lines.append("      public_key_file: \(provider.publicKeyFile ?? "(inline)")")
-        }
-        switch key.clientCertificate {
-        case .sha256(let fingerprint): lines.append("    client_certificate: {sha256: \(fingerprint)}")
-        case .subject(let subject): lines.append("    client_certificate: {subject: \"\(subject)\"}")
-        case nil: break
-        }
-        return lines
-    }
-
-    private static func app(_ value: JSONValue, path: String, directory: String, environment: [String: String]) throws(ConfigurationError) -> AppConfiguration {
-        var reader = try ConfigurationReader(value, path: path)
-        guard let name = try reader.string("name"), !name.isEmpty else { throw ConfigurationError(field: reader.name("name"), "is required") }
-        guard name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }), name.count <= 64 else {
-            throw ConfigurationError(field: reader.name("name"), "must be 1 to 64 letters, digits, '-', '_' or '.'")
-        }
-        guard let bundleID = try reader.string("bundle_id"), !bundleID.isEmpty else { throw ConfigurationError(field: reader.name("bundle_id"), "is required") }
+    /// An `apps` entry as its fields are read.
+    struct AppDraft {
+        var name = ""
+        var bundleID = ""
+        var teamID: String?
+        var keyID: String?
+        var keyPath: String?
         var environments: Set<Environment> = [.development, .production]
-        if let names = try reader.strings("environments") {
-            environments = []
+    }
+
+    /// The fields of an `apps` entry, in the order they are read.
+    static let appFields: [EntryField<AppDraft, AppConfiguration>] = [
+        EntryField("name", read: { draft, reader, _ throws(ConfigurationError) in
+            guard let name = try reader.string("name"), !name.isEmpty else { throw ConfigurationError(field: reader.name("name"), "is required") }
+            guard name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }), name.count <= 64 else {
+                throw ConfigurationError(field: reader.name("name"), "must be 1 to 64 letters, digits, '-', '_' or '.'")
+            }
+            draft.name = name
+        }, shown: \.name),
+        EntryField("bundle_id", read: { draft, reader, _ throws(ConfigurationError) in
+            guard let bundleID = try reader.string("bundle_id"), !bundleID.isEmpty else { throw ConfigurationError(field: reader.name("bundle_id"), "is required") }
+            draft.bundleID = bundleID
+        }, shown: \.bundleID),
+        // The credentials: the file's value read first, so it counts as
+        // known even when the app's variable (named after the app) wins.
+        EntryField("team_id", read: { draft, reader, context throws(ConfigurationError) in
+            let file = try reader.string("team_id")
+            draft.teamID = context.environment[Variable.app(draft.name, "TEAM_ID")] ?? file
+        }, shown: { $0.teamID ?? "(missing)" }),
+        EntryField("key_id", read: { draft, reader, context throws(ConfigurationError) in
+            let file = try reader.string("key_id")
+            draft.keyID = context.environment[Variable.app(draft.name, "KEY_ID")] ?? file
+        }, shown: { $0.keyID ?? "(missing)" }),
+        EntryField("key_path", read: { draft, reader, context throws(ConfigurationError) in
+            let file = try reader.string("key_path").map { resolve($0, against: context.directory) }
+            draft.keyPath = context.environment[Variable.app(draft.name, "KEY_PATH")] ?? file
+        }, shown: { $0.keyPath ?? "(missing)" }),
+        EntryField("environments", read: { draft, reader, _ throws(ConfigurationError) in
+            guard let names = try reader.strings("environments") else { return }
+            var environments: Set<Environment> = []
             for (index, text) in names.enumerated() {
                 guard let environment = Environment(name: text) else {
                     throw ConfigurationError(field: "\(reader.name("environments"))[\(index)]", "must be development or production")
@@ -89,43 +85,99 @@ extension ServerConfiguration {
                 environments.insert(environment)
             }
             guard !environments.isEmpty else { throw ConfigurationError(field: reader.name("environments"), "must name at least one environment") }
-        }
-        // Read the file's values first so they count as known even when the environment overrides them.
-        let fileTeamID = try reader.string("team_id")
-        let fileKeyID = try reader.string("key_id")
-        let fileKeyPath = try reader.string("key_path").map { resolve($0, against: directory) }
-        let teamID = environment[Variable.app(name, "TEAM_ID")] ?? fileTeamID
-        let keyID = environment[Variable.app(name, "KEY_ID")] ?? fileKeyID
-        let keyPath = environment[Variable.app(name, "KEY_PATH")] ?? fileKeyPath
-        try reader.rejectUnknown()
-        return AppConfiguration(name: name, bundleID: bundleID, teamID: teamID, keyID: keyID, keyPath: keyPath, environments: environments)
+            draft.environments = environments
+        }, shown: { "[\($0.environments.map(\.rawValue).sorted().joined(separator: ", "))]" }),
+    ]
+
+    private static func app(_ value: JSONValue, path: String, _ context: Setting.Context) throws(ConfigurationError) -> AppConfiguration {
+        var reader = try ConfigurationReader(value, path: path)
+        var draft = AppDraft()
+        try appFields.read(into: &draft, from: &reader, context)
+        return AppConfiguration(
+            name: draft.name, bundleID: draft.bundleID, teamID: draft.teamID, keyID: draft.keyID, keyPath: draft.keyPath,
+            environments: draft.environments)
     }
 
-    private static func apiKey(_ value: JSONValue, path: String, directory: String) throws(ConfigurationError) -> APIKey {
+    /// An `api_keys` entry as its fields are read.
+    struct APIKeyDraft {
+        var name = ""
+        var sha256 = ""
+        var apps = ["*"]
+        var isAdmin = false
+        var ratePerSecond: Double?
+        var burst: Double?
+        var providerKey: APIKey.ProviderKey?
+        var clientCertificate: APIKey.ClientCertificateMatch?
+    }
+
+    /// The fields of an `api_keys` entry, in the order they are read.
+    static let apiKeyFields: [EntryField<APIKeyDraft, APIKey>] = [
+        EntryField("name", read: { draft, reader, _ throws(ConfigurationError) in
+            guard let name = try reader.string("name"), !name.isEmpty else { throw ConfigurationError(field: reader.name("name"), "is required") }
+            draft.name = name
+        }, shown: \.name),
+        EntryField("sha256", read: { draft, reader, _ throws(ConfigurationError) in
+            guard let hash = try reader.string("sha256") else {
+                throw ConfigurationError(field: reader.name("sha256"), "is required: the SHA-256 of the key in hex; \(Self.generateKeyHint(draft.name))")
+            }
+            if let word = WeakAPIKeys.preimage(ofSHA256Hex: hash) {
+                let shown = word.isEmpty ? "the empty string (was KEY unset?)" : word.hasSuffix("\n") ? "\"\(word.dropLast())\" plus a newline" : "\"\(word)\""
+                throw ConfigurationError(
+                    field: reader.name("sha256"),
+                    "is the SHA-256 of \(shown), a key anyone could guess; \(Self.generateKeyHint(draft.name))")
+            }
+            draft.sha256 = hash
+        }, shown: { key in
+            // The name and the first four bytes of the hash only.
+            key.hash.prefix(4).map { String($0, radix: 16).leftPadded(to: 2) }.joined() + "…  # masked"
+        }),
+        EntryField("apps", read: { draft, reader, _ throws(ConfigurationError) in
+            if let apps = try reader.strings("apps") { draft.apps = apps }
+        }, shown: { "[\($0.apps.map { $0.sorted().joined(separator: ", ") } ?? "\"*\"")]" }),
+        EntryField("admin", read: { draft, reader, _ throws(ConfigurationError) in
+            draft.isAdmin = try reader.bool("admin") ?? false
+        }, shown: { "\($0.isAdmin)" }),
+        EntryField("rate_per_second", read: { draft, reader, _ throws(ConfigurationError) in
+            draft.ratePerSecond = try reader.number("rate_per_second", in: 0.001...1_000_000)
+        }, describe: { key in key.ratePerSecond.map { ["rate_per_second: \($0)"] } ?? [] }),
+        EntryField("burst", read: { draft, reader, _ throws(ConfigurationError) in
+            draft.burst = try reader.number("burst", in: 1...10_000_000)
+        }, describe: { key in key.burst.map { ["burst: \($0)"] } ?? [] }),
+        EntryField("provider_key", read: { draft, reader, context throws(ConfigurationError) in
+            draft.providerKey = try reader.child("provider_key").map { reader throws(ConfigurationError) in
+                try Self.providerKey(reader, directory: context.directory)
+            }
+        }, describe: { key in
+            guard let provider = key.providerKey else { return [] }
+            return [
+                "provider_key:", "  key_id: \(provider.keyID)", "  team_id: \(provider.teamID)",
+                "  public_key_file: \(provider.publicKeyFile ?? "(inline)")",
+            ]
+        }),
+        EntryField("client_certificate", read: { draft, reader, _ throws(ConfigurationError) in
+            draft.clientCertificate = try reader.child("client_certificate").map { reader throws(ConfigurationError) in try Self.clientCertificate(reader) }
+        }, describe: { key in
+            switch key.clientCertificate {
+            case .sha256(let fingerprint): ["client_certificate: {sha256: \(fingerprint)}"]
+            case .subject(let subject): ["client_certificate: {subject: \"\(subject)\"}"]
+            case nil: []
+            }
+        }),
+    ]
+
+    private static func apiKey(_ value: JSONValue, path: String, _ context: Setting.Context) throws(ConfigurationError) -> APIKey {
         var reader = try ConfigurationReader(value, path: path)
-        guard let name = try reader.string("name"), !name.isEmpty else { throw ConfigurationError(field: reader.name("name"), "is required") }
-        guard let hash = try reader.string("sha256") else {
-            throw ConfigurationError(field: reader.name("sha256"), "is required: the SHA-256 of the key in hex; \(Self.generateKeyHint(name))")
-        }
-        if let word = WeakAPIKeys.preimage(ofSHA256Hex: hash) {
-            let shown = word.isEmpty ? "the empty string (was KEY unset?)" : word.hasSuffix("\n") ? "\"\(word.dropLast())\" plus a newline" : "\"\(word)\""
+        var draft = APIKeyDraft()
+        try apiKeyFields.read(into: &draft, from: &reader, context)
+        let apps = draft.apps.contains("*") ? nil : Set(draft.apps)
+        let burst = draft.burst ?? draft.ratePerSecond.map { max(1, $0) }
+        guard var key = APIKey(name: draft.name, sha256Hex: draft.sha256, apps: apps, isAdmin: draft.isAdmin, ratePerSecond: draft.ratePerSecond, burst: burst)
+        else {
             throw ConfigurationError(
-                field: reader.name("sha256"),
-                "is the SHA-256 of \(shown), a key anyone could guess; \(Self.generateKeyHint(name))")
+                field: reader.name("sha256"), "must be 64 hex digits (a SHA-256), not the key itself or a placeholder; \(Self.generateKeyHint(draft.name))")
         }
-        let apps = try reader.strings("apps") ?? ["*"]
-        let isAdmin = try reader.bool("admin") ?? false
-        let rate = try reader.number("rate_per_second", in: 0.001...1_000_000)
-        let burst = try reader.number("burst", in: 1...10_000_000)
-        let providerKey = try reader.child("provider_key").map { reader throws(ConfigurationError) in try Self.providerKey(reader, directory: directory) }
-        let clientCertificate = try reader.child("client_certificate").map { reader throws(ConfigurationError) in try Self.clientCertificate(reader) }
-        try reader.rejectUnknown()
-        guard var key = APIKey(name: name, sha256Hex: hash, apps: apps.contains("*") ? nil : Set(apps), isAdmin: isAdmin, ratePerSecond: rate, burst: burst ?? rate.map { max(1, $0) }) else {
-            throw ConfigurationError(
-                field: reader.name("sha256"), "must be 64 hex digits (a SHA-256), not the key itself or a placeholder; \(Self.generateKeyHint(name))")
-        }
-        key.providerKey = providerKey
-        key.clientCertificate = clientCertificate
+        key.providerKey = draft.providerKey
+        key.clientCertificate = draft.clientCertificate
         return key
     }
 

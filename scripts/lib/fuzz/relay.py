@@ -6,19 +6,18 @@ campaign goes on and the rows from before the crash are still counted."""
 
 import hashlib
 import json
-import os
 import pathlib
 import secrets
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 import uuid
 
 from dataclasses import dataclass, field
 
 from . import wire
+from launcher import start_mock, start_serve
 
 APP = "checkout-ios"  # the spec's example app, so schemathesis' examples really send
 BUNDLE = "com.example.checkout"
@@ -46,51 +45,6 @@ class Options:
     large_app: bool = False  # a third app with a 64-byte name, for the backend key
     ingress: dict = field(default_factory=dict)  # more ingress settings (connection limits, timeouts)
     logging_level: str = "warning"
-
-
-class ChildProcess:
-    """A child whose standard output is read line by line on a thread."""
-
-    def __init__(self, arguments, log_path):
-        self.log = open(log_path, "ab")
-        self.process = subprocess.Popen(arguments, stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL)
-        self.lines = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self):
-        for raw in self.process.stdout:
-            self.lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
-
-    def line_after(self, prefix, timeout=60):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in list(self.lines):
-                if line.startswith(prefix):
-                    return line[len(prefix):].strip()
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError(f"no '{prefix}' line from {self.process.args[1]} (exit {self.process.poll()}); output: {self.lines[-10:]}")
-
-    def alive(self):
-        return self.process.poll() is None
-
-    def stop(self, timeout=40):
-        """SIGTERM, then SIGKILL after `timeout`; returns the exit status."""
-        if self.alive():
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
-        return self.process.returncode
-
-
-def port_of(url):
-    return int(url.rstrip("/").rsplit(":", 1)[1].split("/")[0])
 
 
 def psql(url, sql):
@@ -147,21 +101,19 @@ class Relay:
         mock_args = ["--delay-ms", str(self.options.mock_delay_ms)] if self.options.mock_delay_ms else []
         if self.options.request_log:
             mock_args += ["--request-log", str(self.request_log_path)]
-        self.mock = ChildProcess(
-            [self.binary, "mock-apns", "--port", "0", "--bundle-id", BUNDLE, "--bundle-id", OTHER_BUNDLE,
-             "--bundle-id", LARGE_BUNDLE, "--unregistered-prefix", "dead",
+        self.mock = start_mock(
+            self.binary,
+            ["--bundle-id", BUNDLE, "--bundle-id", OTHER_BUNDLE, "--bundle-id", LARGE_BUNDLE, "--unregistered-prefix", "dead",
              "--certificate-directory", str(self.directory / "mock")] + key_args + mock_args,
             self.directory / "mock.log")
-        mock_port = port_of(self.mock.line_after("mock APNs listening on"))
-        certificate = self.mock.line_after("trust this certificate:")
+        mock_port, certificate = self.mock.port, self.mock.certificate
         config = self.directory / "relay.yaml"
         config.write_text(self.configuration(mock_port, certificate))
         self._start_serve(config)
 
     def _start_serve(self, config):
-        self.serve = ChildProcess([self.serve_binary, "serve", "--config", str(config)], self.directory / "serve.log")
-        self.port = port_of(self.serve.line_after("apns-relay ingress on"))
-        self.metrics_port = port_of(self.serve.line_after("apns-relay metrics on"))
+        self.serve = start_serve(self.serve_binary, config, log_path=self.directory / "serve.log")
+        self.port, self.metrics_port = self.serve.port, self.serve.metrics_port
         self.starts += 1
 
     @property

@@ -4,96 +4,19 @@ import Logging
 import Relay
 import RelayJSON
 
-extension Ingress {
-    /// What a batch will do, kept small: one entry per item (its send, shared
-    /// by a fan-out's tokens, or why it was refused) and per send only the
-    /// item, the token's index and the token. A 10000-token fan-out so holds
-    /// one operation, not 10000 copies of the snapshot and options.
-    struct BatchPlan: Sendable {
-        enum Item: Sendable {
-            case send(app: String, environment: Environment, template: RelayOperation, fanOut: Bool)
-            case refused(IngressError)
-        }
+/// `POST /v1/send/batch`: reads the batch into a ``BatchPlan``, admits it
+/// whole against the send budget and the caller's rate, hands it to the
+/// ``BatchRunner`` and answers every send in order.
+struct BatchController: Sendable {
+    let configuration: Ingress.Configuration
+    let service: RelayService
+    let sends: SendController
+    let limiter: RateLimiter
+    let logger: Logger
 
-        struct Send: Sendable {
-            var item: Int32
-            var tokenIndex: Int32
-            /// nil: the template's own (a single send, or an operation without a device token).
-            var token: String?
-        }
-
-        /// One position of the plan, ready to send or to answer.
-        enum Resolved {
-            case send(item: Int, tokenIndex: Int?, app: String, environment: Environment, operation: RelayOperation)
-            case refused(item: Int, error: IngressError)
-        }
-
-        var items: [Item] = []
-        var sends: [Send] = []
-        /// Items with an `idempotencyKey`, by item index.
-        var keys: [Int: KeyedSend] = [:]
-        /// Items repeating an earlier item's key with the same send: answered
-        /// from that item's answer once the batch has run.
-        var repeats: [(position: Int, item: Int, first: Int)] = []
-
-        var count: Int { sends.count }
-
-        /// Positions that are sends (not refused items).
-        var sendCount: Int {
-            sends.count { if case .send = items[Int($0.item)] { true } else { false } }
-        }
-
-        /// The positions that are sends (not refused items), in order: what a run starts.
-        var sendPositions: [Int32] {
-            var positions: [Int32] = []
-            positions.reserveCapacity(sends.count)
-            for (position, send) in sends.enumerated() {
-                if case .send = items[Int(send.item)] { positions.append(Int32(position)) }
-            }
-            return positions
-        }
-
-        /// The item and error of a refused position; nil for a send.
-        func refusal(at position: Int) -> (item: Int, error: IngressError)? {
-            let item = Int(sends[position].item)
-            guard case .refused(let error) = items[item] else { return nil }
-            return (item, error)
-        }
-
-        /// The `tokenIndex` a send's result carries: only a fan-out's sends have one.
-        func tokenIndex(of position: Int) -> Int? {
-            let entry = sends[position]
-            guard case .send(_, _, _, let fanOut) = items[Int(entry.item)], fanOut else { return nil }
-            return Int(entry.tokenIndex)
-        }
-
-        func resolve(_ position: Int) -> Resolved {
-            let entry = sends[position]
-            let item = Int(entry.item)
-            switch items[item] {
-            case .refused(let error):
-                return .refused(item: item, error: error)
-            case .send(let app, let environment, let template, let fanOut):
-                let operation = entry.token.map { template.replacingDeviceToken($0) } ?? template
-                return .send(item: item, tokenIndex: fanOut ? Int(entry.tokenIndex) : nil, app: app, environment: environment, operation: operation)
-            }
-        }
-    }
-
-    /// Why a batch stopped starting its items before the end.
-    enum BatchStop: String, Sendable {
-        case draining = "Draining"
-        case clientGone = "ClientGone"
-        case deadline = "BatchDeadline"
-
-        var message: String {
-            switch self {
-            case .draining: "not sent: the relay began shutting down before this send started; retry it on another instance"
-            case .clientGone: "not sent: the client closed the connection before this send started"
-            case .deadline: "not sent: the batch deadline (ingress.batch_deadline_seconds) passed before this send started; retry it in a smaller batch"
-            }
-        }
-    }
+    var batches: BatchRunner { sends.batches }
+    var idempotency: IdempotencyGate { sends.idempotency }
+    var sendBudget: SendBudget { sends.batches.budget }
 
     /// `POST /v1/send/batch`: up to ``Configuration/maximumBatchItems`` items,
     /// each a send (or a fan-out over `tokens`), answered with one result per
@@ -106,11 +29,11 @@ extension Ingress {
     /// the client hangs up, the relay's drain says so, or ``Configuration/batchDeadlineSeconds``
     /// pass: sends never started are answered `NotSent` (and have no audit row,
     /// since nothing was attempted); sends still running at the deadline are cancelled.
-    @Sendable func batch(_ call: Call) async throws(IngressError) -> HTTPResponse {
+    @Sendable func batch(_ call: Ingress.Call) async throws(IngressError) -> HTTPResponse {
         let started = ContinuousClock.now
         // Reading a large batch costs CPU and memory before its size is known:
         // with the budget already spent, refuse before parsing anything.
-        guard sendBudget.inUse < sendBudget.batchLimit else { throw overloaded(sends: nil) }
+        guard sendBudget.inUse < sendBudget.batchLimit else { throw sends.overloaded(sends: nil) }
         // A batch that waited for a thread while its client gave up is not read at all.
         guard !call.request.isClientGone else {
             var error = IngressError(status: 503, type: .notSent, message: BatchStop.clientGone.message)
@@ -136,7 +59,7 @@ extension Ingress {
                 throw error
             }
         }
-        guard sendBudget.admit(sends, batch: true) else { throw overloaded(sends: sends) }
+        guard sendBudget.admit(sends, batch: true) else { throw self.sends.overloaded(sends: sends) }
 
         var run = await batches.runBatch(plan, sends: sends, call: call, deadline: started + .milliseconds(Int(configuration.batchDeadlineSeconds * 1000)))
         if let stop = run.stop, run.notSent > 0 {
@@ -172,8 +95,8 @@ extension Ingress {
 
     /// Decodes the envelope and every item. The request's JSON tree lives only
     /// in here: what a running batch keeps is the plan.
-    private func planBatch(_ call: Call) throws(IngressError) -> BatchPlan {
-        var reader = try FieldReader(try body(call.request), path: "")
+    private func planBatch(_ call: Ingress.Call) throws(IngressError) -> BatchPlan {
+        var reader = try FieldReader(try RequestReading.parseBody(call.request), path: "")
         guard let items = try reader.array("items") else { throw .invalid("items", "is required: an array of sends") }
         try reader.rejectUnknown(allowed: "items")
         guard !items.isEmpty else { throw .invalid("items", "must hold at least one send") }
@@ -191,8 +114,8 @@ extension Ingress {
         for (index, item) in items.enumerated() {
             do {
                 var item = item
-                let key = try Self.itemIdempotencyKey(&item, path: "items[\(index)]")
-                let request = try decodeSend(item, call, path: "items[\(index)]", allowFanOut: true, snapshots: snapshots)
+                let key = try IdempotencyKeys.itemIdempotencyKey(&item, path: "items[\(index)]")
+                let request = try sends.decodeSend(item, call, path: "items[\(index)]", allowFanOut: true, snapshots: snapshots)
                 let fanOut = request.operations.count > 1 || (item["tokens"] != nil)
                 if let key {
                     let keyed = try planKeyedItem(key, item: item, index: index, app: request.app, fanOut: fanOut, call: call, plan: &plan, firstWithKey: &firstWithKey)
@@ -227,30 +150,47 @@ extension Ingress {
             field: "items")
     }
 
-    /// A send's entry in a batch's `results`, encoded:
-    /// `{item, tokenIndex?, ok: true, …successBody}` or `{item, tokenIndex?,
-    /// ok: false, error}`. A success is written straight into its bytes
-    /// (``appendSuccessMembers(_:apnsID:to:)``), without building a JSON
-    /// object per send; `BatchEntryTests` pins the bytes to that object's encoding.
-    static func batchEntry(item: Int, tokenIndex: Int?, result: Result<SendResult, IngressError>) -> [UInt8] {
-        var entry: [UInt8] = []
-        entry.reserveCapacity(200)
-        entry.append(contentsOf: #"{"item":"#.utf8)
-        JSONValue.integer(Int64(item)).encode(into: &entry)
-        if let tokenIndex {
-            entry.append(contentsOf: #","tokenIndex":"#.utf8)
-            JSONValue.integer(Int64(tokenIndex)).encode(into: &entry)
+    /// Plans a keyed batch item: true when it is to be sent (or replayed from
+    /// the store) like any item; false when it repeats the key of an earlier
+    /// item of this batch with the same send, and was planned as that item's
+    /// repeat. The same key with another send is refused (422).
+    func planKeyedItem(
+        _ key: String, item: JSONValue, index: Int, app: String, fanOut: Bool, call: Ingress.Call, plan: inout BatchPlan, firstWithKey: inout [String: Int]
+    ) throws(IngressError) -> Bool {
+        let field = "items[\(index)].idempotencyKey"
+        // One key names one send, as one apnsId does.
+        guard !fanOut else { throw .invalid(field, "names one send: give it with token, not tokens") }
+        let keyed = IdempotencyKeys.keyedSend(key, field: field, app: app, call: call, canonical: IdempotencyKeys.canonical("send", [], item))
+        guard let first = firstWithKey[keyed.claim.keyHash] else {
+            firstWithKey[keyed.claim.keyHash] = index
+            plan.keys[index] = keyed
+            return true
         }
-        switch result {
-        case .success(let result):
-            entry.append(contentsOf: #","ok":true,"#.utf8)
-            appendSuccessMembers(result, apnsID: result.apnsID.description, to: &entry)
-        case .failure(let error):
-            entry.append(contentsOf: #","ok":false,"error":"#.utf8)
-            error.object.encode(into: &entry)
+        guard plan.keys[first]?.claim.requestHash == keyed.claim.requestHash else { throw IdempotencyGate.keyReused(keyed) }
+        plan.repeats.append((position: plan.sends.count, item: index, first: first))
+        // A placeholder until the batch has run; nothing is sent for it.
+        plan.items.append(.refused(IngressError(status: 409, type: .idempotencyKeyInFlight, message: "\(field) repeats items[\(first)]'s key", field: field)))
+        plan.sends.append(.init(item: Int32(index), tokenIndex: 0, token: nil))
+        return false
+    }
+
+    /// Answers each item that repeated an earlier item's key with that item's
+    /// answer, marked as a replay; nothing was sent for it.
+    func answerRepeats(_ plan: BatchPlan, _ run: inout BatchRun) {
+        for entry in plan.repeats {
+            if let answer = run.answers[entry.first] {
+                run.entries[entry.position] = SendAnswers.replayEntry(item: entry.item, answer)
+                if answer.httpStatus == 200 { run.succeeded += 1 }
+                idempotency.onReplay?(plan.keys[entry.first]?.app ?? "")
+            } else {
+                var error = IngressError(
+                    status: 409, type: .idempotencyKeyInFlight,
+                    message: "items[\(entry.item)].idempotencyKey repeats items[\(entry.first)]'s key, which was not sent; retry with the key to send it once",
+                    field: "items[\(entry.item)].idempotencyKey")
+                error.retryAfter = 1
+                run.entries[entry.position] = SendAnswers.batchEntry(item: entry.item, tokenIndex: nil, result: .failure(error))
+            }
         }
-        entry.append(UInt8(ascii: "}"))
-        return entry
     }
 }
 

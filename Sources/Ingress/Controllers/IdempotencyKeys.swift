@@ -4,13 +4,15 @@ import Relay
 import RelayJSON
 import RelayBasics
 
-/// Idempotent sends (docs/api.md, "Idempotency keys"): a send with an
-/// `Idempotency-Key` (a batch item's `idempotencyKey`) is sent once per
-/// caller and key within `ingress.idempotency_window_seconds`; a repeat gets
-/// the first answer back, marked `Idempotency-Replayed: true`, and sends
-/// nothing. The keys live in the ``IdempotencyStore`` every relay of the
-/// deployment shares. Sends without a key never come here.
-extension Ingress {
+/// Idempotency keys as requests carry them (docs/api.md, "Idempotency
+/// keys"): a send with an `Idempotency-Key` (a batch item's
+/// `idempotencyKey`) is sent once per caller and key within
+/// `ingress.idempotency_window_seconds`; a repeat gets the first answer
+/// back, marked `Idempotency-Replayed: true`, and sends nothing. This is
+/// where keys are read and checked, a request's claim and hash are made, and
+/// a send recovered from its audit row is answered; ``IdempotencyGate`` owns
+/// every lookup and write of the store.
+enum IdempotencyKeys {
     /// The request header that carries a key (`/v1/send`, `/3/device/{token}`).
     static let idempotencyHeader = "Idempotency-Key"
     /// The answer header that marks a replay.
@@ -53,7 +55,7 @@ extension Ingress {
     }
 
     /// The claim of `key` from the call's caller on the request `canonical` describes.
-    static func keyedSend(_ key: String, field: String, app: String, call: Call, canonical: [UInt8]) -> KeyedSend {
+    static func keyedSend(_ key: String, field: String, app: String, call: Ingress.Call, canonical: [UInt8]) -> KeyedSend {
         let caller = call.key.name
         let claim = IdempotencyClaim(
             caller: caller, keyHash: Fingerprint.sha256Hex(Array("\(caller)\n\(key)".utf8)), requestHash: Fingerprint.sha256Hex(canonical),
@@ -66,7 +68,7 @@ extension Ingress {
     /// error naming the first send's apns-id, outcome and reason (see
     /// ``recoveredResult(_:)``).
     static func recoveredAnswer(
-        _ sent: IdempotencyRecoveredSend, render: (Result<SendResult, IngressError>) -> HTTPResponse = Ingress.sendResponse
+        _ sent: IdempotencyRecoveredSend, render: (Result<SendResult, IngressError>) -> HTTPResponse = SendAnswers.sendResponse
     ) -> IdempotentAnswer {
         IdempotencyGate.answer(render(recoveredResult(sent)), apnsID: sent.apnsID, status: sent.status, reason: sent.reason, attempts: sent.attempts)
     }
@@ -100,41 +102,6 @@ extension Ingress {
         // APNs' timestamp of a 410: the first answer's `timestamp`, again.
         error.unregisteredAt = sent.unregisteredAt
         return .failure(error)
-    }
-
-    /// The first answer again, marked as a replay.
-    static func replayResponse(_ answer: IdempotentAnswer) -> HTTPResponse {
-        HTTPResponse(
-            status: answer.httpStatus, headers: answer.headers.map { HTTPHeader($0.name, $0.value) } + [HTTPHeader(replayedHeader, "true")],
-            body: answer.body)
-    }
-
-    /// `/v1/send`'s answer to a result (also what a keyed batch item keeps, so
-    /// either route can replay the other's send).
-    static func sendResponse(_ result: Result<SendResult, IngressError>) -> HTTPResponse {
-        switch result {
-        case .success(let result):
-            successResponse(result)
-        case .failure(let error):
-            error.response
-        }
-    }
-
-    /// A batch item answered from a stored `/v1/send` answer, encoded as
-    /// ``batchEntry(item:tokenIndex:result:)`` returns its entries: its
-    /// members, `ok`, and `idempotentReplay: true`.
-    static func replayEntry(item: Int, _ answer: IdempotentAnswer) -> [UInt8] {
-        var members: [(String, JSONValue)] = [("item", .integer(Int64(item)))]
-        let body = try? JSONParser.parse(answer.body)
-        if answer.httpStatus == 200, let object = body?.objectValue {
-            members.append(("ok", .bool(true)))
-            members += object.members.map { ($0.key, $0.value) }
-        } else {
-            members.append(("ok", .bool(false)))
-            members.append(("error", body?["error"] ?? body ?? .null))
-        }
-        members.append(("idempotentReplay", .bool(true)))
-        return JSONValue.object(JSONObject(members)).encoded()
     }
 
     /// The bytes a request hash is taken over: `kind`, then each part, then
@@ -173,9 +140,6 @@ extension Ingress {
             value.encode(into: &output)
         }
     }
-}
-
-extension Ingress {
     /// Takes a batch item's `idempotencyKey` out of it (the send decoder
     /// knows no such field), checked; nil without one.
     static func itemIdempotencyKey(_ item: inout JSONValue, path: String) throws(IngressError) -> String? {
@@ -186,48 +150,5 @@ extension Ingress {
         object["idempotencyKey"] = nil
         item = .object(object)
         return key
-    }
-
-    /// Plans a keyed batch item: true when it is to be sent (or replayed from
-    /// the store) like any item; false when it repeats the key of an earlier
-    /// item of this batch with the same send, and was planned as that item's
-    /// repeat. The same key with another send is refused (422).
-    func planKeyedItem(
-        _ key: String, item: JSONValue, index: Int, app: String, fanOut: Bool, call: Call, plan: inout BatchPlan, firstWithKey: inout [String: Int]
-    ) throws(IngressError) -> Bool {
-        let field = "items[\(index)].idempotencyKey"
-        // One key names one send, as one apnsId does.
-        guard !fanOut else { throw .invalid(field, "names one send: give it with token, not tokens") }
-        let keyed = Self.keyedSend(key, field: field, app: app, call: call, canonical: Self.canonical("send", [], item))
-        guard let first = firstWithKey[keyed.claim.keyHash] else {
-            firstWithKey[keyed.claim.keyHash] = index
-            plan.keys[index] = keyed
-            return true
-        }
-        guard plan.keys[first]?.claim.requestHash == keyed.claim.requestHash else { throw IdempotencyGate.keyReused(keyed) }
-        plan.repeats.append((position: plan.sends.count, item: index, first: first))
-        // A placeholder until the batch has run; nothing is sent for it.
-        plan.items.append(.refused(IngressError(status: 409, type: .idempotencyKeyInFlight, message: "\(field) repeats items[\(first)]'s key", field: field)))
-        plan.sends.append(.init(item: Int32(index), tokenIndex: 0, token: nil))
-        return false
-    }
-
-    /// Answers each item that repeated an earlier item's key with that item's
-    /// answer, marked as a replay; nothing was sent for it.
-    func answerRepeats(_ plan: BatchPlan, _ run: inout BatchRun) {
-        for entry in plan.repeats {
-            if let answer = run.answers[entry.first] {
-                run.entries[entry.position] = Self.replayEntry(item: entry.item, answer)
-                if answer.httpStatus == 200 { run.succeeded += 1 }
-                idempotency.onReplay?(plan.keys[entry.first]?.app ?? "")
-            } else {
-                var error = IngressError(
-                    status: 409, type: .idempotencyKeyInFlight,
-                    message: "items[\(entry.item)].idempotencyKey repeats items[\(entry.first)]'s key, which was not sent; retry with the key to send it once",
-                    field: "items[\(entry.item)].idempotencyKey")
-                error.retryAfter = 1
-                run.entries[entry.position] = Self.batchEntry(item: entry.item, tokenIndex: nil, result: .failure(error))
-            }
-        }
     }
 }

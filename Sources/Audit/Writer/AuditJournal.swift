@@ -1,0 +1,212 @@
+import Foundation
+import Logging
+import RelayBasics
+
+/// The audit journal: its segment files in the spool directory and the
+/// journal thread. Each send's intent (before its first attempt) and
+/// completion (before the caller is answered) are appended here, so a relay
+/// killed at any point leaves every answered send's row on disk.
+///
+/// - `.interval` (the default): the sending thread appends with one
+///   `write(2)` (``append(encoded:items:intents:)``) and the journal
+///   thread only `fdatasync`s, every `journalSyncInterval` while appends
+///   arrive (``runSyncs()``).
+/// - `.always`: the journal thread takes the records, writes many sends per
+///   `fdatasync` (group commit), then resumes the waiting sends
+///   (``runGroups()``).
+///
+/// Either way completed rows go to the writer's queue and the ledger
+/// (``AuditWriterState``) in the same step as the append, under the shared
+/// lock, so the ledger and the segment a record went to agree, whoever
+/// appends and trims. Segments are deleted, oldest first, once the ledger
+/// says every row in them is in Postgres or the spool.
+final class AuditJournal: @unchecked Sendable {
+    /// What the sending threads hand to the journal thread, guarded by `condition`.
+    struct Inbox {
+        /// `.always`: records to make durable, each with the send waiting for it.
+        var pending: [(AuditWriter.JournalEntry, CheckedContinuation<Bool, Never>?)] = []
+        /// The journal thread is writing a group it took from `pending`.
+        var busy = false
+        var threadRunning = false
+        /// Set by the writer thread as it exits: the journal thread may stop when idle.
+        var writerExited = false
+        /// `shutdown()` callers waiting for the journal thread's last trim.
+        var exitContinuations: [CheckedContinuation<Void, Never>] = []
+        /// `.interval`: an append found the journal synced and asks the
+        /// journal thread for the next sync.
+        var wakeRequested = false
+    }
+
+    /// The segment files. With `.interval` used under the shared lock by
+    /// the sending threads and the journal thread; with `.always` by the
+    /// journal thread alone; by `init` before either starts.
+    let files: AuditSpool
+    let shared: AuditWriterShared
+    let configuration: AuditWriter.Configuration
+    let logger: Logger
+    /// Guards `inbox`: its own, so a send handing over an entry wakes the
+    /// journal thread and not the writer.
+    let condition = MonotonicCondition()
+    var inbox = Inbox()
+    /// Journal thread only: the segment current at its last trim.
+    var lastTrimmedSegment: Int?
+
+    /// Opens the journal's directory and holds, in the ledger, the segments
+    /// a previous run left (new ones are numbered after them). Returns them
+    /// for the writer thread to recover: disk reads and an fsync have no
+    /// place on the caller, which may be on the cooperative pool.
+    init(configuration: AuditWriter.Configuration, shared: AuditWriterShared, logger: Logger) throws {
+        self.configuration = configuration
+        self.shared = shared
+        self.logger = logger
+        self.files = try AuditSpool(
+            directory: configuration.spoolDirectory, segmentLimit: configuration.journalSegmentBytes, prefix: "journal-",
+            suffix: ".journal", mapped: configuration.journalSync == .interval)
+    }
+
+    /// Segments a previous run left, now held in the ledger until recovered.
+    func holdLeftoverSegments() -> [URL] {
+        let leftover = files.segments()
+        shared.withState { state in
+            for url in leftover {
+                guard let number = files.number(of: url) else { continue }
+                state.ledger.holdLeftover(number)
+                files.reserveNumbers(through: number)
+            }
+        }
+        return leftover
+    }
+
+    /// Starts the journal thread unless it runs. Called with `condition` held.
+    func startThreadIfNeeded() {
+        guard !inbox.threadRunning else { return }
+        inbox.threadRunning = true
+        let thread = Thread { [self] in
+            // Named from inside, in 15 bytes at most, as the writer's.
+            Thread.current.name = "relay-journal"
+            if configuration.journalSync == .interval { runSyncs() } else { runGroups() }
+        }
+        thread.start()
+    }
+
+    /// Starts the journal thread unless it runs.
+    func start() {
+        condition.lock()
+        startThreadIfNeeded()
+        condition.unlock()
+    }
+
+    /// `.always`: hands `entries` to the journal thread together, the last
+    /// one with `continuation`, so the thread takes them in one group and
+    /// the continuation resumes once all are synced.
+    func enqueue(_ entries: some Collection<AuditWriter.JournalEntry>, continuation: CheckedContinuation<Bool, Never>?) {
+        condition.lock()
+        var left = entries.count
+        for entry in entries {
+            left -= 1
+            inbox.pending.append((entry, left == 0 ? continuation : nil))
+        }
+        startThreadIfNeeded()
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Nothing pending for the journal and nothing being written by it.
+    func isIdle() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return inbox.pending.isEmpty && !inbox.busy
+    }
+
+    /// Records handed over and not yet taken (`.always`), for the queue depth.
+    var pendingCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return inbox.pending.count
+    }
+
+    /// The writer thread has exited (or never will start): the journal
+    /// thread ends once it has nothing left.
+    func writerDidExit() {
+        condition.lock()
+        inbox.writerExited = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Returns once the journal thread has made its last trim and exited
+    /// (at once when it does not run), so a writer opened next on the same
+    /// directory never races this one's deletions.
+    func waitForExit() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            condition.lock()
+            guard inbox.threadRunning else {
+                condition.unlock()
+                continuation.resume()
+                return
+            }
+            inbox.exitContinuations.append(continuation)
+            condition.signal()
+            condition.unlock()
+        }
+    }
+
+    /// Marks the journal thread stopped and resumes `waitForExit()`, unless
+    /// `more` (read under `condition`) says work arrived: then false.
+    func endThread(unless more: (Inbox) -> Bool) -> Bool {
+        condition.lock()
+        guard !more(inbox) else {
+            condition.unlock()
+            return false
+        }
+        inbox.threadRunning = false
+        let waiting = inbox.exitContinuations
+        inbox.exitContinuations = []
+        condition.unlock()
+        waiting.forEach { $0.resume() }
+        return true
+    }
+
+    /// The journal thread, now and then: while the journal is failing, tries
+    /// a small write and `fdatasync` in the spool directory. With no sends
+    /// (a relay out of rotation gets none) nothing else would find out that
+    /// the disk has room again.
+    func probeIfFailing() {
+        guard shared.withState({ $0.counters.journalFailing }) else { return }
+        do {
+            try SegmentFile.probe(files.directory.appendingPathComponent(".journal-probe").path)
+        } catch {
+            return
+        }
+        log(shared.withState { $0.noteProbeSucceeded() })
+    }
+
+    func log(_ change: AuditWriterState.JournalHealthChange?) {
+        shared.log(change, logger: logger, spoolDirectory: configuration.spoolDirectory)
+    }
+
+    /// Deletes journal segments, oldest first, while every row in them is
+    /// settled. Oldest first keeps an intent's segment at least as long as
+    /// its completion's, so recovery never finds an intent alone whose
+    /// send was answered. The current segment goes too once it is settled
+    /// (the next append starts a new one).
+    func trim() {
+        for url in files.segments() {
+            guard let number = files.number(of: url) else { continue }
+            // The check and the deletion under one lock: with `.interval` a
+            // sending thread may append to the current segment at any time,
+            // and a record must never land in a segment being deleted (the
+            // next append after the deletion starts a new one).
+            shared.condition.lock()
+            defer { shared.condition.unlock() }
+            guard shared.state.ledger.isSettled(number) else { return }
+            do {
+                try files.remove(url)
+                shared.state.ledger.forget(number)
+            } catch {
+                logger.error("could not delete a settled audit journal segment", metadata: ["segment": "\(url.lastPathComponent)", "error": "\(error)"])
+                return
+            }
+        }
+    }
+}
