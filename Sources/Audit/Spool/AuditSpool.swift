@@ -19,8 +19,6 @@ internal import Zlib
 /// interval`): then a retired segment stays open until ``takeSyncWork()``
 /// hands it to the journal thread, which syncs and closes it, so no
 /// descriptor is closed (and its number reused) under a sync in flight.
-/// Such a journal is `mapped`: its segments are mapped into memory and an
-/// append is a copy, not a `write(2)` (``MappedSegment``).
 final class AuditSpool: @unchecked Sendable {
     // The spool is used only from the audit writer's thread (and before it
     // starts). The journal: by the journal thread (`always`), or by the
@@ -67,10 +65,6 @@ final class AuditSpool: @unchecked Sendable {
     let prefix: String
     let suffix: String
     private var current: (url: URL, file: SegmentFile, size: Int, number: Int)?
-    /// Appends copy into mapped segments (``MappedSegment``) rather than `write(2)`.
-    let mapped: Bool
-    /// The current segment's mapping, when `mapped`.
-    private var mapping: MappedSegment?
     private var lastNumber = 0
     /// Appends without a sync since the last ``takeSyncWork()``, and whether
     /// one of them went to the current segment.
@@ -81,11 +75,8 @@ final class AuditSpool: @unchecked Sendable {
     /// A segment was created since the directory was last synced.
     private var directoryUnsynced = false
 
-    init(
-        directory: String, segmentLimit: Int = 16 << 20, prefix: String = "segment-", suffix: String = ".spool", mapped: Bool = false
-    ) throws {
+    init(directory: String, segmentLimit: Int = 16 << 20, prefix: String = "segment-", suffix: String = ".spool") throws {
         self.directory = URL(fileURLWithPath: directory, isDirectory: true)
-        self.mapped = mapped
         self.segmentLimit = segmentLimit
         self.prefix = prefix
         self.suffix = suffix
@@ -133,18 +124,9 @@ final class AuditSpool: @unchecked Sendable {
     /// process) but not synced; ``takeSyncWork()`` names what to sync.
     @discardableResult
     func append(encoded bytes: [UInt8], sync: Bool = true) throws -> Int {
-        if current == nil || (current!.size > 0 && current!.size + bytes.count > segmentLimit) || mapping?.fits(bytes.count) == false {
-            try rotate(sync: sync, room: bytes.count)
-        }
+        if current == nil || (current!.size > 0 && current!.size + bytes.count > segmentLimit) { try rotate(sync: sync) }
         guard var segment = current else { throw SegmentFileError("append", path: directory.path, code: 0) }
         guard !bytes.isEmpty else { return segment.number }
-        if mapped {
-            // Nothing is copied when the disk refuses the room: no torn record to cut back.
-            try mapping!.append(bytes)
-            currentUnsynced = true
-            current!.size += bytes.count
-            return segment.number
-        }
         do {
             try segment.file.append(bytes)
             if sync { try segment.file.syncData() } else { currentUnsynced = true }
@@ -170,8 +152,6 @@ final class AuditSpool: @unchecked Sendable {
     /// Closes the current segment so replay may read and delete it.
     /// Not with appends unsynced in it (see ``takeSyncWork()``).
     func sealCurrent() {
-        mapping?.unmap()
-        mapping = nil
         if let segment = current { segment.file.close() }
         current = nil
         currentUnsynced = false
@@ -204,10 +184,7 @@ final class AuditSpool: @unchecked Sendable {
             records.append(record)
             offset += 8 + length
         }
-        // A mapped journal segment a killed relay left ends in the zeros it
-        // had reserved: the end of its records, not a torn one.
-        let tail = bytes[offset...]
-        return SegmentContents(records: records, tornBytes: tail.allSatisfy { $0 == 0 } ? 0 : tail.count)
+        return SegmentContents(records: records, tornBytes: bytes.count - offset)
     }
 
     func remove(_ url: URL) throws {
@@ -215,12 +192,10 @@ final class AuditSpool: @unchecked Sendable {
         try FileManager.default.removeItem(at: url)
     }
 
-    private func rotate(sync: Bool, room: Int) throws {
+    private func rotate(sync: Bool) throws {
         if !sync, let segment = current {
             // Synced and closed by the journal thread, never here: it may be
             // syncing this very descriptor right now.
-            mapping?.unmap()
-            mapping = nil
             retired.append(segment.file)
             current = nil
             currentUnsynced = false
@@ -232,14 +207,7 @@ final class AuditSpool: @unchecked Sendable {
         lastNumber = next
         let name = prefix + String(format: "%016d", next) + suffix
         let url = directory.appendingPathComponent(name)
-        if mapped {
-            // A record longer than a segment gets a segment of its own, as with `write(2)`.
-            let segment = try MappedSegment.create(url.path, capacity: max(segmentLimit, room))
-            mapping = segment
-            current = (url, segment.file, 0, next)
-        } else {
-            current = (url, try SegmentFile.create(url.path), 0, next)
-        }
+        current = (url, try SegmentFile.create(url.path), 0, next)
         // The new name must survive a power cut too: now, or with the next
         // sync of the journal thread.
         if sync { SegmentFile.syncDirectory(directory.path) } else { directoryUnsynced = true }

@@ -61,7 +61,7 @@ final class AuditJournal: @unchecked Sendable {
         self.logger = logger
         self.files = try AuditSpool(
             directory: configuration.spoolDirectory, segmentLimit: configuration.journalSegmentBytes, prefix: "journal-",
-            suffix: ".journal", mapped: configuration.journalSync == .interval)
+            suffix: ".journal")
     }
 
     /// Segments a previous run left, now held in the ledger until recovered.
