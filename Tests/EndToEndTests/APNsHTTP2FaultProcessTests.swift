@@ -1,6 +1,7 @@
 import Foundation
 import HTTP2
 import MockAPNs
+import RelayJSON
 import Testing
 import TestSupport
 
@@ -222,6 +223,43 @@ struct APNsHTTP2FaultProcessTests {
             #expect(tally.missing == 0 && tally.duplicated == 0 && tally.unknown == 0, "\(tally)")
             let lateRows = try await ServeProcessTests.scalar(database, "SELECT count(*) FROM apns_audit WHERE apns_id = '\(refusal.id)'")
             #expect(lateRows == "0", "the refused stream has a row")
+        } catch {
+            await setup.cleanUp()
+            throw error
+        }
+        await setup.cleanUp()
+    }
+
+    @Test("SIGTERM with a send held at APNs for a client that never reads again nor acknowledges a PING (h2_hostile.py mute): released, the drain does not wait for it: the connection is closed (FIN) and serve exits 0 well inside its 20 s drain; the send has its one success row")
+    func drainWithMuteClient() async throws {
+        guard let url = ServeProcessTests.databaseURL else { return }
+        let database = try await ServeProcessTests.freshDatabase(url)
+        let setup = try await Self.setUp(name: "mute", databaseURL: database, rules: [MockRule(.tokenPrefix("cafe"), always: .hold)])
+        do {
+            let serve = try setup.serve()
+            let (port, _) = try await Setup.ports(serve)
+            let apnsID = UUID().uuidString.lowercased()
+            let script = TraceExportProcessTests.root.appendingPathComponent("scripts/lib/h2_hostile.py").path
+            let arguments = [
+                "python3", script, "--port", String(port), "--authorization", "bearer \(try setup.key.token())", "--token",
+                "cafe" + String(repeating: "ab", count: 30), "--apns-id", apnsID, "--wait", "30", "mute",
+            ]
+            let client = Task { try await ProcessRunner.runOffPool(arguments) }
+            #expect(await eventually { setup.mock.engine.heldCount == 1 }, "the mute client's send did not reach APNs")
+            serve.signal(SIGTERM)
+            // The answer goes into a socket nobody reads; the PING after it is never acknowledged.
+            let released = ContinuousClock.now
+            #expect(setup.mock.engine.releaseHeld() == 1)
+            #expect(await serve.waitForExit() == 0)
+            let drained = ContinuousClock.now - released
+            // Waiting on the PING's acknowledgement would have held the drain to its 20 s; the
+            // PING's own bound is 1 s and the lingering close's 2 s.
+            #expect(drained < .seconds(10), "serve took \(drained) to exit after the held send was released")
+            let (status, output) = try await client.value
+            let report = try JSONParser.parse(Array((output.split(separator: "\n").last ?? "").utf8))
+            #expect(status == 0 && report["fin_after_seconds"]?.numberValue != nil, "the mute client's connection was never closed: \(output)")
+            let rows = try await ServeProcessTests.scalar(database, "SELECT count(*) FILTER (WHERE outcome = 'success') || '/' || count(*) FROM apns_audit WHERE apns_id = '\(apnsID)'")
+            #expect(rows == "1/1", "the mute client's send: \(rows) success rows / rows")
         } catch {
             await setup.cleanUp()
             throw error

@@ -12,6 +12,11 @@ Each mode attacks one limit and prints one JSON line with what the server did:
                    RST_STREAM the server sends when its request time limit passes.
   connections N    N connections at once, each sends the preface and SETTINGS; reports
                    how many got the server's SETTINGS and how many were closed unanswered.
+  mute             one whole device send (HEADERS and DATA), its SETTINGS acknowledged,
+                   then nothing: it never reads again, so never sees an answer and never
+                   acknowledges a PING. Reports when the server's FIN arrived (the socket's
+                   TCP state, read without reading the data: CLOSE_WAIT), or null when none
+                   came within --wait seconds.
 
     python3 h2_hostile.py --port 8443 rapid-reset 5000
 """
@@ -26,18 +31,28 @@ def frame(kind, flags, stream, payload=b""):
     return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
 
 
+def hpack_length(length):
+    """An HPACK string length (7-bit prefix, no Huffman), RFC 7541 section 5.1."""
+    if length < 127:
+        return bytes([length])
+    out, length = [127], length - 127
+    while length >= 128:
+        out.append(length % 128 + 128)
+        length //= 128
+    return bytes(out + [length])
+
+
 def literal(name, value):
-    """HPACK literal header field without indexing, new name; short strings only."""
+    """HPACK literal header field without indexing, new name."""
     name, value = name.encode(), value.encode()
-    assert len(name) < 127 and len(value) < 127
-    return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+    return b"\x00" + hpack_length(len(name)) + name + hpack_length(len(value)) + value
 
 
 def request_block(path, authorization=""):
     block = literal(":method", "POST") + literal(":scheme", "http") + literal(":path", path) + literal(":authority", "127.0.0.1")
     block += literal("apns-topic", "com.example.a")
     if authorization:
-        block += literal("authorization", authorization[:120])
+        block += literal("authorization", authorization)
     return block
 
 
@@ -166,15 +181,40 @@ def connections(args):
         sock.close()
 
 
+def mute(args):
+    sock = connect(args.port)
+    reader = Reader(sock)
+    # The server's SETTINGS, acknowledged, as any client does; then the one send.
+    if not reader.until(lambda: any(f[0] == SETTINGS and not f[1] & 0x1 for f in reader.frames), 10):
+        print(json.dumps({"error": "no SETTINGS from the server", "closed": reader.closed}))
+        return
+    block = request_block("/3/device/" + args.token, args.authorization)
+    block += literal("apns-id", args.apns_id) + literal("apns-push-type", "alert")
+    body = b'{"aps":{"alert":"mute"}}'
+    sock.sendall(frame(SETTINGS, 0x1, 0) + frame(HEADERS, END_HEADERS, 1, block) + frame(DATA, END_STREAM, 1, body))
+    print(json.dumps({"sent": True}), flush=True)
+    # From here on nothing is read: only the TCP state is looked at.
+    started = time.monotonic()
+    while time.monotonic() - started < args.wait:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)
+        if info[0] in (8, 7):  # TCP_CLOSE_WAIT (the server's FIN came), TCP_CLOSE (reset)
+            print(json.dumps({"fin_after_seconds": round(time.monotonic() - started, 2), "state": info[0]}))
+            return
+        time.sleep(0.05)
+    print(json.dumps({"fin_after_seconds": None}))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--authorization", default="")
     parser.add_argument("--wait", type=float, default=30)
-    parser.add_argument("mode", choices=["rapid-reset", "continuation", "trickle", "connections"])
+    parser.add_argument("--token", default="ab" * 32, help="mute: the device token of the send")
+    parser.add_argument("--apns-id", default="6e1f0a4c-0000-4000-8000-00000000a0a0", help="mute: the send's apns-id")
+    parser.add_argument("mode", choices=["rapid-reset", "continuation", "trickle", "connections", "mute"])
     parser.add_argument("count", type=int, nargs="?", default=1)
     args = parser.parse_args()
-    {"rapid-reset": rapid_reset, "continuation": continuation, "trickle": trickle, "connections": connections}[args.mode](args)
+    {"rapid-reset": rapid_reset, "continuation": continuation, "trickle": trickle, "connections": connections, "mute": mute}[args.mode](args)
 
 
 main()
