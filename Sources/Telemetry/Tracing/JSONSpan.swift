@@ -60,13 +60,7 @@ public final class JSONSpan: Span, TraceParentCarrying {
     /// The context the span was started in, with the span's identity: its
     /// children's parent, what ``JSONSpanTracer`` injects.
     public var context: InstrumentationContext {
-        state.withLock { state in
-            if let context = state.context { return context }
-            var context = startContext
-            context.spanIdentity = identity
-            state.context = context
-            return context
-        }
+        state.withLock { .spanContext(cachedIn: &$0.context, startedIn: startContext, identity: identity) }
     }
 
     /// What ``JSONSpanTracer`` injects for ``context``: this span's identity.

@@ -36,6 +36,18 @@ extension InstrumentationContext {
         get { self[RemoteParentKey.self] }
         set { self[RemoteParentKey.self] = newValue }
     }
+
+    /// The context of a span started in `start` with `identity`: what its
+    /// children take as their parent and its tracer injects. Made the first
+    /// time it is read and kept in `cache` (the span's own state), for the
+    /// `log` and `otlp` exporters' spans alike.
+    static func spanContext(cachedIn cache: inout InstrumentationContext?, startedIn start: InstrumentationContext, identity: SpanIdentity) -> InstrumentationContext {
+        if let context = cache { return context }
+        var context = start
+        context.spanIdentity = identity
+        cache = context
+        return context
+    }
 }
 
 /// A tracer that keeps ``SpanIdentity`` in the context (the `log` and `otlp`

@@ -55,13 +55,7 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
 
     /// The context the span was started in, with the span's identity (made when first read).
     public var context: InstrumentationContext {
-        state.withLock { state in
-            if let context = state.context { return context }
-            var context = startContext
-            context.spanIdentity = identity
-            state.context = context
-            return context
-        }
+        state.withLock { .spanContext(cachedIn: &$0.context, startedIn: startContext, identity: identity) }
     }
 
     public var traceParent: TraceParent { identity.traceParent }
