@@ -35,6 +35,9 @@ struct SendRun: Sendable {
     /// them so); nil for a span that records nothing (not even asked: the
     /// cast costs a send that exports no span a few thousand instructions).
     let spanAttributes: SpanAttributeWriter?
+    /// The send span as a starter of its attempts' spans, when it is one
+    /// (asked once, for a span that records): no context built per attempt.
+    let childSpans: (any ChildSpanStarting)?
     /// The configured policy, stretched for the request's priority.
     let policy: RetryPolicy
     let clock = ContinuousClock()
@@ -63,6 +66,7 @@ struct SendRun: Sendable {
         let parent = context.instrumentation ?? InstrumentationContext.current ?? .topLevel
         span = client.tracer.startSpan("apns.send", context: parent, ofKind: .client)
         spanAttributes = span.isRecording ? SpanAttributeWriter(span) : nil
+        childSpans = spanAttributes == nil ? nil : span as? any ChildSpanStarting
         descriptor = SendDescriptor(
             app: client.configuration.app, environment: client.configuration.environment,
             operation: request.operation, apnsID: request.apnsID, pushType: request.pushType,
@@ -76,16 +80,13 @@ struct SendRun: Sendable {
     }
 
     private static func describe(_ attributes: SpanAttributeWriter, _ request: APNsRequest, client: APNsClient, context: SendContext) {
-        attributes.set("apns.operation", request.operation.rawValue)
-        attributes.set("apns.app", client.configuration.app)
-        attributes.set("apns.environment", client.configuration.environment.rawValue)
-        attributes.set("apns.id", request.apnsID.value)
-        attributes.set("apns.payload_bytes", request.body.count)
-        if let pushType = request.pushType { attributes.set("apns.push_type", pushType.rawValue) }
-        if let priority = request.priority { attributes.set("apns.priority", priority.rawValue) }
-        if let fingerprint = request.tokenFingerprint { attributes.set("apns.token_fingerprint", fingerprint) }
-        if let channel = request.channelID { attributes.set("apns.channel_id", channel) }
-        if let snapshot = context.snapshotID { attributes.set("surface.snapshot_id", snapshot) }
+        attributes.set(
+            SendSpanAttributes(
+                operation: request.operation.rawValue, app: client.configuration.app,
+                environment: client.configuration.environment.rawValue, apnsID: request.apnsID.value,
+                payloadBytes: request.body.count, pushType: request.pushType?.rawValue,
+                priority: request.priority?.rawValue, tokenFingerprint: request.tokenFingerprint,
+                channelID: request.channelID, snapshotID: context.snapshotID))
     }
 
     var elapsedSeconds: Double { (clock.now - start).seconds }
@@ -116,7 +117,9 @@ struct SendRun: Sendable {
             // exporter below `info`, an unsampled trace), and nothing reads
             // its ids, so minting them, its context and its object was waste.
             let attemptSpan: (any Span)? = span.isRecording
-                ? client.tracer.startSpan("apns.attempt", context: span.context, ofKind: .client) : nil
+                ? childSpans?.startChild("apns.attempt", ofKind: .client)
+                    ?? client.tracer.startSpan("apns.attempt", context: span.context, ofKind: .client)
+                : nil
             // Attributes only for a span that will be exported (see `init`).
             let attemptAttributes = attemptSpan.flatMap { $0.isRecording ? SpanAttributeWriter($0) : nil }
             attemptAttributes?.set("apns.attempt", attempt)

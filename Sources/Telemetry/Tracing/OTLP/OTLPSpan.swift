@@ -16,8 +16,18 @@ public import RelayBasics
 /// Events and links are not kept: the relay adds none (an error is its
 /// status and `error.type`). `recordError` sets the status to error when
 /// none was set.
-public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
-    private let startContext: InstrumentationContext
+public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting, ChildSpanStarting {
+    /// Where the span's context comes from: the context it was started in,
+    /// or, for a child started by ``startChild(_:ofKind:)``, its parent's
+    /// context (built only if the child's context is read).
+    enum StartContext: Sendable {
+        case context(InstrumentationContext)
+        case parent(OTLPSpan)
+    }
+
+    private let startContext: StartContext
+    /// The tracer that started the span: its children are sampled and exported as its own spans are.
+    private let tracer: OTLPTracer
     public let identity: SpanIdentity
     public let kind: SpanKind
     private let startNanoseconds: UInt64
@@ -42,14 +52,15 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
     private let state: Mutex<State>
 
     init(
-        operationName: String, kind: SpanKind, context: InstrumentationContext, identity: SpanIdentity,
-        startNanoseconds: UInt64, exporter: OTLPExporter?
+        operationName: String, kind: SpanKind, context: StartContext, identity: SpanIdentity,
+        startNanoseconds: UInt64, tracer: OTLPTracer
     ) {
         self.startContext = context
+        self.tracer = tracer
         self.identity = identity
         self.kind = kind
         self.startNanoseconds = startNanoseconds
-        self.exporter = exporter
+        self.exporter = identity.sampled ? tracer.exporter : nil
         self.state = Mutex(State(operationName: operationName))
     }
 
@@ -57,7 +68,12 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
     public var context: InstrumentationContext {
         state.withLock { state in
             if let context = state.context { return context }
-            var context = startContext
+            var context: InstrumentationContext
+            switch startContext {
+            case .context(let started): context = started
+            // The parent's lock, under this span's: a parent never takes its child's.
+            case .parent(let parent): context = parent.context
+            }
             context.spanIdentity = identity
             state.context = context
             return context
@@ -65,6 +81,14 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
     }
 
     public var traceParent: TraceParent { identity.traceParent }
+
+    /// A child of this span, as ``OTLPTracer`` would start it in this span's
+    /// context (the trace, this span as parent, the sampler asked with this
+    /// span's flag), without building that context.
+    public func startChild(_ operationName: String, ofKind kind: SpanKind) -> any Span {
+        tracer.startSpan(operationName, parent: .parent(self), parentIdentity: identity, remoteParent: nil, ofKind: kind,
+                         startNanoseconds: DefaultTracerClock.now.nanosecondsSinceEpoch)
+    }
 
     public var operationName: String {
         get { state.withLock { $0.operationName } }
@@ -109,6 +133,22 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
             }
             state.keyBits |= bit
             Self.append(key, value, to: &state)
+        }
+    }
+
+    /// The send span's starting attributes under one lock, each encoded as
+    /// ``setAttribute(_:_:)`` would (the same bytes, in the same order).
+    public func setAttributes(_ attributes: SendSpanAttributes) {
+        guard exporter != nil else { return }
+        state.withLock { state in
+            attributes.forEach { key, value in
+                let bit = Self.keyBit(key)
+                if state.keyBits & bit != 0, let earlier = Protobuf.keyValueField(withKey: key, in: state.encoded) {
+                    state.encoded.removeSubrange(earlier)
+                }
+                state.keyBits |= bit
+                Self.append(key, value, to: &state)
+            }
         }
     }
 
