@@ -38,6 +38,9 @@ struct SendRun: Sendable {
     /// The send span as a starter of its attempts' spans, when it is one
     /// (asked once, for a span that records): no context built per attempt.
     let childSpans: (any ChildSpanStarting)?
+    /// The send span's `traceparent` (its trace and span ids), read once: a
+    /// span's ids do not change, and each read cast the span (issue 26).
+    let traceParent: TraceParent?
     /// The configured policy, stretched for the request's priority.
     let policy: RetryPolicy
     let clock = ContinuousClock()
@@ -67,13 +70,14 @@ struct SendRun: Sendable {
         span = client.tracer.startSpan("apns.send", context: parent, ofKind: .client)
         spanAttributes = span.isRecording ? SpanAttributeWriter(span) : nil
         childSpans = spanAttributes == nil ? nil : span as? any ChildSpanStarting
+        traceParent = client.tracer.traceParent(ofSpan: span, context: span.context)
         descriptor = SendDescriptor(
             app: client.configuration.app, environment: client.configuration.environment,
             operation: request.operation, apnsID: request.apnsID, pushType: request.pushType,
             priority: request.priority, topic: request.topic, tokenFingerprint: request.tokenFingerprint,
             channelID: request.channelID, snapshotID: context.snapshotID, surfaceID: context.surfaceID,
             payloadBytes: request.body.count, caller: context.caller,
-            traceID: client.tracer.traceParent(ofSpan: span, context: span.context)?.traceID,
+            traceID: traceParent?.traceID,
             idempotencyKeyHash: context.idempotencyKeyHash)
         // A span nobody will export (the log exporter below `info`, an unsampled trace) takes no attributes.
         if let spanAttributes { Self.describe(spanAttributes, request, client: client, context: context) }
