@@ -38,6 +38,28 @@ public struct SendSpanAttributes: Sendable {
         self.snapshotID = snapshotID
     }
 
+    /// Each attribute set, in ``forEach(_:)``'s order, as its value is
+    /// held: `text` for a string, else `number` (no `SpanAttribute` made),
+    /// for an encoder that writes them straight from the struct.
+    public func forEachValue(_ body: (_ key: StaticString, _ text: String?, _ number: Int) -> Void) {
+        body("apns.operation", operation, 0)
+        body("apns.app", app, 0)
+        body("apns.environment", environment, 0)
+        body("apns.id", apnsID, 0)
+        body("apns.payload_bytes", nil, payloadBytes)
+        if let pushType { body("apns.push_type", pushType, 0) }
+        if let priority { body("apns.priority", nil, priority) }
+        if let tokenFingerprint { body("apns.token_fingerprint", tokenFingerprint, 0) }
+        if let channelID { body("apns.channel_id", channelID, 0) }
+        if let snapshotID { body("surface.snapshot_id", snapshotID, 0) }
+    }
+
+    /// Every key ``forEach(_:)`` may set, present or not.
+    public static let keys: [String] = [
+        "apns.operation", "apns.app", "apns.environment", "apns.id", "apns.payload_bytes", "apns.push_type",
+        "apns.priority", "apns.token_fingerprint", "apns.channel_id", "surface.snapshot_id",
+    ]
+
     /// Each attribute set, in order: a string's value as `.string`, a number's as `.int64`.
     public func forEach(_ body: (_ key: String, _ value: SpanAttribute) -> Void) {
         body("apns.operation", .string(operation))

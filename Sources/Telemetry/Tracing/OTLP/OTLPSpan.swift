@@ -138,9 +138,21 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting, Ch
 
     /// The send span's starting attributes under one lock, each encoded as
     /// ``setAttribute(_:_:)`` would (the same bytes, in the same order).
+    /// On a span none of whose keys may have been set yet (the send path
+    /// sets them right after the start), all of them are written at once
+    /// (``Protobuf/sendSpanAttributes(_:field:into:)``); otherwise each
+    /// replaces its earlier value one by one.
     public func setAttributes(_ attributes: SendSpanAttributes) {
         guard exporter != nil else { return }
         state.withLock { state in
+            if state.keyBits & Self.sendKeyBits == 0 {
+                if state.encoded.capacity == 0 { state.encoded.reserveCapacity(768) }
+                if Protobuf.sendSpanAttributes(attributes, field: 9, into: &state.encoded) {
+                    // Every key's bit, set or not: a bit only says a key may have been set.
+                    state.keyBits |= Self.sendKeyBits
+                    return
+                }
+            }
             attributes.forEach { key, value in
                 let bit = Self.keyBit(key)
                 if state.keyBits & bit != 0, let earlier = Protobuf.keyValueField(withKey: key, in: state.encoded) {
@@ -151,6 +163,9 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting, Ch
             }
         }
     }
+
+    /// The bits of every key ``SendSpanAttributes`` may set.
+    private static let sendKeyBits: UInt64 = SendSpanAttributes.keys.reduce(0) { $0 | keyBit($1) }
 
     /// One of 64 bits, from the key's length and last byte.
     private static func keyBit(_ key: String) -> UInt64 {
