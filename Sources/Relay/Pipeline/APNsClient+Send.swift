@@ -68,8 +68,14 @@ struct SendRun: Sendable {
         policy = client.configuration.retryPolicy.effective(for: request.priority)
         let parent = context.instrumentation ?? InstrumentationContext.current ?? .topLevel
         span = client.tracer.startSpan("apns.send", context: parent, ofKind: .client)
-        spanAttributes = span.isRecording ? SpanAttributeWriter(span) : nil
-        childSpans = spanAttributes == nil ? nil : span as? any ChildSpanStarting
+        // One cast for a span that records: to the child starter that also takes attributes, else to the attribute setter.
+        if !span.isRecording {
+            (spanAttributes, childSpans) = (nil, nil)
+        } else if let starter = span as? any ChildSpanStarting {
+            (spanAttributes, childSpans) = (SpanAttributeWriter(span, setter: starter), starter)
+        } else {
+            (spanAttributes, childSpans) = (SpanAttributeWriter(span), nil)
+        }
         traceParent = client.tracer.traceParent(ofSpan: span, context: span.context)
         descriptor = SendDescriptor(
             app: client.configuration.app, environment: client.configuration.environment,
@@ -120,12 +126,18 @@ struct SendRun: Sendable {
             // of one that is not exported is not exported either (the log
             // exporter below `info`, an unsampled trace), and nothing reads
             // its ids, so minting them, its context and its object was waste.
-            let attemptSpan: (any Span)? = span.isRecording
-                ? childSpans?.startChild("apns.attempt", ofKind: .client)
-                    ?? client.tracer.startSpan("apns.attempt", context: span.context, ofKind: .client)
-                : nil
+            let attemptSpan: (any Span)?
             // Attributes only for a span that will be exported (see `init`).
-            let attemptAttributes = attemptSpan.flatMap { $0.isRecording ? SpanAttributeWriter($0) : nil }
+            let attemptAttributes: SpanAttributeWriter?
+            if let childSpans {
+                let child = childSpans.startChild("apns.attempt", ofKind: .client)
+                (attemptSpan, attemptAttributes) = (child, child.isRecording ? SpanAttributeWriter(child, setter: child) : nil)
+            } else if span.isRecording {
+                let child = client.tracer.startSpan("apns.attempt", context: span.context, ofKind: .client)
+                (attemptSpan, attemptAttributes) = (child, child.isRecording ? SpanAttributeWriter(child) : nil)
+            } else {
+                (attemptSpan, attemptAttributes) = (nil, nil)
+            }
             attemptAttributes?.set("apns.attempt", attempt)
             let attemptStart = clock.now
 

@@ -8,7 +8,11 @@ public import Tracing
 /// send path does that once per attempt (issue 26). A span that knows its
 /// identity and its tracer starts the child from them, with the same ids,
 /// sampling and parent as `startSpan` would give it.
-public protocol ChildSpanStarting: AnyObject, Sendable {
+///
+/// Such a span takes its attributes one at a time too: asking a span for
+/// both once, and its child not at all, saves the send path a dynamic cast
+/// (~800 instructions) per span.
+public protocol ChildSpanStarting: SpanAttributeSetting {
     /// What `tracer.startSpan(operationName, context: self.context, ofKind: kind)` returns.
-    func startChild(_ operationName: String, ofKind kind: SpanKind) -> any Span
+    func startChild(_ operationName: String, ofKind kind: SpanKind) -> any Span & ChildSpanStarting
 }

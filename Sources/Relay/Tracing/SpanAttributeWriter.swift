@@ -35,6 +35,12 @@ public struct SpanAttributeWriter: Sendable {
         setter = span as? any SpanAttributeSetting
     }
 
+    /// A writer for a span already known to take attributes one at a time (no cast).
+    public init(_ span: any Span, setter: any SpanAttributeSetting) {
+        self.span = span
+        self.setter = setter
+    }
+
     /// `span.attributes[key] = value`.
     public func set(_ key: String, _ value: some SpanAttributeConvertible) {
         if let setter {

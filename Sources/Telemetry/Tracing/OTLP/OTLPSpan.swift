@@ -85,7 +85,7 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting, Ch
     /// A child of this span, as ``OTLPTracer`` would start it in this span's
     /// context (the trace, this span as parent, the sampler asked with this
     /// span's flag), without building that context.
-    public func startChild(_ operationName: String, ofKind kind: SpanKind) -> any Span {
+    public func startChild(_ operationName: String, ofKind kind: SpanKind) -> any Span & ChildSpanStarting {
         tracer.startSpan(operationName, parent: .parent(self), parentIdentity: identity, remoteParent: nil, ofKind: kind,
                          startNanoseconds: DefaultTracerClock.now.nanosecondsSinceEpoch)
     }
