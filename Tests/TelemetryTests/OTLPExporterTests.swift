@@ -359,9 +359,16 @@ struct OTLPExporterTests {
         writer.set("apns.payload_bytes", 99)
         #expect(mixed.attributes["apns.id"]?.toSpanAttribute() == .string(full.apnsID))
         spans.append(mixed)
+        // Set first (the one-buffer path) and then again: the later value replaces it.
+        let later = tracer.startSpan("later", context: InstrumentationContext.topLevel, ofKind: .client)
+        let laterWriter = SpanAttributeWriter(later)
+        laterWriter.set(full)
+        laterWriter.set("apns.payload_bytes", 7)
+        laterWriter.set("apns.id", "replaced")
+        spans.append(later)
         for span in spans { span.end() }
         #expect(await Self.finishes { exporter.shutdown(within: 20) })
-        #expect(exporter.counts.exported == 7, "\(exporter.counts)")
+        #expect(exporter.counts.exported == 8, "\(exporter.counts)")
         let exported = Self.lines(file)
         func span(_ name: String, _ operation: String) throws -> JSONValue {
             try #require(exported.first { $0["name"]?.stringValue == name && $0["attributes"]?["apns.operation"]?.stringValue == operation })
@@ -387,6 +394,10 @@ struct OTLPExporterTests {
         #expect(mixedExported["attributes"]?["apns.payload_bytes"] == 99)
         #expect(mixedExported["attributes"]?["other"] == 1)
         #expect(mixedExported["attribute_keys"]?.arrayValue?.count == 11)
+        let laterExported = try span("later", "device")
+        #expect(laterExported["attributes"]?["apns.payload_bytes"] == 7)
+        #expect(laterExported["attributes"]?["apns.id"] == "replaced")
+        #expect(laterExported["attribute_keys"]?.arrayValue?.count == 10)
     }
 
     @Test("many keys (more than the span's 64 key bits), repeats among them, a value past the one-copy bound and every value kind reach the receiver as last set and read back from the span's bytes")
