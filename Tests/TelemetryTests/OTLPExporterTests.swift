@@ -275,6 +275,131 @@ struct OTLPExporterTests {
         #expect(attributes["apns.ratio"] == 0.5)
     }
 
+    @Test("a child started from its span (ChildSpanStarting) is the span startSpan(context: span.context) gives, for every sampler and parent, and reaches the receiver under its parent")
+    func childStartedFromItsSpan() async throws {
+        let file = NSTemporaryDirectory() + "otlp-child-\(UUID().uuidString).jsonl"
+        let receiver = try await Self.receiver(file)
+        defer { receiver.child.terminate() }
+        let exporter = Self.exporter(port: receiver.port, batch: 100, drops: DropCounter())
+        var sampledCaller = InstrumentationContext.topLevel
+        OTLPTracer(exporter: exporter, sampler: OTLPSampler(root: .alwaysOn, parentBased: true)).extract(
+            [HTTPHeader("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")], into: &sampledCaller,
+            using: HTTPHeaderPropagation())
+        var unsampledCaller = InstrumentationContext.topLevel
+        unsampledCaller.remoteParent = TraceParent(traceID: "5bf92f3577b34da6a3ce929d0e0e4736", spanID: "00f067aa0ba902b7", flags: 0)
+        let samplers = [
+            OTLPSampler(root: .alwaysOn, parentBased: true), OTLPSampler(root: .alwaysOff, parentBased: true),
+            OTLPSampler(root: .alwaysOn, parentBased: false), OTLPSampler(root: .traceIDRatio(0.5), parentBased: false),
+        ]
+        var exportedPairs: [(parent: String, child: String)] = []
+        for sampler in samplers {
+            let tracer = OTLPTracer(exporter: exporter, sampler: sampler)
+            for caller in [sampledCaller, unsampledCaller, InstrumentationContext.topLevel] {
+                let parent = tracer.startSpan("apns.send", context: caller, ofKind: .client)
+                let viaTracer = tracer.startSpan("apns.attempt", context: parent.context, ofKind: .client)
+                let child = try #require(parent.startChild("apns.attempt", ofKind: .client) as? OTLPSpan)
+                #expect(child.identity.traceID == parent.identity.traceID)
+                #expect(child.identity.parentSpanID == parent.identity.spanID)
+                #expect(child.identity.traceID == viaTracer.identity.traceID)
+                #expect(child.identity.parentSpanID == viaTracer.identity.parentSpanID)
+                #expect(child.identity.sampled == viaTracer.identity.sampled, "\(sampler)")
+                #expect(child.isRecording == viaTracer.isRecording)
+                #expect(child.identity.spanID != parent.identity.spanID && child.identity.spanID.utf8.count == 16)
+                #expect(child.kind == .client && child.operationName == "apns.attempt")
+                #expect(child.context.spanIdentity == child.identity)
+                #expect(child.context.remoteParent == viaTracer.context.remoteParent)
+                #expect(child.traceParent == child.identity.traceParent)
+                if child.isRecording { exportedPairs.append((parent.identity.spanID, child.identity.spanID)) }
+                child.end()
+            }
+        }
+        #expect(await Self.finishes { exporter.shutdown(within: 20) })
+        #expect(exporter.counts.exported == exportedPairs.count, "\(exporter.counts)")
+        let spans = Self.lines(file)
+        for pair in exportedPairs {
+            let exported = spans.first { $0["span_id"]?.stringValue == pair.child }
+            #expect(exported?["parent_span_id"]?.stringValue == pair.parent)
+            #expect(exported?["name"] == "apns.attempt" && exported?["kind"] == 3)
+        }
+        #expect(!exportedPairs.isEmpty)
+    }
+
+    @Test("the send span's starting attributes set at once (SendSpanAttributes) are the bytes and the order of setting them one at a time, replace an earlier value, and are replaced by a later one")
+    func sendSpanAttributesAtOnce() async throws {
+        let file = NSTemporaryDirectory() + "otlp-send-attributes-\(UUID().uuidString).jsonl"
+        let receiver = try await Self.receiver(file)
+        defer { receiver.child.terminate() }
+        let exporter = Self.exporter(port: receiver.port, batch: 100, drops: DropCounter())
+        let tracer = OTLPTracer(exporter: exporter, sampler: OTLPSampler(root: .alwaysOn, parentBased: true))
+        let full = SendSpanAttributes(
+            operation: "device", app: "com.example.app", environment: "production",
+            apnsID: "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0", payloadBytes: 1234, pushType: "alert", priority: 10,
+            tokenFingerprint: "fp-9a8b7c", channelID: "channel-é", snapshotID: "snapshot-1")
+        let sparse = SendSpanAttributes(
+            operation: "broadcast", app: "a", environment: "development", apnsID: "x", payloadBytes: 0)
+        // Past the one buffer's 1 KiB: written one by one, the same bytes.
+        let long = SendSpanAttributes(
+            operation: "long", app: "a", environment: "production", apnsID: "y", payloadBytes: -1,
+            snapshotID: String(repeating: "é", count: 700))
+        var spans: [OTLPSpan] = []
+        for attributes in [full, sparse, long] {
+            let atOnce = tracer.startSpan("at.once", context: InstrumentationContext.topLevel, ofKind: .client)
+            SpanAttributeWriter(atOnce).set(attributes)
+            let oneByOne = tracer.startSpan("one.by.one", context: InstrumentationContext.topLevel, ofKind: .client)
+            let writer = SpanAttributeWriter(oneByOne)
+            attributes.forEach { key, value in writer.set(key, value) }
+            spans += [atOnce, oneByOne]
+        }
+        // Set before and after: the struct's value replaces the earlier one, a later set replaces the struct's.
+        let mixed = tracer.startSpan("mixed", context: InstrumentationContext.topLevel, ofKind: .client)
+        let writer = SpanAttributeWriter(mixed)
+        writer.set("apns.id", "earlier")
+        writer.set("other", 1)
+        writer.set(full)
+        writer.set("apns.payload_bytes", 99)
+        #expect(mixed.attributes["apns.id"]?.toSpanAttribute() == .string(full.apnsID))
+        spans.append(mixed)
+        // Set first (the one-buffer path) and then again: the later value replaces it.
+        let later = tracer.startSpan("later", context: InstrumentationContext.topLevel, ofKind: .client)
+        let laterWriter = SpanAttributeWriter(later)
+        laterWriter.set(full)
+        laterWriter.set("apns.payload_bytes", 7)
+        laterWriter.set("apns.id", "replaced")
+        spans.append(later)
+        for span in spans { span.end() }
+        #expect(await Self.finishes { exporter.shutdown(within: 20) })
+        #expect(exporter.counts.exported == 8, "\(exporter.counts)")
+        let exported = Self.lines(file)
+        func span(_ name: String, _ operation: String) throws -> JSONValue {
+            try #require(exported.first { $0["name"]?.stringValue == name && $0["attributes"]?["apns.operation"]?.stringValue == operation })
+        }
+        for operation in ["device", "broadcast", "long"] {
+            let atOnce = try span("at.once", operation), oneByOne = try span("one.by.one", operation)
+            #expect(atOnce["attributes"] == oneByOne["attributes"])
+            #expect(atOnce["attribute_keys"] == oneByOne["attribute_keys"])
+        }
+        let device = try span("at.once", "device")
+        #expect(device["attribute_keys"]?.arrayValue?.compactMap(\.stringValue) == [
+            "apns.operation", "apns.app", "apns.environment", "apns.id", "apns.payload_bytes", "apns.push_type",
+            "apns.priority", "apns.token_fingerprint", "apns.channel_id", "surface.snapshot_id",
+        ])
+        #expect(device["attributes"]?["apns.payload_bytes"] == 1234)
+        #expect(device["attributes"]?["apns.priority"] == 10)
+        #expect(device["attributes"]?["apns.channel_id"] == "channel-é")
+        #expect(try span("at.once", "broadcast")["attribute_keys"]?.arrayValue?.count == 5)
+        #expect(try span("at.once", "long")["attributes"]?["surface.snapshot_id"]?.stringValue?.count == 700)
+        #expect(try span("at.once", "long")["attributes"]?["apns.payload_bytes"] == -1)
+        let mixedExported = try span("mixed", "device")
+        #expect(mixedExported["attributes"]?["apns.id"] == .string(full.apnsID))
+        #expect(mixedExported["attributes"]?["apns.payload_bytes"] == 99)
+        #expect(mixedExported["attributes"]?["other"] == 1)
+        #expect(mixedExported["attribute_keys"]?.arrayValue?.count == 11)
+        let laterExported = try span("later", "device")
+        #expect(laterExported["attributes"]?["apns.payload_bytes"] == 7)
+        #expect(laterExported["attributes"]?["apns.id"] == "replaced")
+        #expect(laterExported["attribute_keys"]?.arrayValue?.count == 10)
+    }
+
     @Test("many keys (more than the span's 64 key bits), repeats among them, a value past the one-copy bound and every value kind reach the receiver as last set and read back from the span's bytes")
     func attributesManyKeysLongValuesEveryKind() async throws {
         let file = NSTemporaryDirectory() + "otlp-attributes-many-\(UUID().uuidString).jsonl"

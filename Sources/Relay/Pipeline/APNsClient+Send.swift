@@ -35,6 +35,12 @@ struct SendRun: Sendable {
     /// them so); nil for a span that records nothing (not even asked: the
     /// cast costs a send that exports no span a few thousand instructions).
     let spanAttributes: SpanAttributeWriter?
+    /// The send span as a starter of its attempts' spans, when it is one
+    /// (asked once, for a span that records): no context built per attempt.
+    let childSpans: (any ChildSpanStarting)?
+    /// The send span's `traceparent` (its trace and span ids), read once: a
+    /// span's ids do not change, and each read cast the span (issue 26).
+    let traceParent: TraceParent?
     /// The configured policy, stretched for the request's priority.
     let policy: RetryPolicy
     let clock = ContinuousClock()
@@ -62,30 +68,35 @@ struct SendRun: Sendable {
         policy = client.configuration.retryPolicy.effective(for: request.priority)
         let parent = context.instrumentation ?? InstrumentationContext.current ?? .topLevel
         span = client.tracer.startSpan("apns.send", context: parent, ofKind: .client)
-        spanAttributes = span.isRecording ? SpanAttributeWriter(span) : nil
+        // One cast for a span that records: to the child starter that also takes attributes, else to the attribute setter.
+        if !span.isRecording {
+            (spanAttributes, childSpans) = (nil, nil)
+        } else if let starter = span as? any ChildSpanStarting {
+            (spanAttributes, childSpans) = (SpanAttributeWriter(span, setter: starter), starter)
+        } else {
+            (spanAttributes, childSpans) = (SpanAttributeWriter(span), nil)
+        }
+        traceParent = client.tracer.traceParent(ofSpan: span, context: span.context)
         descriptor = SendDescriptor(
             app: client.configuration.app, environment: client.configuration.environment,
             operation: request.operation, apnsID: request.apnsID, pushType: request.pushType,
             priority: request.priority, topic: request.topic, tokenFingerprint: request.tokenFingerprint,
             channelID: request.channelID, snapshotID: context.snapshotID, surfaceID: context.surfaceID,
             payloadBytes: request.body.count, caller: context.caller,
-            traceID: client.tracer.traceParent(ofSpan: span, context: span.context)?.traceID,
+            traceID: traceParent?.traceID,
             idempotencyKeyHash: context.idempotencyKeyHash)
         // A span nobody will export (the log exporter below `info`, an unsampled trace) takes no attributes.
         if let spanAttributes { Self.describe(spanAttributes, request, client: client, context: context) }
     }
 
     private static func describe(_ attributes: SpanAttributeWriter, _ request: APNsRequest, client: APNsClient, context: SendContext) {
-        attributes.set("apns.operation", request.operation.rawValue)
-        attributes.set("apns.app", client.configuration.app)
-        attributes.set("apns.environment", client.configuration.environment.rawValue)
-        attributes.set("apns.id", request.apnsID.value)
-        attributes.set("apns.payload_bytes", request.body.count)
-        if let pushType = request.pushType { attributes.set("apns.push_type", pushType.rawValue) }
-        if let priority = request.priority { attributes.set("apns.priority", priority.rawValue) }
-        if let fingerprint = request.tokenFingerprint { attributes.set("apns.token_fingerprint", fingerprint) }
-        if let channel = request.channelID { attributes.set("apns.channel_id", channel) }
-        if let snapshot = context.snapshotID { attributes.set("surface.snapshot_id", snapshot) }
+        attributes.set(
+            SendSpanAttributes(
+                operation: request.operation.rawValue, app: client.configuration.app,
+                environment: client.configuration.environment.rawValue, apnsID: request.apnsID.value,
+                payloadBytes: request.body.count, pushType: request.pushType?.rawValue,
+                priority: request.priority?.rawValue, tokenFingerprint: request.tokenFingerprint,
+                channelID: request.channelID, snapshotID: context.snapshotID))
     }
 
     var elapsedSeconds: Double { (clock.now - start).seconds }
@@ -115,10 +126,18 @@ struct SendRun: Sendable {
             // of one that is not exported is not exported either (the log
             // exporter below `info`, an unsampled trace), and nothing reads
             // its ids, so minting them, its context and its object was waste.
-            let attemptSpan: (any Span)? = span.isRecording
-                ? client.tracer.startSpan("apns.attempt", context: span.context, ofKind: .client) : nil
+            let attemptSpan: (any Span)?
             // Attributes only for a span that will be exported (see `init`).
-            let attemptAttributes = attemptSpan.flatMap { $0.isRecording ? SpanAttributeWriter($0) : nil }
+            let attemptAttributes: SpanAttributeWriter?
+            if let childSpans {
+                let child = childSpans.startChild("apns.attempt", ofKind: .client)
+                (attemptSpan, attemptAttributes) = (child, child.isRecording ? SpanAttributeWriter(child, setter: child) : nil)
+            } else if span.isRecording {
+                let child = client.tracer.startSpan("apns.attempt", context: span.context, ofKind: .client)
+                (attemptSpan, attemptAttributes) = (child, child.isRecording ? SpanAttributeWriter(child) : nil)
+            } else {
+                (attemptSpan, attemptAttributes) = (nil, nil)
+            }
             attemptAttributes?.set("apns.attempt", attempt)
             let attemptStart = clock.now
 

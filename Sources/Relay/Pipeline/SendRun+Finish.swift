@@ -160,7 +160,7 @@ extension SendRun {
         if let channel = event.send.channelID { metadata["channel_id"] = .string(channel) }
         if let status = event.status { metadata["status"] = .string(String(status)) }
         if let reason = event.reason ?? event.errorType { metadata["reason"] = .string(reason) }
-        if let traceparent = client.tracer.traceParent(ofSpan: span, context: span.context) {
+        if let traceparent = traceParent {
             metadata["trace_id"] = .string(traceparent.traceID)
             metadata["span_id"] = .string(traceparent.spanID)
         }

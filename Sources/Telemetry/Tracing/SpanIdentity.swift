@@ -39,8 +39,9 @@ extension InstrumentationContext {
 
     /// The context of a span started in `start` with `identity`: what its
     /// children take as their parent and its tracer injects. Made the first
-    /// time it is read and kept in `cache` (the span's own state), for the
-    /// `log` and `otlp` exporters' spans alike.
+    /// time it is read and kept in `cache` (the span's own state). The `log`
+    /// exporter's spans; an `otlp` span may start from its parent span
+    /// instead of a context (``OTLPSpan``), and builds its own.
     static func spanContext(cachedIn cache: inout InstrumentationContext?, startedIn start: InstrumentationContext, identity: SpanIdentity) -> InstrumentationContext {
         if let context = cache { return context }
         var context = start

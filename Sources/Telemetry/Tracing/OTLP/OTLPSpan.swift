@@ -16,8 +16,18 @@ public import RelayBasics
 /// Events and links are not kept: the relay adds none (an error is its
 /// status and `error.type`). `recordError` sets the status to error when
 /// none was set.
-public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
-    private let startContext: InstrumentationContext
+public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting, ChildSpanStarting {
+    /// Where the span's context comes from: the context it was started in,
+    /// or, for a child started by ``startChild(_:ofKind:)``, its parent's
+    /// context (built only if the child's context is read).
+    enum StartContext: Sendable {
+        case context(InstrumentationContext)
+        case parent(OTLPSpan)
+    }
+
+    private let startContext: StartContext
+    /// The tracer that started the span: its children are sampled and exported as its own spans are.
+    private let tracer: OTLPTracer
     public let identity: SpanIdentity
     public let kind: SpanKind
     private let startNanoseconds: UInt64
@@ -42,23 +52,43 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
     private let state: Mutex<State>
 
     init(
-        operationName: String, kind: SpanKind, context: InstrumentationContext, identity: SpanIdentity,
-        startNanoseconds: UInt64, exporter: OTLPExporter?
+        operationName: String, kind: SpanKind, context: StartContext, identity: SpanIdentity,
+        startNanoseconds: UInt64, tracer: OTLPTracer
     ) {
         self.startContext = context
+        self.tracer = tracer
         self.identity = identity
         self.kind = kind
         self.startNanoseconds = startNanoseconds
-        self.exporter = exporter
+        self.exporter = identity.sampled ? tracer.exporter : nil
         self.state = Mutex(State(operationName: operationName))
     }
 
     /// The context the span was started in, with the span's identity (made when first read).
     public var context: InstrumentationContext {
-        state.withLock { .spanContext(cachedIn: &$0.context, startedIn: startContext, identity: identity) }
+        state.withLock { state in
+            if let context = state.context { return context }
+            var context: InstrumentationContext
+            switch startContext {
+            case .context(let started): context = started
+            // The parent's lock, under this span's: a parent never takes its child's.
+            case .parent(let parent): context = parent.context
+            }
+            context.spanIdentity = identity
+            state.context = context
+            return context
+        }
     }
 
     public var traceParent: TraceParent { identity.traceParent }
+
+    /// A child of this span, as ``OTLPTracer`` would start it in this span's
+    /// context (the trace, this span as parent, the sampler asked with this
+    /// span's flag), without building that context.
+    public func startChild(_ operationName: String, ofKind kind: SpanKind) -> any Span & ChildSpanStarting {
+        tracer.startSpan(operationName, parent: .parent(self), parentIdentity: identity, remoteParent: nil, ofKind: kind,
+                         startNanoseconds: DefaultTracerClock.now.nanosecondsSinceEpoch)
+    }
 
     public var operationName: String {
         get { state.withLock { $0.operationName } }
@@ -105,6 +135,37 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting {
             Self.append(key, value, to: &state)
         }
     }
+
+    /// The send span's starting attributes under one lock, each encoded as
+    /// ``setAttribute(_:_:)`` would (the same bytes, in the same order).
+    /// On a span none of whose keys may have been set yet (the send path
+    /// sets them right after the start), all of them are written at once
+    /// (``Protobuf/sendSpanAttributes(_:field:into:)``); otherwise each
+    /// replaces its earlier value one by one.
+    public func setAttributes(_ attributes: SendSpanAttributes) {
+        guard exporter != nil else { return }
+        state.withLock { state in
+            if state.keyBits & Self.sendKeyBits == 0 {
+                if state.encoded.capacity == 0 { state.encoded.reserveCapacity(768) }
+                if Protobuf.sendSpanAttributes(attributes, field: 9, into: &state.encoded) {
+                    // Every key's bit, set or not: a bit only says a key may have been set.
+                    state.keyBits |= Self.sendKeyBits
+                    return
+                }
+            }
+            attributes.forEach { key, value in
+                let bit = Self.keyBit(key)
+                if state.keyBits & bit != 0, let earlier = Protobuf.keyValueField(withKey: key, in: state.encoded) {
+                    state.encoded.removeSubrange(earlier)
+                }
+                state.keyBits |= bit
+                Self.append(key, value, to: &state)
+            }
+        }
+    }
+
+    /// The bits of every key ``SendSpanAttributes`` may set.
+    private static let sendKeyBits: UInt64 = SendSpanAttributes.keys.reduce(0) { $0 | keyBit($1) }
 
     /// One of 64 bits, from the key's length and last byte.
     private static func keyBit(_ key: String) -> UInt64 {

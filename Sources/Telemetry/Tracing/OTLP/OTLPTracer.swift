@@ -32,12 +32,25 @@ public struct OTLPTracer: SpanIdentityTracer {
         line: UInt
     ) -> OTLPSpan {
         let spanContext = context()
+        let parentIdentity = spanContext.spanIdentity
+        return startSpan(
+            operationName, parent: .context(spanContext), parentIdentity: parentIdentity,
+            remoteParent: parentIdentity == nil ? spanContext.remoteParent : nil, ofKind: kind,
+            startNanoseconds: instant().nanosecondsSinceEpoch)
+    }
+
+    /// A span under `parentIdentity` (a local span), else `remoteParent`
+    /// (an incoming `traceparent`), else a new trace.
+    func startSpan(
+        _ operationName: String, parent: OTLPSpan.StartContext, parentIdentity: SpanIdentity?, remoteParent: TraceParent?,
+        ofKind kind: SpanKind, startNanoseconds: UInt64
+    ) -> OTLPSpan {
         let traceID: String
         let parentSpanID: String?
         let parentSampled: Bool?
-        if let parent = spanContext.spanIdentity {
+        if let parent = parentIdentity {
             (traceID, parentSpanID, parentSampled) = (parent.traceID, parent.spanID, parent.sampled)
-        } else if let remote = spanContext.remoteParent {
+        } else if let remote = remoteParent {
             (traceID, parentSpanID, parentSampled) = (remote.traceID, remote.spanID, remote.isSampled)
         } else {
             (traceID, parentSpanID, parentSampled) = (TraceParent.randomTraceID(), nil, nil)
@@ -46,7 +59,7 @@ public struct OTLPTracer: SpanIdentityTracer {
             traceID: traceID, spanID: TraceParent.randomSpanID(), parentSpanID: parentSpanID,
             sampled: sampler.isSampled(traceID: traceID, parentSampled: parentSampled))
         return OTLPSpan(
-            operationName: operationName, kind: kind, context: spanContext, identity: identity,
-            startNanoseconds: instant().nanosecondsSinceEpoch, exporter: identity.sampled ? exporter : nil)
+            operationName: operationName, kind: kind, context: parent, identity: identity,
+            startNanoseconds: startNanoseconds, tracer: self)
     }
 }

@@ -1,3 +1,4 @@
+import Relay
 import Tracing
 
 /// Attributes as OTLP `KeyValue`/`AnyValue` messages.
@@ -87,6 +88,62 @@ extension Protobuf {
             }
             out.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
         }
+    }
+
+    /// The send span's starting attributes as `KeyValue` fields: the bytes
+    /// ``keyValue(field:key:value:into:)`` writes for each, in
+    /// ``SendSpanAttributes/forEach(_:)``'s order, written into one stack
+    /// buffer from the struct's strings and numbers and appended once (no
+    /// `SpanAttribute` made and copied, one append instead of ten: issue 26).
+    /// False, with nothing written, when they do not fit in 1 KiB.
+    static func sendSpanAttributes(_ attributes: SendSpanAttributes, field: UInt64, into out: inout [UInt8]) -> Bool {
+        let capacity = 1024
+        var total = 0
+        attributes.forEachValue { key, text, number in
+            let size = keyValueSizes(key: key.utf8CodeUnitCount, text: text?.utf8.count, number: number).size
+            total += varintSize(field << 3) + varintSize(UInt64(size)) + size
+        }
+        guard total <= capacity else { return false }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
+            let bytes = buffer.baseAddress!
+            var count = 0
+            attributes.forEachValue { key, text, number in
+                let (size, valueSize) = keyValueSizes(key: key.utf8CodeUnitCount, text: text?.utf8.count, number: number)
+                putVarint(field << 3 | WireType.lengthDelimited.rawValue, bytes, &count)
+                putVarint(UInt64(size), bytes, &count)
+                bytes[count] = 1 << 3 | 2  // KeyValue.key
+                count += 1
+                putVarint(UInt64(key.utf8CodeUnitCount), bytes, &count)
+                key.withUTF8Buffer { put($0, bytes, &count) }
+                bytes[count] = 2 << 3 | 2  // KeyValue.value
+                count += 1
+                putVarint(UInt64(valueSize), bytes, &count)
+                if let text {
+                    bytes[count] = 1 << 3 | 2  // AnyValue.string_value
+                    count += 1
+                    putVarint(UInt64(text.utf8.count), bytes, &count)
+                    if text.utf8.withContiguousStorageIfAvailable({ put($0, bytes, &count) }) == nil {
+                        for byte in text.utf8 {
+                            bytes[count] = byte
+                            count += 1
+                        }
+                    }
+                } else {
+                    bytes[count] = 3 << 3  // AnyValue.int_value, a varint
+                    count += 1
+                    putVarint(UInt64(bitPattern: Int64(number)), bytes, &count)
+                }
+            }
+            out.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
+        }
+        return true
+    }
+
+    /// A string (`text`, its byte count) or else integer KeyValue's size and its AnyValue's size.
+    @inline(__always)
+    private static func keyValueSizes(key: Int, text: Int?, number: Int) -> (size: Int, valueSize: Int) {
+        let valueSize = text.map { 1 + varintSize(UInt64($0)) + $0 } ?? 1 + varintSize(UInt64(bitPattern: Int64(number)))
+        return (1 + varintSize(UInt64(key)) + key + 1 + varintSize(UInt64(valueSize)) + valueSize, valueSize)
     }
 
     /// A long KeyValue's tag and length, its key, and its value's tag and length, by pieces.
