@@ -67,25 +67,9 @@ extension Protobuf {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 256) { buffer in
             let bytes = buffer.baseAddress!
             var count = 0
-            putVarint(field << 3 | WireType.lengthDelimited.rawValue, bytes, &count)
-            putVarint(UInt64(size), bytes, &count)
-            bytes[count] = 1 << 3 | 2  // KeyValue.key
-            count += 1
-            putVarint(UInt64(key.count), bytes, &count)
-            put(key, bytes, &count)
-            bytes[count] = 2 << 3 | 2  // KeyValue.value
-            count += 1
-            putVarint(UInt64(valueSize), bytes, &count)
-            if let text {
-                bytes[count] = 1 << 3 | 2  // AnyValue.string_value
-                count += 1
-                putVarint(UInt64(text.count), bytes, &count)
-                put(text, bytes, &count)
-            } else {
-                bytes[count] = 3 << 3  // AnyValue.int_value, a varint
-                count += 1
-                putVarint(UInt64(bitPattern: number), bytes, &count)
-            }
+            putKeyValue(
+                field: field, size: size, valueSize: valueSize, keyCount: key.count, textCount: text?.count, number: number, bytes, &count,
+                key: { put(key, bytes, &$0) }, text: { if let text { put(text, bytes, &$0) } })
             out.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
         }
     }
@@ -109,30 +93,19 @@ extension Protobuf {
             var count = 0
             attributes.forEachValue { key, text, number in
                 let (size, valueSize) = keyValueSizes(key: key.utf8CodeUnitCount, text: text?.utf8.count, number: number)
-                putVarint(field << 3 | WireType.lengthDelimited.rawValue, bytes, &count)
-                putVarint(UInt64(size), bytes, &count)
-                bytes[count] = 1 << 3 | 2  // KeyValue.key
-                count += 1
-                putVarint(UInt64(key.utf8CodeUnitCount), bytes, &count)
-                key.withUTF8Buffer { put($0, bytes, &count) }
-                bytes[count] = 2 << 3 | 2  // KeyValue.value
-                count += 1
-                putVarint(UInt64(valueSize), bytes, &count)
-                if let text {
-                    bytes[count] = 1 << 3 | 2  // AnyValue.string_value
-                    count += 1
-                    putVarint(UInt64(text.utf8.count), bytes, &count)
-                    if text.utf8.withContiguousStorageIfAvailable({ put($0, bytes, &count) }) == nil {
-                        for byte in text.utf8 {
-                            bytes[count] = byte
-                            count += 1
+                putKeyValue(
+                    field: field, size: size, valueSize: valueSize, keyCount: key.utf8CodeUnitCount, textCount: text?.utf8.count,
+                    number: Int64(number), bytes, &count,
+                    key: { count in key.withUTF8Buffer { put($0, bytes, &count) } },
+                    text: { count in
+                        guard let text else { return }
+                        if text.utf8.withContiguousStorageIfAvailable({ put($0, bytes, &count) }) == nil {
+                            for byte in text.utf8 {
+                                bytes[count] = byte
+                                count += 1
+                            }
                         }
-                    }
-                } else {
-                    bytes[count] = 3 << 3  // AnyValue.int_value, a varint
-                    count += 1
-                    putVarint(UInt64(bitPattern: Int64(number)), bytes, &count)
-                }
+                    })
             }
             out.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
         }
@@ -144,6 +117,39 @@ extension Protobuf {
     private static func keyValueSizes(key: Int, text: Int?, number: Int) -> (size: Int, valueSize: Int) {
         let valueSize = text.map { 1 + varintSize(UInt64($0)) + $0 } ?? 1 + varintSize(UInt64(bitPattern: Int64(number)))
         return (1 + varintSize(UInt64(key)) + key + 1 + varintSize(UInt64(valueSize)) + valueSize, valueSize)
+    }
+
+    /// One KeyValue (field `field`, `size` bytes) at `bytes[count...]`: its
+    /// tag and length, the key (`putKey` writes its `keyCount` bytes), the
+    /// value's tag and length, then a string (`putText` writes its
+    /// `textCount` bytes) or else the integer `number`. The caller sized the
+    /// buffer; the one writer of a KeyValue in place, for a single attribute
+    /// and for the send span's starting ones.
+    @inline(__always)
+    private static func putKeyValue(
+        field: UInt64, size: Int, valueSize: Int, keyCount: Int, textCount: Int?, number: Int64,
+        _ bytes: UnsafeMutablePointer<UInt8>, _ count: inout Int,
+        key putKey: (inout Int) -> Void, text putText: (inout Int) -> Void
+    ) {
+        putVarint(field << 3 | WireType.lengthDelimited.rawValue, bytes, &count)
+        putVarint(UInt64(size), bytes, &count)
+        bytes[count] = 1 << 3 | 2  // KeyValue.key
+        count += 1
+        putVarint(UInt64(keyCount), bytes, &count)
+        putKey(&count)
+        bytes[count] = 2 << 3 | 2  // KeyValue.value
+        count += 1
+        putVarint(UInt64(valueSize), bytes, &count)
+        if let textCount {
+            bytes[count] = 1 << 3 | 2  // AnyValue.string_value
+            count += 1
+            putVarint(UInt64(textCount), bytes, &count)
+            putText(&count)
+        } else {
+            bytes[count] = 3 << 3  // AnyValue.int_value, a varint
+            count += 1
+            putVarint(UInt64(bitPattern: number), bytes, &count)
+        }
     }
 
     /// A long KeyValue's tag and length, its key, and its value's tag and length, by pieces.
