@@ -51,10 +51,7 @@ final class AuditJournal: @unchecked Sendable {
     /// Journal thread only: the segment current at its last trim.
     var lastTrimmedSegment: Int?
 
-    /// Opens the journal's directory and holds, in the ledger, the segments
-    /// a previous run left (new ones are numbered after them). Returns them
-    /// for the writer thread to recover: disk reads and an fsync have no
-    /// place on the caller, which may be on the cooperative pool.
+    /// Opens (creates) the journal's directory; starts nothing.
     init(configuration: AuditWriter.Configuration, shared: AuditWriterShared, logger: Logger) throws {
         self.configuration = configuration
         self.shared = shared
@@ -64,7 +61,10 @@ final class AuditJournal: @unchecked Sendable {
             suffix: ".journal")
     }
 
-    /// Segments a previous run left, now held in the ledger until recovered.
+    /// The segments a previous run left, held in the ledger until recovered
+    /// (new ones are numbered after them), for the writer thread to recover:
+    /// disk reads and an fsync have no place on the caller, which may be on
+    /// the cooperative pool.
     func holdLeftoverSegments() -> [URL] {
         let leftover = files.segments()
         shared.withState { state in

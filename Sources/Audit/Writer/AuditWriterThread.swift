@@ -107,20 +107,19 @@ final class AuditWriterThread: @unchecked Sendable {
     /// Waits as the state says, then takes a batch.
     private func takeBatch() -> AuditWriterState.Take {
         let flushInterval = MonotonicClock.nanoseconds(configuration.flushInterval)
+        // Read under the lock, with the clock read afresh after every wait.
+        func pause() -> AuditWriterState.Pause {
+            shared.state.pause(
+                now: MonotonicClock.now(), lastTake: lastTake, flushInterval: flushInterval, batchSize: configuration.batchSize,
+                journalIdle: journal.isIdle)
+        }
         shared.condition.lock()
-        let pause = shared.state.pause(
-            now: MonotonicClock.now(), lastTake: lastTake, flushInterval: flushInterval, batchSize: configuration.batchSize,
-            journalIdle: journal.isIdle)
-        switch pause {
+        switch pause() {
         case .idle(let until):
             shared.condition.wait(until: until)
         case .filling:
-            while case .filling(let due) = shared.state.pause(
-                now: MonotonicClock.now(), lastTake: lastTake, flushInterval: flushInterval, batchSize: configuration.batchSize,
-                journalIdle: journal.isIdle)
-            {
-                shared.condition.wait(until: due)
-            }
+            // Until the batch is full, stopping begins, or the flush is due.
+            while case .filling(let due) = pause() { shared.condition.wait(until: due) }
         case .none:
             break
         }
