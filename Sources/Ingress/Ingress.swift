@@ -103,7 +103,7 @@ public final class Ingress: Sendable {
         let drain = steps.drain
         let batches = BatchRunner(configuration: configuration, service: service, idempotency: idempotency, drain: drain)
         self.batches = batches
-        let send = SendController(service: service, batches: batches, idempotency: idempotency, drain: drain)
+        let send = SendController(service: service, batches: batches, idempotency: idempotency)
         controllers = IngressControllers(
             send: send,
             batch: BatchController(configuration: configuration, service: service, sends: send, limiter: steps.limiter, logger: logger),

@@ -5,14 +5,14 @@ import RelayJSON
 import RelayBasics
 
 /// `POST /v1/send` and `POST /v1/describe`, and the one way every route
-/// sends (``perform(_:_:_:_:)``): the send budget, the relay service, the
-/// answer to a failure. Its dependencies: the service, the batch runner
-/// (which owns the send budget), the idempotency gate and the drain.
+/// sends (``perform(_:_:_:_:)``): the send budget, then the batch runner's
+/// one send (which answers a failure, drain-aware). Its dependencies: the
+/// service, the batch runner (which owns the send budget) and the
+/// idempotency gate.
 struct SendController: Sendable {
     let service: RelayService
     let batches: BatchRunner
     let idempotency: IdempotencyGate
-    let drain: DrainGate
 
     /// Sends admitted and not yet finished across every request.
     var sendBudget: SendBudget { batches.budget }
@@ -93,16 +93,8 @@ struct SendController: Sendable {
     func perform(_ app: String, _ environment: Environment, _ operation: RelayOperation, _ call: Ingress.Call) async throws(IngressError) -> SendResult {
         guard sendBudget.admit(1) else { throw overloaded(sends: 1) }
         defer { sendBudget.release(1) }
-        return try await performAdmitted(app, environment, operation, call)
+        return try await batches.performAdmitted(app, environment, operation, call)
     }
-
-    /// ``perform(_:_:_:_:)`` for a send already counted in the budget.
-    func performAdmitted(_ app: String, _ environment: Environment, _ operation: RelayOperation, _ call: Ingress.Call) async throws(IngressError) -> SendResult {
-        try await batches.performAdmitted(app, environment, operation, call)
-    }
-
-    /// The answer to a send that failed.
-    func answer(to error: SendFailure) -> IngressError { SendAnswers.answer(to: error, draining: drain.isDraining) }
 
     /// 503 Overloaded for `sends` (nil: a batch not yet read) that do not fit in the relay's send budget.
     func overloaded(sends: Int?) -> IngressError {
