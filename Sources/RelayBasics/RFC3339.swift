@@ -38,20 +38,7 @@ public enum RFC3339 {
         // four per audited send.
         if year >= 0, year < 10_000 {
             return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { out in
-                @inline(__always) func put(_ value: Int64, _ width: Int, at end: Int) {
-                    var rest = UInt64(truncatingIfNeeded: value)
-                    var index = end
-                    for _ in 0..<width {
-                        index -= 1
-                        out[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-                        rest /= 10
-                    }
-                }
-                put(year, 4, at: 4); out[4] = UInt8(ascii: "-"); put(month, 2, at: 7); out[7] = UInt8(ascii: "-")
-                put(day, 2, at: 10); out[10] = UInt8(ascii: "T"); put(secondOfDay / 3600, 2, at: 13)
-                out[13] = UInt8(ascii: ":"); put(secondOfDay / 60 % 60, 2, at: 16); out[16] = UInt8(ascii: ":")
-                put(secondOfDay % 60, 2, at: 19); out[19] = UInt8(ascii: "."); put(millisecond, 3, at: 23)
-                out[23] = UInt8(ascii: "Z")
+                write(year: year, month: month, day: day, secondOfDay: secondOfDay, millisecond: millisecond, to: out.baseAddress!)
                 text.append(contentsOf: UnsafeBufferPointer(out))
             }
         }
@@ -93,6 +80,39 @@ public enum RFC3339 {
         text.append(UInt8(ascii: "T")); digits(secondOfDay / 3600, 2); text.append(UInt8(ascii: ":"))
         digits(secondOfDay / 60 % 60, 2); text.append(UInt8(ascii: ":")); digits(secondOfDay % 60, 2)
         text.append(UInt8(ascii: ".")); digits(millisecond, 3); text.append(UInt8(ascii: "Z"))
+    }
+
+    /// Writes `format(nanoseconds:)`'s 24 bytes at `out` and returns true,
+    /// for years 0 to 9999 (every timestamp a relay writes); false, nothing
+    /// written, for others. For a caller that writes a line into memory it
+    /// sized itself (the log line), with no array in between.
+    public static func write(nanoseconds: UInt64, to out: UnsafeMutablePointer<UInt8>) -> Bool {
+        let milliseconds = Int64(nanoseconds / 1_000_000)
+        let seconds = milliseconds / 1000
+        let days = seconds / 86_400
+        let (year, month, day) = CivilDate.date(days: days)
+        guard year < 10_000 else { return false }
+        write(year: year, month: month, day: day, secondOfDay: seconds - days * 86_400, millisecond: milliseconds - seconds * 1000, to: out)
+        return true
+    }
+
+    /// The 24 bytes of a year from 0 to 9999, the digits by constant divisors.
+    @inline(__always)
+    private static func write(year: Int64, month: Int64, day: Int64, secondOfDay: Int64, millisecond: Int64, to out: UnsafeMutablePointer<UInt8>) {
+        @inline(__always) func put(_ value: Int64, _ width: Int, at end: Int) {
+            var rest = UInt64(truncatingIfNeeded: value)
+            var index = end
+            for _ in 0..<width {
+                index -= 1
+                out[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                rest /= 10
+            }
+        }
+        put(year, 4, at: 4); out[4] = UInt8(ascii: "-"); put(month, 2, at: 7); out[7] = UInt8(ascii: "-")
+        put(day, 2, at: 10); out[10] = UInt8(ascii: "T"); put(secondOfDay / 3600, 2, at: 13)
+        out[13] = UInt8(ascii: ":"); put(secondOfDay / 60 % 60, 2, at: 16); out[16] = UInt8(ascii: ":")
+        put(secondOfDay % 60, 2, at: 19); out[19] = UInt8(ascii: "."); put(millisecond, 3, at: 23)
+        out[23] = UInt8(ascii: "Z")
     }
 
     /// Unix seconds for `text` (fraction kept, offset applied), or nil when it

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Relay
 import RelayBasics
 import RelayJSON
 import Synchronization
@@ -134,5 +135,49 @@ struct LogSinkTests {
         }
         #expect(Array(object.keys.dropFirst(4)) == expected)
         #expect(object["trace_id"]?.stringValue == String(keys.firstIndex(of: "trace_id")!), "the event's value wins")
+    }
+
+    @Test("sorted fields give the bytes their metadata dictionary gives, merged with the provider's and the handler's keys before, between and after them, overridden or not, reserved ones dropped, values and labels escaped, with and without keys to merge")
+    func sortedFieldsSameAsMetadata() throws {
+        let all: [LogField] = [
+            LogField("apns_id", "9f1c"), LogField("app", "a \"quoted\"\napp"), LogField("attempts", "2"),
+            LogField("channel_id", "c\u{1}"), LogField("latency_ms", "1.25"), LogField("operation", "alert"),
+            LogField("outcome", "rejected"), LogField("reason", "Unregistered"), LogField("span_id", "s"),
+            LogField("status", "410"), LogField("token_fingerprint", "\u{E9}f"), LogField("trace_id", "t"),
+        ]
+        let handlers: [Logger.Metadata] = [
+            [:], ["relay_instance": "r1"], ["outcome": "handler", "msg": "ignored", "aaa": "first", "zzz": ["n": .stringConvertible(1)]],
+            ["both": "handler", "b": .stringConvertible(3)],
+        ]
+        let provided: [Logger.Metadata?] = [
+            nil, [:], ["trace_id": "provider", "span_id": "provider"], ["both": "provider", "app_x": "p", "level": "ignored"],
+        ]
+        // Every subset of the fields in a few shapes: all, none, each alone, and every other one.
+        var subsets: [[LogField]] = [all, []] + all.map { [$0] }
+        subsets.append(all.enumerated().filter { $0.offset % 2 == 0 }.map(\.element))
+        subsets.append(all.enumerated().filter { $0.offset % 2 == 1 }.map(\.element))
+        var compared = 0
+        for fields in subsets {
+            for handler in handlers {
+                for provided in provided {
+                    for label in ["relay", "a \"label\"\twith escapes"] {
+                        var fromFields: [UInt8] = []
+                        fields.withUnsafeBufferPointer { fields in
+                            LogLineEncoder.encode(
+                                timestampNanoseconds: 1_764_300_000_123_456_789, level: .info, label: label, message: "send finished",
+                                handler: handler, provided: provided, sortedFields: fields, into: &fromFields)
+                        }
+                        var fromMetadata: [UInt8] = []
+                        let metadata = fields.withUnsafeBufferPointer { Logger.Metadata($0) }
+                        LogLineEncoder.encode(
+                            timestampNanoseconds: 1_764_300_000_123_456_789, level: .info, label: label, message: "send finished",
+                            handler: handler, provided: provided, event: metadata, into: &fromMetadata)
+                        #expect(String(decoding: fromFields, as: UTF8.self) == String(decoding: fromMetadata, as: UTF8.self))
+                        compared += 1
+                    }
+                }
+            }
+        }
+        #expect(compared == (all.count + 4) * 16 * 2)
     }
 }

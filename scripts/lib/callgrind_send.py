@@ -61,6 +61,9 @@ int sigsuspend(const sigset_t *mask) {
 NAMED = [
     ("log line (JSONLogHandler.log)", r"JSONLogHandler\.log\(event:"),
     ("  LogLineEncoder.encode", r"LogLineEncoder\.encode\("),
+    ("send finished line (JSONLogHandler.log, sorted fields)", r"JSONLogHandler\.log\(level:"),
+    ("  LogLineEncoder.line", r"LogLineEncoder\.line\("),
+    ("  its fields (SendRun.sendLineFields)", r"SendRun\.sendLineFields\("),
     ("  LogDrain.append", r"LogDrain\.append\("),
     ("send finished line built (SendRun.publish)", r"SendRun\.publish\("),
     ("OTLPTracer.startSpan", r"OTLPTracer\.startSpan"),

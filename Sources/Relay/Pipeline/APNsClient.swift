@@ -38,6 +38,9 @@ public final class APNsClient: Sendable {
     let observers: RelayObservers
     let tracer: any Tracer
     let logger: Logger
+    /// The logger's handler when it writes a line from sorted fields (the
+    /// relay's JSON handler): asked once here, not cast per send.
+    let sortedFieldsLogger: (any SortedFieldsLogging)?
     let clockSkew: ClockSkewMonitor?
     let sleep: @Sendable (Double) async throws -> Void
 
@@ -56,6 +59,7 @@ public final class APNsClient: Sendable {
         self.observers = RelayObservers(observers)
         self.tracer = tracer
         self.logger = logger
+        self.sortedFieldsLogger = logger.handler as? any SortedFieldsLogging
         self.clockSkew = clockSkew
         self.sleep = sleep
     }

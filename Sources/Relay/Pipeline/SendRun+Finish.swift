@@ -144,27 +144,57 @@ extension SendRun {
         // nothing else when it goes well). The send's span is not the task's
         // current context, so its ids are given here.
         guard client.logger.logLevel <= .info else { return }
-        // Room for every key at once (a literal of six grew and rehashed for
-        // the rest), and each value the string itself, not an interpolation
-        // that copies it: the line's bytes are the same.
-        var metadata = Logger.Metadata(minimumCapacity: 12)
-        metadata["apns_id"] = .string(event.send.apnsID.value)
-        metadata["app"] = .string(event.send.app)
-        metadata["operation"] = .string(event.send.operation.rawValue)
-        metadata["outcome"] = .string(event.outcome.rawValue)
-        metadata["attempts"] = .string(String(event.attempts))
-        metadata["latency_ms"] = .string(String((event.latencySeconds * 1000 * 1000).rounded() / 1000))
-        // The device (as its fingerprint, never the token) or the channel: on-call
-        // asks "what happened to pushes to this device" of the logs too.
-        if let fingerprint = event.send.tokenFingerprint { metadata["token_fingerprint"] = .string(fingerprint) }
-        if let channel = event.send.channelID { metadata["channel_id"] = .string(channel) }
-        if let status = event.status { metadata["status"] = .string(String(status)) }
-        if let reason = event.reason ?? event.errorType { metadata["reason"] = .string(reason) }
-        if let traceparent = traceParent {
-            metadata["trace_id"] = .string(traceparent.traceID)
-            metadata["span_id"] = .string(traceparent.spanID)
+        // Its fields in key order, on the stack: the relay's JSON handler
+        // writes them straight into the line's bytes, with no metadata
+        // dictionary built (twelve keys hashed, its storage allocated) and
+        // sorted for it (issue 26); another handler gets the dictionary.
+        withUnsafeTemporaryAllocation(of: LogField.self, capacity: Self.sendLineFieldLimit) { storage in
+            let count = Self.sendLineFields(of: event, traceParent: traceParent, into: storage)
+            defer { _ = storage.baseAddress!.deinitialize(count: count) }
+            let fields = UnsafeBufferPointer(rebasing: storage[..<count])
+            if let sorted = client.sortedFieldsLogger {
+                sorted.log(level: .info, message: "send finished", sortedFields: fields)
+            } else {
+                client.logger.info("send finished", metadata: Logger.Metadata(fields))
+            }
         }
-        client.logger.info("send finished", metadata: metadata)
+    }
+
+    /// The most fields ``sendLineFields(of:traceParent:into:)`` writes.
+    static let sendLineFieldLimit = 12
+
+    /// The `send finished` line's fields, sorted by key, into `storage`
+    /// (uninitialized, ``sendLineFieldLimit`` long); returns how many.
+    ///
+    /// The ids that find the send in the tracing backend and the audit
+    /// (span lines of the `log` exporter are written at debug; a send logs
+    /// nothing else when it goes well). The send's span is not the task's
+    /// current context, so its ids are given here. The device only as its
+    /// fingerprint, never the token: on-call asks "what happened to pushes
+    /// to this device" of the logs too.
+    static func sendLineFields(
+        of event: SendEvent, traceParent: TraceParent?, into storage: UnsafeMutableBufferPointer<LogField>
+    ) -> Int {
+        var count = 0
+        func add(_ key: StaticString, _ value: String?) {
+            guard let value else { return }
+            storage.initializeElement(at: count, to: LogField(key, value))
+            count += 1
+        }
+        // In the UTF-8 order of the keys (the handler checks it in debug builds).
+        add("apns_id", event.send.apnsID.value)
+        add("app", event.send.app)
+        add("attempts", String(event.attempts))
+        add("channel_id", event.send.channelID)
+        add("latency_ms", String((event.latencySeconds * 1000 * 1000).rounded() / 1000))
+        add("operation", event.send.operation.rawValue)
+        add("outcome", event.outcome.rawValue)
+        add("reason", event.reason ?? event.errorType)
+        add("span_id", traceParent?.spanID)
+        add("status", event.status.map { String($0) })
+        add("token_fingerprint", event.send.tokenFingerprint)
+        add("trace_id", traceParent?.traceID)
+        return count
     }
 }
 

@@ -1,5 +1,6 @@
 import Instrumentation
 public import Logging
+public import Relay
 import RelayBasics
 
 /// A swift-log handler that writes one JSON object per line:
@@ -10,7 +11,7 @@ import RelayBasics
 /// keys are sorted so lines diff cleanly. The line is written straight into
 /// bytes (``LogLineEncoder``) and handed to the sink, which never blocks the
 /// caller (``LogSink``).
-public struct JSONLogHandler: LogHandler {
+public struct JSONLogHandler: LogHandler, SortedFieldsLogging {
     public var metadata: Logger.Metadata = [:]
     public var metadataProvider: Logger.MetadataProvider?
     public var logLevel: Logger.Level
@@ -37,6 +38,16 @@ public struct JSONLogHandler: LogHandler {
             timestampNanoseconds: UnixTime.nowNanoseconds(), level: event.level, label: label,
             message: event.message.description, handler: metadata, provided: metadataProvider?.get(), event: event.metadata,
             into: &line)
+        sink.write(line)
+    }
+
+    /// The line ``log(event:)`` writes for `fields` as `.string` metadata,
+    /// without that dictionary: a send's `send finished` line.
+    public func log(level: Logger.Level, message: StaticString, sortedFields fields: UnsafeBufferPointer<LogField>) {
+        guard level >= logLevel else { return }
+        let line = LogLineEncoder.line(
+            timestampNanoseconds: UnixTime.nowNanoseconds(), level: level, label: label, message: message.description,
+            handler: metadata, provided: metadataProvider?.get(), sortedFields: fields)
         sink.write(line)
     }
 }

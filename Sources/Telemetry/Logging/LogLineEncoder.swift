@@ -122,7 +122,7 @@ public enum LogLineEncoder {
         return a.utf8.lexicographicallyPrecedes(b.utf8)
     }
 
-    private static func reserved(_ key: String) -> Bool {
+    static func reserved(_ key: String) -> Bool {
         // By length first: four comparisons of strings per key cost more than the key's bytes.
         switch key.utf8.count {
         case 2: key == "ts"
@@ -174,7 +174,7 @@ public enum LogLineEncoder {
         return value.description
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
+    static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// A JSON string: `"` and `\` escaped, control characters as `\n`, `\t`… or
     /// `\u00XX`, `/` and non-ASCII as they are (UTF-8).
@@ -195,12 +195,12 @@ public enum LogLineEncoder {
     }
 
     @inline(__always)
-    private static func plain(_ byte: UInt8) -> Bool {
+    static func plain(_ byte: UInt8) -> Bool {
         byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
     }
 
     @inline(__always)
-    private static func appendByte(_ byte: UInt8, to output: inout [UInt8]) {
+    static func appendByte(_ byte: UInt8, to output: inout [UInt8]) {
         if plain(byte) { output.append(byte); return }
         output.append(UInt8(ascii: "\\"))
         switch byte {
