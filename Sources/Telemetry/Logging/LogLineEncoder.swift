@@ -107,19 +107,7 @@ public enum LogLineEncoder {
     /// Whether `a` sorts before `b` by their UTF-8 bytes (what
     /// `a.utf8.lexicographicallyPrecedes(b.utf8)` answers), over the bytes in place.
     static func keyPrecedes(_ a: String, _ b: String) -> Bool {
-        let answer = a.utf8.withContiguousStorageIfAvailable { a in
-            b.utf8.withContiguousStorageIfAvailable { b -> Bool in
-                let common = min(a.count, b.count)
-                var index = 0
-                while index < common {
-                    if a[index] != b[index] { return a[index] < b[index] }
-                    index += 1
-                }
-                return a.count < b.count
-            }
-        }
-        if let answer, let answer { return answer }
-        return a.utf8.lexicographicallyPrecedes(b.utf8)
+        withBytes(a) { a in withBytes(b) { b in bytesPrecede(a, b) } }
     }
 
     static func reserved(_ key: String) -> Bool {
