@@ -31,7 +31,7 @@ extension AuditJournal {
             return false
         }
         do {
-            segment = try files.append(encoded: bytes, sync: false)
+            segment = try appendOrStage(bytes)
         } catch {
             failure = error
         }
@@ -59,6 +59,30 @@ extension AuditJournal {
         return segment != nil
     }
 
+    /// Under the shared lock: copies `bytes` into the stage (no system
+    /// call; in the page cache once copied) and returns the segment they
+    /// count against, the current one: the stage is written to it, or to a
+    /// newer one if it fills meanwhile, which trimming (oldest first) makes
+    /// safe. A full stage is written out here first; without a stage, or for
+    /// records larger than it, `bytes` are written straight to the segment.
+    func appendOrStage(_ bytes: [UInt8]) throws -> Int {
+        guard let stage = mappedStage() else { return try files.append(encoded: bytes, sync: false) }
+        if !stage.hasRoom(bytes.count) { try writeStaged() }
+        guard stage.hasRoom(bytes.count) else { return try files.append(encoded: bytes, sync: false) }
+        let segment = try files.currentSegmentNumber()
+        stage.append(bytes)
+        return segment
+    }
+
+    /// Under the shared lock: writes what is staged to the current segment
+    /// with one `write(2)` and empties the stage. On failure the stage keeps
+    /// it (still on disk for a killed process' next start) and the error is thrown.
+    func writeStaged() throws {
+        guard let stage, stage.used > 0 else { return }
+        try files.append(encoded: stage.staged(), sync: false)
+        stage.reset()
+    }
+
     /// The journal thread: `fdatasync` what the sending threads appended, at
     /// most once per `journalSyncInterval` and only when something was
     /// appended; trim settled segments. It exits when the writer has
@@ -75,7 +99,8 @@ extension AuditJournal {
             condition.unlock()
 
             probeIfFailing()
-            let synced = syncAppended()
+            let pass = syncAppended()
+            let synced = pass != .nothing
             let segment = shared.withState { state in
                 state.counters.journalSyncChecks += 1
                 return state.ledger.currentSegment
@@ -90,7 +115,9 @@ extension AuditJournal {
                 // One sync per interval: the appends of the next window
                 // share it. A machine crash loses at most this window.
                 if !exiting { Thread.sleep(forTimeInterval: configuration.journalSyncInterval) }
-                continue
+                // The writer is gone and the disk refuses what is staged: it
+                // stays in the stage file, which the next start recovers.
+                if !(exiting && pass == .stageRefused) { continue }
             }
             trim()
             // Unless an append since the sync asked for another: take it first.
@@ -98,15 +125,34 @@ extension AuditJournal {
         }
     }
 
-    /// Takes what is unsynced (under the shared lock, so an append after it
-    /// waits for the next sync) and `fdatasync`s it outside the lock.
-    /// Returns whether there was anything to sync.
-    private func syncAppended() -> Bool {
+    /// What one pass of ``syncAppended()`` did.
+    enum SyncPass {
+        case nothing
+        case synced
+        /// The staged records could not be written to the segment.
+        case stageRefused
+    }
+
+    /// Writes what is staged to the segment and takes what is unsynced
+    /// (under the shared lock, so an append after it waits for the next
+    /// sync), then `fdatasync`s it outside the lock.
+    private func syncAppended() -> SyncPass {
+        var stageFailure: (any Error)?
         let (appends, work) = shared.withState { state in
+            // What the sending threads staged goes to the segment first.
+            do { try writeStaged() } catch { stageFailure = error }
+            guard stageFailure == nil else { return (state.ledger.unsynced, (current: SegmentFile?.none, retired: [SegmentFile](), directory: false)) }
             defer { state.ledger.unsynced = 0 }
             return (state.ledger.unsynced, files.takeSyncWork())
         }
-        guard appends > 0 || !work.retired.isEmpty else { return false }
+        if let stageFailure {
+            // The disk refused the staged records: they stay staged (a killed
+            // process still leaves them), no new sends until it takes them;
+            // the next interval tries again.
+            log(shared.withState { $0.noteJournal(sync: false, failure: stageFailure) })
+            return .stageRefused
+        }
+        guard appends > 0 || !work.retired.isEmpty else { return .nothing }
         var failure: (any Error)?
         // Retired segments first: they hold the older records.
         for file in work.retired {
@@ -125,6 +171,6 @@ extension AuditJournal {
             state.counters.journalSyncs += 1
             return state.noteJournal(sync: true, failure: failure)
         })
-        return true
+        return .synced
     }
 }

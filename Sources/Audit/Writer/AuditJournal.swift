@@ -41,6 +41,16 @@ final class AuditJournal: @unchecked Sendable {
     /// the sending threads and the journal thread; with `.always` by the
     /// journal thread alone; by `init` before either starts.
     let files: AuditSpool
+    /// `.interval`: where the sending threads copy their records, written
+    /// to `files` by the journal thread (``JournalStage``). Mapped with the
+    /// first record of a segment and unmapped when trimming deletes the
+    /// current segment, so that once every row is written nothing in the
+    /// spool directory is open for writing (it can be remounted read-only).
+    /// Under the shared lock.
+    var stage: JournalStage?
+    /// Whether records are staged: `.interval`, and the stage could be made
+    /// (when it cannot, the sending threads write to `files` themselves).
+    var staging: Bool
     let shared: AuditWriterShared
     let configuration: AuditWriter.Configuration
     let logger: Logger
@@ -51,14 +61,67 @@ final class AuditJournal: @unchecked Sendable {
     /// Journal thread only: the segment current at its last trim.
     var lastTrimmedSegment: Int?
 
-    /// Opens (creates) the journal's directory; starts nothing.
+    /// Opens (creates) the journal's directory and, with `.interval`, its
+    /// stage, moving what a previous run left staged into a segment of its
+    /// own (synced: the one `fdatasync` here, after a crash only); starts nothing.
     init(configuration: AuditWriter.Configuration, shared: AuditWriterShared, logger: Logger) throws {
         self.configuration = configuration
         self.shared = shared
         self.logger = logger
-        self.files = try AuditSpool(
+        let files = try AuditSpool(
             directory: configuration.spoolDirectory, segmentLimit: configuration.journalSegmentBytes, prefix: "journal-",
             suffix: ".journal")
+        self.files = files
+        self.staging = Self.recoverStage(configuration: configuration, files: files, logger: logger)
+    }
+
+    /// Renames what a previous run left staged into a segment (the newest,
+    /// as its records are; a rename needs no room on a full disk) and
+    /// returns whether this run stages: `.interval`, unless that rename failed
+    /// (logged; the stage stays for a later start and this run writes without it).
+    private static func recoverStage(configuration: AuditWriter.Configuration, files: AuditSpool, logger: Logger) -> Bool {
+        guard configuration.journalSync == .interval else { return false }
+        do {
+            if try JournalStage.moveLeftover(in: configuration.spoolDirectory, to: files.reserveNextSegmentPath()) {
+                logger.notice("the audit journal stage a previous run left is recovered with the journal")
+            }
+        } catch {
+            logger.critical(
+                "could not move the audit journal stage a previous run left; it stays for the next start, and this run writes the journal without a stage",
+                metadata: ["error": "\(error)", "spool_directory": "\(configuration.spoolDirectory)"])
+            return false
+        }
+        // Made (its zeros written and synced) here, not at the first record
+        // on a sending thread; mapped there, and unmapped when idle.
+        do {
+            _ = try JournalStage(directory: configuration.spoolDirectory)
+            return true
+        } catch {
+            logger.warning(
+                "no audit journal stage; the sending threads write the journal themselves",
+                metadata: ["error": "\(error)", "spool_directory": "\(configuration.spoolDirectory)"])
+            return false
+        }
+    }
+
+    /// Under the shared lock: the stage, mapped now if it is not; nil (and
+    /// no more staging this run, logged) when it cannot be.
+    func mappedStage() -> JournalStage? {
+        if let stage { return stage }
+        guard staging else { return nil }
+        do {
+            let stage = try JournalStage(directory: configuration.spoolDirectory)
+            // Emptied before it was last unmapped: anything here is no record to keep.
+            stage.reset()
+            self.stage = stage
+            return stage
+        } catch {
+            staging = false
+            logger.warning(
+                "the audit journal stage could not be mapped; the sending threads write the journal themselves",
+                metadata: ["error": "\(error)", "spool_directory": "\(configuration.spoolDirectory)"])
+            return nil
+        }
     }
 
     /// The segments a previous run left, held in the ledger until recovered
@@ -201,7 +264,14 @@ final class AuditJournal: @unchecked Sendable {
             defer { shared.condition.unlock() }
             guard shared.state.ledger.isSettled(number) else { return }
             do {
+                let current = files.currentNumber == number
                 try files.remove(url)
+                // Every record staged is the current segment's, settled with
+                // it: emptied, and unmapped until the next segment's first record.
+                if current {
+                    stage?.reset()
+                    stage = nil
+                }
                 shared.state.ledger.forget(number)
             } catch {
                 logger.error("could not delete a settled audit journal segment", metadata: ["segment": "\(url.lastPathComponent)", "error": "\(error)"])

@@ -1,0 +1,115 @@
+@testable import Audit
+import Foundation
+import Relay
+import Testing
+import TestSupport
+
+/// The journal's stage (`audit.journal_sync: interval`): records the sending
+/// threads copy into a mapped file, written to a segment by the journal
+/// thread. What a killed relay leaves staged must be recovered, once.
+@Suite("Audit journal: the stage")
+struct JournalStageTests {
+    /// A writer whose journal thread, once woken by the first append, writes
+    /// the stage out again only 20 s later: records appended meanwhile stay staged.
+    static func slowSyncWriter(directory: String) throws -> AuditWriter {
+        var configuration = AuditWriter.Configuration(conninfo: "", spoolDirectory: directory, relayInstance: "stage")
+        configuration.spoolOnly = true
+        configuration.journalSync = .interval
+        configuration.journalSyncInterval = 20
+        configuration.journalIdleWake = 20
+        return try AuditWriter.started(configuration: configuration, logger: quietLogger())
+    }
+
+    @Test("records staged and not yet in a segment when the relay dies are in the stage file, and the next start recovers every send once: answered ones as their rows, the rest as unknown")
+    func stagedRecordsRecovered() async throws {
+        let killed = temporaryDirectory()
+        let writer = try Self.slowSyncWriter(directory: killed)
+        let events = (0..<40).map { EventFactory.event($0) }
+        for event in events { await writer.sendStarting(event.send, startedAt: event.startedAt) }
+        for event in events[..<25] { await writer.sendFinishedDurably(event) }
+        let next = temporaryDirectory()
+        try writer.copyJournal(to: next)
+        let staged = try JournalStage.records(inDirectory: next)
+        // The first append woke the journal thread, which may have written
+        // out what was staged then; the rest waits for its next pass.
+        #expect(!staged.isEmpty, "records staged: \(staged.count)")
+        let all = try AuditSpool.journalRecords(in: next)
+        #expect(all.filter { $0.kind == .intent }.count == 40 && all.filter { $0.kind == .completion }.count == 25, "each record once, segment or stage")
+        await writer.shutdown()
+
+        let database = try TestDatabase.migrated()
+        defer { database.drop() }
+        let recovering = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: next, relayInstance: "next"), logger: quietLogger())
+        await recovering.shutdown()
+        #expect(recovering.statistics.recoveredCompleted == 25 && recovering.statistics.recoveredUnknown == 15, "\(recovering.statistics)")
+        #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "40")
+        #expect(try database.scalar("SELECT count(DISTINCT apns_id) FROM apns_audit") == "40")
+        #expect(try database.scalar("SELECT count(*) FROM apns_audit WHERE outcome = 'unknown'") == "15")
+        #expect(try JournalStage.records(inDirectory: next).isEmpty, "the stage is empty once recovered")
+        #expect(try AuditSpool.journalRecords(in: next).isEmpty)
+    }
+
+    @Test("a record both in a segment and still in the stage (killed between writing the stage out and emptying it) lands once")
+    func writtenOutAndStillStaged() async throws {
+        let directory = temporaryDirectory()
+        let events = (0..<6).map { EventFactory.event($0) }
+        let records = AuditJournalTests.journalRecords(intents: events, completions: Array(events[..<4]))
+        // The segment holds every record; the stage the last four again, as written out.
+        let journal = try AuditSpool(directory: directory, prefix: "journal-", suffix: ".journal")
+        try journal.append(records)
+        journal.sealCurrent()
+        do {
+            let stage = try JournalStage(directory: directory)
+            var bytes: [UInt8] = []
+            for record in records.suffix(4) { AuditSpool.encode(record, into: &bytes) }
+            stage.append(bytes)
+        }
+        #expect(try JournalStage.records(inDirectory: directory).count == 4)
+
+        let database = try TestDatabase.migrated()
+        defer { database.drop() }
+        let recovering = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "next"), logger: quietLogger())
+        await recovering.shutdown()
+        #expect(recovering.statistics.recoveredCompleted == 4 && recovering.statistics.recoveredUnknown == 2, "\(recovering.statistics)")
+        #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "6")
+        #expect(try database.scalar("SELECT count(*) FROM apns_audit WHERE outcome = 'unknown'") == "2")
+    }
+
+    @Test("emptying the stage zeroes it: a shorter fill after a longer one reads as itself, not as the longer one's tail")
+    func emptiedStageHoldsNoOldRecords() throws {
+        let directory = temporaryDirectory()
+        let stage = try JournalStage(directory: directory)
+        func bytes(_ records: [AuditSpool.Record]) -> [UInt8] {
+            var bytes: [UInt8] = []
+            for record in records { AuditSpool.encode(record, into: &bytes) }
+            return bytes
+        }
+        let long = (0..<10).map { AuditSpool.Record(kind: .audit, line: Array("row \($0)\n".utf8)) }
+        stage.append(bytes(long))
+        #expect(try JournalStage.records(inDirectory: directory) == long)
+        stage.reset()
+        let short = [AuditSpool.Record(kind: .audit, line: Array("new\n".utf8))]
+        stage.append(bytes(short))
+        #expect(try JournalStage.records(inDirectory: directory) == short)
+        // A stage mapped again (the next start) counts what it holds.
+        let reopened = try JournalStage(directory: directory)
+        #expect(reopened.used == bytes(short).count)
+    }
+
+    @Test("once every row is written the journal's segments are deleted and its stage unmapped: nothing in the spool directory is open for writing")
+    func stageUnmappedWhenSettled() async throws {
+        let database = try TestDatabase.migrated()
+        defer { database.drop() }
+        var configuration = AuditWriter.Configuration(conninfo: database.conninfo, spoolDirectory: temporaryDirectory(), relayInstance: "idle")
+        configuration.journalSyncInterval = 0.005
+        configuration.journalIdleWake = 0.01
+        let writer = try AuditWriter.started(configuration: configuration, logger: quietLogger())
+        for event in (0..<20).map({ EventFactory.event($0) }) {
+            await writer.sendStarting(event.send, startedAt: event.startedAt)
+            await writer.sendFinishedDurably(event)
+        }
+        #expect(await eventually(30) { writer.shared.withState { _ in writer.journal.stage == nil && writer.journal.files.segments().isEmpty } })
+        await writer.shutdown()
+        #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "20")
+    }
+}
