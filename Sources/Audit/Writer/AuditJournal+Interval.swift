@@ -3,20 +3,20 @@ import RelayBasics
 
 /// `.interval`: the sending thread appends, the journal thread syncs.
 extension AuditJournal {
-    /// Appends records already encoded into `bytes` with one `write(2)` and
-    /// no sync, and enters their `items` in the ledger (a completion's rows
-    /// go to the writer's queue), all under the shared lock, so the ledger
-    /// and the segment the records went to agree, whoever appends and trims.
+    /// Appends records already encoded into `bytes` (copied into the stage,
+    /// ``appendOrStage(_:)``; written to the segment without a stage) and
+    /// enters their `items` in the ledger (a completion's rows go to the
+    /// writer's queue), all under the shared lock, so the ledger and the
+    /// segment a record counts against agree, whoever appends and trims.
     ///
-    /// The caller may be on Swift's cooperative pool, which must never block.
-    /// A small buffered append is acceptable there, as a log line is: the
-    /// kernel copies the bytes into the page cache and returns (~3 µs; it
-    /// waits for no device), and the lock is held only for that copy and the
-    /// ledger. An `fsync` is not: it waits for the disk (milliseconds on a
-    /// busy one), so it never runs here; the journal thread issues it every
-    /// `journalSyncInterval` (``runSyncs()``). Once `write` returned the
-    /// record survives a crash of the process; a crash of the machine may
-    /// lose what the next sync had not reached yet.
+    /// The caller may be on Swift's cooperative pool, which must never block:
+    /// a copy into the mapped stage is a copy into the page cache (no system
+    /// call), and the lock is held only for it and the ledger; the journal
+    /// thread writes the stage out and issues the `fsync` (it waits for the
+    /// disk, milliseconds on a busy one) every `journalSyncInterval`
+    /// (``runSyncs()``). Once this returns the record survives a crash of
+    /// the process; a crash of the machine may lose what the next sync had
+    /// not reached yet.
     ///
     /// Intents (`intents` true) are refused, nothing written, while the
     /// journal is failing or answered sends' rows wait in memory only

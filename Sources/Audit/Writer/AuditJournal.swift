@@ -7,10 +7,11 @@ import RelayBasics
 /// completion (before the caller is answered) are appended here, so a relay
 /// killed at any point leaves every answered send's row on disk.
 ///
-/// - `.interval` (the default): the sending thread appends with one
-///   `write(2)` (``append(encoded:items:intents:)``) and the journal
-///   thread only `fdatasync`s, every `journalSyncInterval` while appends
-///   arrive (``runSyncs()``).
+/// - `.interval` (the default): the sending thread copies its records into
+///   the stage (``JournalStage``, a mapped file: no system call;
+///   ``append(encoded:items:intents:)``) and the journal thread writes the
+///   stage to the segment and `fdatasync`s it, every `journalSyncInterval`
+///   while appends arrive (``runSyncs()``).
 /// - `.always`: the journal thread takes the records, writes many sends per
 ///   `fdatasync` (group commit), then resumes the waiting sends
 ///   (``runGroups()``).
