@@ -49,22 +49,22 @@ struct JournalStageTests {
         #expect(try AuditSpool.journalRecords(in: next).isEmpty)
     }
 
-    @Test("a record both in a segment and still in the stage (killed between writing the stage out and emptying it) lands once")
+    @Test("records both in a segment and still in the stage (killed between writing the stage out and emptying it) land once: no completion twice, no intent read again after its completion taken for an unfinished send")
     func writtenOutAndStillStaged() async throws {
         let directory = temporaryDirectory()
         let events = (0..<6).map { EventFactory.event($0) }
         let records = AuditJournalTests.journalRecords(intents: events, completions: Array(events[..<4]))
-        // The segment holds every record; the stage the last four again, as written out.
+        // The segment holds every record; the stage all of them again, as written out.
         let journal = try AuditSpool(directory: directory, prefix: "journal-", suffix: ".journal")
         try journal.append(records)
         journal.sealCurrent()
         do {
             let stage = try JournalStage(directory: directory)
             var bytes: [UInt8] = []
-            for record in records.suffix(4) { AuditSpool.encode(record, into: &bytes) }
+            for record in records { AuditSpool.encode(record, into: &bytes) }
             stage.append(bytes)
         }
-        #expect(try JournalStage.records(inDirectory: directory).count == 4)
+        #expect(try JournalStage.records(inDirectory: directory).count == records.count)
 
         let database = try TestDatabase.migrated()
         defer { database.drop() }
@@ -73,6 +73,7 @@ struct JournalStageTests {
         #expect(recovering.statistics.recoveredCompleted == 4 && recovering.statistics.recoveredUnknown == 2, "\(recovering.statistics)")
         #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "6")
         #expect(try database.scalar("SELECT count(*) FROM apns_audit WHERE outcome = 'unknown'") == "2")
+        #expect(try database.scalar("SELECT count(DISTINCT apns_id) FROM apns_audit") == "6")
     }
 
     @Test("emptying the stage zeroes it: a shorter fill after a longer one reads as itself, not as the longer one's tail")

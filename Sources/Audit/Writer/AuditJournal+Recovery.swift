@@ -32,6 +32,10 @@ extension AuditJournal {
                     let key = String(decoding: record.line[..<tab], as: UTF8.self)
                     let line = Array(record.line[(tab + 1)...])
                     if record.kind == .intent {
+                        // Its send finished in an earlier record: an intent
+                        // read again (from the stage, written out) is no
+                        // unfinished send.
+                        guard !completedKeys.contains(key) else { continue }
                         // A retry's intent comes after the send's first and
                         // replaces it (same key, more attempts).
                         if intents.updateValue((record.format, line), forKey: key) == nil { intentOrder.append(key) }
