@@ -77,11 +77,13 @@ final class AuditJournal: @unchecked Sendable {
     }
 
     /// Renames what a previous run left staged into a segment (the newest,
-    /// as its records are; a rename needs no room on a full disk) and
-    /// returns whether this run stages: `.interval`, unless that rename failed
-    /// (logged; the stage stays for a later start and this run writes without it).
+    /// as its records are; a rename needs no room on a full disk), in either
+    /// mode, and returns whether this run stages: `.interval`, unless that
+    /// rename failed (logged; the stage stays for a later start and this run
+    /// writes without it) or no stage could be made.
     private static func recoverStage(configuration: AuditWriter.Configuration, files: AuditSpool, logger: Logger) -> Bool {
-        guard configuration.journalSync == .interval else { return false }
+        // Whatever this run's mode: a relay switched to `.always` still
+        // recovers what an `.interval` run left staged.
         do {
             if try JournalStage.moveLeftover(in: configuration.spoolDirectory, to: files.reserveNextSegmentPath()) {
                 logger.notice("the audit journal stage a previous run left is recovered with the journal")
@@ -92,6 +94,7 @@ final class AuditJournal: @unchecked Sendable {
                 metadata: ["error": "\(error)", "spool_directory": "\(configuration.spoolDirectory)"])
             return false
         }
+        guard configuration.journalSync == .interval else { return false }
         // Made (its zeros written and synced) here, not at the first record
         // on a sending thread; mapped there, and unmapped when idle.
         do {
