@@ -5,9 +5,16 @@ extension AuditSpool {
     /// The journal's records in `directory`, oldest first, as a reader on
     /// another descriptor sees them (what a killed relay leaves): its
     /// segments', then those still in its stage (``JournalStage``).
+    ///
+    /// A live writer's journal thread may write the stage out between the two
+    /// reads: the stage is read first, so a record it wrote out meanwhile is
+    /// in the segments then, and is taken from there once (a record's bytes
+    /// are its own: no two records of a journal are equal).
     static func journalRecords(in directory: String) throws -> [AuditSpool.Record] {
+        let staged = try JournalStage.records(inDirectory: directory)
         let journal = try AuditSpool(directory: directory, prefix: "journal-", suffix: ".journal")
-        return try journal.segments().flatMap { try journal.read($0).records } + JournalStage.records(inDirectory: directory)
+        let written = try journal.segments().flatMap { try journal.read($0).records }
+        return written + staged.filter { !written.contains($0) }
     }
 }
 
