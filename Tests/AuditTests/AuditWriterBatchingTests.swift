@@ -26,7 +26,7 @@ struct AuditWriterBatchingTests {
         try holder.execute("BEGIN")
         try holder.execute("LOCK TABLE apns_audit IN SHARE MODE")
         // The interval far longer than the test: only a full batch (or shutdown) makes the writer take rows.
-        let writer = try Self.writer(into: database, batchSize: 5, flushInterval: 30)
+        let writer = try Self.writer(into: database, batchSize: 5, flushInterval: 600)
         let events = (0..<10).map { EventFactory.event($0) }
         // The first five reach the queue together (one journal append, as a
         // batch's chunk does): handed over one by one, a writer thread that

@@ -37,6 +37,12 @@ extension JournalStage {
         return (base, nil)
     }
 
+    /// `msync(MS_SYNC)`: the mapping's bytes as they stand are on disk.
+    /// Best effort: a failure leaves what the kernel writes back later.
+    static func sync(_ base: UnsafeMutableRawPointer, size: Int) {
+        while msync(base, size, MS_SYNC) != 0, errno == EINTR {}
+    }
+
     static func unmap(_ base: UnsafeMutableRawPointer, size: Int) {
         _ = munmap(base, size)
     }

@@ -19,7 +19,8 @@ import Foundation
 /// the mapping is never synced: nothing write-protects its pages every
 /// interval, so a copy takes no page fault; the segment it is written to
 /// is what `fdatasync` makes durable. A machine crash loses what the last
-/// interval had not synced, as before.
+/// interval had not synced, as before; the stage is synced only before
+/// trimming, so that no record of a deleted segment comes back from it.
 ///
 /// Layout: the records as a segment holds them, from the file's start,
 /// then zeros: the file reads as a journal segment, and the next start
@@ -76,6 +77,11 @@ final class JournalStage: @unchecked Sendable {
     func staged() -> [UInt8] {
         [UInt8](UnsafeRawBufferPointer(start: base, count: used))
     }
+
+    /// Makes the stage's bytes as they stand durable (the journal thread,
+    /// before trimming: see ``AuditJournal/trim()``). The pages it writes are
+    /// write-protected until next copied into, a fault each, once per trim.
+    func syncToDisk() { Self.sync(base, size: size) }
 
     /// Forgets what is staged (written to a segment, or settled): zeroed,
     /// so that a reader never takes it for records of the next fill.

@@ -258,24 +258,42 @@ final class AuditJournal: @unchecked Sendable {
     /// send was answered. The current segment goes too once it is settled
     /// (the next append starts a new one).
     func trim() {
+        // The stage is never synced as it fills, so after a machine crash its
+        // file may hold any earlier fill the kernel wrote back. None of those
+        // records may belong to a segment deleted here (its unfinished
+        // intents would come back as `unknown` rows): before the first
+        // deletion the stage is synced as it stands, holding only records of
+        // the current segment, and before the current segment goes it is
+        // emptied and synced again.
+        var stageSynced = false
         for url in files.segments() {
             guard let number = files.number(of: url) else { continue }
+            shared.condition.lock()
+            guard shared.state.ledger.isSettled(number) else {
+                shared.condition.unlock()
+                return
+            }
+            let current = files.currentNumber == number
+            if current { stage?.reset() }
+            let unsynced = (!stageSynced || current) ? stage : nil
+            shared.condition.unlock()
+            if let unsynced {
+                // Outside the lock: it waits for the disk.
+                unsynced.syncToDisk()
+                stageSynced = true
+            }
             // The check and the deletion under one lock: with `.interval` a
             // sending thread may append to the current segment at any time,
             // and a record must never land in a segment being deleted (the
             // next append after the deletion starts a new one).
             shared.condition.lock()
             defer { shared.condition.unlock() }
-            guard shared.state.ledger.isSettled(number) else { return }
+            // Settled still, and nothing staged since the stage was emptied and synced.
+            guard shared.state.ledger.isSettled(number), !(current && (stage?.used ?? 0) > 0) else { return }
             do {
-                let current = files.currentNumber == number
                 try files.remove(url)
-                // Every record staged is the current segment's, settled with
-                // it: emptied, and unmapped until the next segment's first record.
-                if current {
-                    stage?.reset()
-                    stage = nil
-                }
+                // Unmapped until the next segment's first record.
+                if current { stage = nil }
                 shared.state.ledger.forget(number)
             } catch {
                 logger.error("could not delete a settled audit journal segment", metadata: ["segment": "\(url.lastPathComponent)", "error": "\(error)"])
