@@ -82,18 +82,16 @@ public enum RFC3339 {
         text.append(UInt8(ascii: ".")); digits(millisecond, 3); text.append(UInt8(ascii: "Z"))
     }
 
-    /// Writes `format(nanoseconds:)`'s 24 bytes at `out` and returns true,
-    /// for years 0 to 9999 (every timestamp a relay writes); false, nothing
-    /// written, for others. For a caller that writes a line into memory it
-    /// sized itself (the log line), with no array in between.
-    public static func write(nanoseconds: UInt64, to out: UnsafeMutablePointer<UInt8>) -> Bool {
+    /// Writes `format(nanoseconds:)`'s 24 bytes at `out`: for a caller that
+    /// writes a line into memory it sized itself (the log line), with no
+    /// array in between. `UInt64` nanoseconds end in the year 2554, so the
+    /// year always has four digits.
+    public static func write(nanoseconds: UInt64, to out: UnsafeMutablePointer<UInt8>) {
         let milliseconds = Int64(nanoseconds / 1_000_000)
         let seconds = milliseconds / 1000
         let days = seconds / 86_400
         let (year, month, day) = CivilDate.date(days: days)
-        guard year < 10_000 else { return false }
         write(year: year, month: month, day: day, secondOfDay: seconds - days * 86_400, millisecond: milliseconds - seconds * 1000, to: out)
-        return true
     }
 
     /// The 24 bytes of a year from 0 to 9999, the digits by constant divisors.

@@ -161,11 +161,10 @@ struct LogSinkTests {
             for handler in handlers {
                 for provided in provided {
                     for label in ["relay", "a \"label\"\twith escapes"] {
-                        var fromFields: [UInt8] = []
-                        fields.withUnsafeBufferPointer { fields in
-                            LogLineEncoder.encode(
+                        let fromFields = fields.withUnsafeBufferPointer { fields in
+                            LogLineEncoder.line(
                                 timestampNanoseconds: 1_764_300_000_123_456_789, level: .info, label: label, message: "send finished",
-                                handler: handler, provided: provided, sortedFields: fields, into: &fromFields)
+                                handler: handler, provided: provided, sortedFields: fields)
                         }
                         var fromMetadata: [UInt8] = []
                         let metadata = fields.withUnsafeBufferPointer { Logger.Metadata($0) }

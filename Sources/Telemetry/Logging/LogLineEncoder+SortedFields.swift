@@ -8,105 +8,48 @@ extension LogLineEncoder {
     /// The line ``encode(timestampNanoseconds:level:label:message:handler:provided:event:into:)``
     /// writes with `fields` as the event's metadata (each a `.string`): the
     /// same bytes, without a dictionary for the fields and without sorting
-    /// them. The handler's and the provider's metadata are merged in by key
-    /// as there; mostly they add nothing (none, or ids the fields override),
-    /// and then the line is written in one allocation sized up front, every
-    /// piece copied in place (``fieldsOnlyLine(timestampNanoseconds:level:label:message:fields:)``).
+    /// them. Mostly the handler's and the provider's metadata add no key
+    /// (none, or ids the fields override): then the line is written in one
+    /// allocation sized up front, every piece copied in place
+    /// (``fieldsOnlyLine(timestampNanoseconds:level:label:message:fields:)``).
+    /// When they do, the dictionary path merges them, as for any line.
     public static func line(
         timestampNanoseconds: UInt64, level: Logger.Level, label: String, message: String,
         handler: Logger.Metadata, provided: Logger.Metadata?, sortedFields fields: UnsafeBufferPointer<LogField>
     ) -> [UInt8] {
         assert(isSorted(fields), "log fields must be unique and sorted by key, need no escape, and not be the line's own")
-        // The provider's and the handler's keys the fields do not hold
-        // (the fields win, then the provider), sorted.
-        var extraKeys: [String] = []
-        var extraValues: [Logger.MetadataValue] = []
-        if let provided {
-            for (key, value) in provided where !reserved(key) && !contains(fields, key) {
-                extraKeys.append(key)
-                extraValues.append(value)
-            }
+        guard addsKeys(provided ?? [:], to: fields) || addsKeys(handler, to: fields) else {
+            return fieldsOnlyLine(timestampNanoseconds: timestampNanoseconds, level: level, label: label, message: message, fields: fields)
         }
-        for (key, value) in handler where provided?[key] == nil && !reserved(key) && !contains(fields, key) {
-            extraKeys.append(key)
-            extraValues.append(value)
-        }
-        if extraKeys.isEmpty,
-            let line = fieldsOnlyLine(timestampNanoseconds: timestampNanoseconds, level: level, label: label, message: message, fields: fields)
-        {
-            return line
-        }
-        var order = Array(extraKeys.indices)
-        if order.count > 1 { order.sort { keyPrecedes(extraKeys[$0], extraKeys[$1]) } }
-
         var output: [UInt8] = []
         output.reserveCapacity(512)
-        output.append(contentsOf: #"{"ts":""#.utf8)
-        RFC3339.append(nanoseconds: timestampNanoseconds, to: &output)
-        output.append(contentsOf: #"","level":"#.utf8)
-        appendString(level.rawValue, to: &output)
-        output.append(contentsOf: #","logger":"#.utf8)
-        appendString(label, to: &output)
-        output.append(contentsOf: #","msg":"#.utf8)
-        appendString(message, to: &output)
-        var extra = 0
-        func appendExtras(before key: UnsafeBufferPointer<UInt8>?) {
-            while extra < order.count {
-                let extraKey = extraKeys[order[extra]]
-                if let key, !withBytes(extraKey, { bytesPrecede($0, key) }) { return }
-                output.append(UInt8(ascii: ","))
-                appendString(extraKey, to: &output)
-                output.append(UInt8(ascii: ":"))
-                appendValue(extraValues[order[extra]], to: &output)
-                extra += 1
-            }
-        }
-        for field in fields {
-            appendExtras(before: field.keyBytes)
-            output.append(contentsOf: #",""#.utf8)
-            output.append(contentsOf: field.keyBytes)
-            output.append(contentsOf: #"":"#.utf8)
-            appendString(field.value, to: &output)
-        }
-        appendExtras(before: nil)
-        output.append(contentsOf: "}\n".utf8)
+        encode(
+            timestampNanoseconds: timestampNanoseconds, level: level, label: label, message: message, handler: handler,
+            provided: provided, event: Logger.Metadata(fields), into: &output)
         return output
     }
 
-    /// ``line(timestampNanoseconds:level:label:message:handler:provided:sortedFields:)``
-    /// into `output` (replaced).
-    public static func encode(
-        timestampNanoseconds: UInt64, level: Logger.Level, label: String, message: String,
-        handler: Logger.Metadata, provided: Logger.Metadata?, sortedFields fields: UnsafeBufferPointer<LogField>,
-        into output: inout [UInt8]
-    ) {
-        output = line(
-            timestampNanoseconds: timestampNanoseconds, level: level, label: label, message: message, handler: handler,
-            provided: provided, sortedFields: fields)
+    /// Whether `metadata` has a key the line shows that `fields` do not hold.
+    private static func addsKeys(_ metadata: Logger.Metadata, to fields: UnsafeBufferPointer<LogField>) -> Bool {
+        metadata.keys.contains { !reserved($0) && !contains(fields, $0) }
     }
 
     /// The line of `fields` alone, written into one array sized for the
     /// worst case (every byte of a string escaped as `\u00XX`), the pieces
     /// copied in place: a growing array checked its capacity and
-    /// uniqueness on each of the line's fifty-odd appends. Nil for a time
-    /// outside years 0 to 9999, which the array path writes.
+    /// uniqueness on each of the line's fifty-odd appends.
     static func fieldsOnlyLine(
         timestampNanoseconds: UInt64, level: Logger.Level, label: String, message: String,
         fields: UnsafeBufferPointer<LogField>
-    ) -> [UInt8]? {
+    ) -> [UInt8] {
         @inline(__always) func escapedBound(_ text: String) -> Int { 2 + 6 * text.utf8.count }
         var bound = #"{"ts":""#.utf8.count + 24 + #"","level":"#.utf8.count + escapedBound(level.rawValue)
             + #","logger":"#.utf8.count + escapedBound(label) + #","msg":"#.utf8.count + escapedBound(message) + 2
         for field in fields { bound += 4 + field.key.utf8CodeUnitCount + escapedBound(field.value) }
-        var written = true
-        let line = [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
+        return [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
             var out = RawLine(at: buffer.baseAddress!)
             out.put(#"{"ts":""#)
-            guard RFC3339.write(nanoseconds: timestampNanoseconds, to: out.cursor) else {
-                written = false
-                count = 0
-                return
-            }
+            RFC3339.write(nanoseconds: timestampNanoseconds, to: out.cursor)
             out.cursor += 24
             out.put(#"","level":"#)
             out.putString(level.rawValue)
@@ -124,7 +67,6 @@ extension LogLineEncoder {
             count = out.cursor - buffer.baseAddress!
             precondition(count <= bound, "a log line past its bound")
         }
-        return written ? line : nil
     }
 
     /// Whether one of `fields` has the key `key`.

@@ -162,7 +162,7 @@ public enum LogLineEncoder {
         return value.description
     }
 
-    static let hexDigits = Array("0123456789abcdef".utf8)
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// A JSON string: `"` and `\` escaped, control characters as `\n`, `\t`… or
     /// `\u00XX`, `/` and non-ASCII as they are (UTF-8).
