@@ -38,10 +38,7 @@ struct AuditJournalKeyTests {
         await writer.sendsStarting((1..<Self.pinned.count).map { SendIntent(send: Self.send($0), startedAt: Self.pinned[$0].startedAt) })
         // The journal as it stood when the relay died: copied before its shutdown settles it.
         let next = temporaryDirectory()
-        let journal = try AuditSpool(directory: killed, prefix: "journal-", suffix: ".journal")
-        for url in journal.segments() {
-            try FileManager.default.copyItem(atPath: url.path, toPath: next + "/" + url.lastPathComponent)
-        }
+        try writer.copyJournal(to: next)
         await writer.shutdown()
 
         let records = try AuditSpool.journalRecords(in: next)

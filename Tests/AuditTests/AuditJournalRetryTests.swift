@@ -26,10 +26,7 @@ struct AuditJournalRetryTests {
         await writer.sendRetrying(sends[2], startedAt: started[2], attempt: 3)
         // The journal as it stood when the relay died.
         let next = temporaryDirectory()
-        let journal = try AuditSpool(directory: killed, prefix: "journal-", suffix: ".journal")
-        for url in journal.segments() {
-            try FileManager.default.copyItem(atPath: url.path, toPath: next + "/" + url.lastPathComponent)
-        }
+        try writer.copyJournal(to: next)
         #expect(try AuditSpool.journalRecords(in: next).map(\.kind) == Array(repeating: .intent, count: 6))
         // The sends finish after all: their completions settle every record (the superseded intents too).
         for (index, send) in sends.enumerated() {

@@ -56,6 +56,9 @@ final class AuditSpool: @unchecked Sendable {
     struct SegmentContents {
         var records: [Record]
         var tornBytes: Int
+        /// Every unreadable byte is zero: the unused rest of a journal
+        /// stage (``JournalStage``), not a record cut short.
+        var tailIsZeros = false
     }
 
     let directory: URL
@@ -171,7 +174,11 @@ final class AuditSpool: @unchecked Sendable {
 
     /// Reads a segment; a torn tail is reported, not thrown.
     func read(_ url: URL) throws -> SegmentContents {
-        let bytes = [UInt8](try Data(contentsOf: url))
+        Self.parse([UInt8](try Data(contentsOf: url)))
+    }
+
+    /// The records in a segment's bytes, and how many bytes at its end were unreadable.
+    static func parse(_ bytes: [UInt8]) -> SegmentContents {
         var records: [Record] = []
         var offset = 0
         while offset < bytes.count {
@@ -184,7 +191,24 @@ final class AuditSpool: @unchecked Sendable {
             records.append(record)
             offset += 8 + length
         }
-        return SegmentContents(records: records, tornBytes: bytes.count - offset)
+        return SegmentContents(records: records, tornBytes: bytes.count - offset, tailIsZeros: !bytes[offset...].contains { $0 != 0 })
+    }
+
+    /// A path for a segment numbered after every other, its number taken
+    /// (the file is not made): for a journal stage a previous run left.
+    func reserveNextSegmentPath() -> String {
+        let next = max(lastNumber, segments().last.flatMap { number(of: $0) } ?? 0) + 1
+        lastNumber = next
+        return directory.appendingPathComponent(prefix + String(format: "%016d", next) + suffix).path
+    }
+
+    /// The current segment's number, the first one made if there is none
+    /// (nothing written): where records staged now are written next
+    /// (``JournalStage``), or a newer segment, never an older one.
+    func currentSegmentNumber() throws -> Int {
+        if current == nil { try rotate(sync: false) }
+        guard let current else { throw SegmentFileError("append", path: directory.path, code: 0) }
+        return current.number
     }
 
     func remove(_ url: URL) throws {

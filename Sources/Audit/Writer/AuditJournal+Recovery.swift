@@ -15,10 +15,13 @@ extension AuditJournal {
         var intents: [String: (format: AuditRowFormat, line: [UInt8])] = [:]
         var intentOrder: [String] = []
         var records: [AuditSpool.Record] = []
+        // A record may be there twice: written from the stage to a segment
+        // by a run killed before it emptied the stage (``JournalStage``).
+        var completedKeys: Set<String> = []
         var completed = 0
         for url in segments {
             let contents = try files.read(url)
-            if contents.tornBytes > 0 {
+            if contents.tornBytes > 0, !contents.tailIsZeros {
                 // Never acknowledged: a crash during its write.
                 logger.warning("audit journal segment has a torn tail; skipping it", metadata: ["segment": "\(url.lastPathComponent)", "bytes": "\(contents.tornBytes)"])
             }
@@ -29,10 +32,15 @@ extension AuditJournal {
                     let key = String(decoding: record.line[..<tab], as: UTF8.self)
                     let line = Array(record.line[(tab + 1)...])
                     if record.kind == .intent {
+                        // Its send finished in an earlier record: an intent
+                        // read again (from the stage, written out) is no
+                        // unfinished send.
+                        guard !completedKeys.contains(key) else { continue }
                         // A retry's intent comes after the send's first and
                         // replaces it (same key, more attempts).
                         if intents.updateValue((record.format, line), forKey: key) == nil { intentOrder.append(key) }
                     } else {
+                        guard completedKeys.insert(key).inserted else { continue }
                         intents[key] = nil
                         records.append(AuditSpool.Record(kind: .audit, format: record.format, line: line))
                         completed += 1

@@ -7,10 +7,11 @@ import RelayBasics
 /// completion (before the caller is answered) are appended here, so a relay
 /// killed at any point leaves every answered send's row on disk.
 ///
-/// - `.interval` (the default): the sending thread appends with one
-///   `write(2)` (``append(encoded:items:intents:)``) and the journal
-///   thread only `fdatasync`s, every `journalSyncInterval` while appends
-///   arrive (``runSyncs()``).
+/// - `.interval` (the default): the sending thread copies its records into
+///   the stage (``JournalStage``, a mapped file: no system call;
+///   ``append(encoded:items:intents:)``) and the journal thread writes the
+///   stage to the segment and `fdatasync`s it, every `journalSyncInterval`
+///   while appends arrive (``runSyncs()``).
 /// - `.always`: the journal thread takes the records, writes many sends per
 ///   `fdatasync` (group commit), then resumes the waiting sends
 ///   (``runGroups()``).
@@ -41,6 +42,16 @@ final class AuditJournal: @unchecked Sendable {
     /// the sending threads and the journal thread; with `.always` by the
     /// journal thread alone; by `init` before either starts.
     let files: AuditSpool
+    /// `.interval`: where the sending threads copy their records, written
+    /// to `files` by the journal thread (``JournalStage``). Mapped with the
+    /// first record of a segment and unmapped when trimming deletes the
+    /// current segment, so that once every row is written nothing in the
+    /// spool directory is open for writing (it can be remounted read-only).
+    /// Under the shared lock.
+    var stage: JournalStage?
+    /// Whether records are staged: `.interval`, and the stage could be made
+    /// (when it cannot, the sending threads write to `files` themselves).
+    var staging: Bool
     let shared: AuditWriterShared
     let configuration: AuditWriter.Configuration
     let logger: Logger
@@ -51,14 +62,70 @@ final class AuditJournal: @unchecked Sendable {
     /// Journal thread only: the segment current at its last trim.
     var lastTrimmedSegment: Int?
 
-    /// Opens (creates) the journal's directory; starts nothing.
+    /// Opens (creates) the journal's directory and, with `.interval`, its
+    /// stage, moving what a previous run left staged into a segment of its
+    /// own (synced: the one `fdatasync` here, after a crash only); starts nothing.
     init(configuration: AuditWriter.Configuration, shared: AuditWriterShared, logger: Logger) throws {
         self.configuration = configuration
         self.shared = shared
         self.logger = logger
-        self.files = try AuditSpool(
+        let files = try AuditSpool(
             directory: configuration.spoolDirectory, segmentLimit: configuration.journalSegmentBytes, prefix: "journal-",
             suffix: ".journal")
+        self.files = files
+        self.staging = Self.recoverStage(configuration: configuration, files: files, logger: logger)
+    }
+
+    /// Renames what a previous run left staged into a segment (the newest,
+    /// as its records are; a rename needs no room on a full disk), in either
+    /// mode, and returns whether this run stages: `.interval`, unless that
+    /// rename failed (logged; the stage stays for a later start and this run
+    /// writes without it) or no stage could be made.
+    private static func recoverStage(configuration: AuditWriter.Configuration, files: AuditSpool, logger: Logger) -> Bool {
+        // Whatever this run's mode: a relay switched to `.always` still
+        // recovers what an `.interval` run left staged.
+        do {
+            if try JournalStage.moveLeftover(in: configuration.spoolDirectory, to: files.reserveNextSegmentPath()) {
+                logger.notice("the audit journal stage a previous run left is recovered with the journal")
+            }
+        } catch {
+            logger.critical(
+                "could not move the audit journal stage a previous run left; it stays for the next start, and this run writes the journal without a stage",
+                metadata: ["error": "\(error)", "spool_directory": "\(configuration.spoolDirectory)"])
+            return false
+        }
+        guard configuration.journalSync == .interval else { return false }
+        // Made (its zeros written and synced) here, not at the first record
+        // on a sending thread; mapped there, and unmapped when idle.
+        do {
+            _ = try JournalStage(directory: configuration.spoolDirectory)
+            return true
+        } catch {
+            logger.warning(
+                "no audit journal stage; the sending threads write the journal themselves",
+                metadata: ["error": "\(error)", "spool_directory": "\(configuration.spoolDirectory)"])
+            return false
+        }
+    }
+
+    /// Under the shared lock: the stage, mapped now if it is not; nil (and
+    /// no more staging this run, logged) when it cannot be.
+    func mappedStage() -> JournalStage? {
+        if let stage { return stage }
+        guard staging else { return nil }
+        do {
+            let stage = try JournalStage(directory: configuration.spoolDirectory)
+            // Emptied before it was last unmapped: anything here is no record to keep.
+            stage.reset()
+            self.stage = stage
+            return stage
+        } catch {
+            staging = false
+            logger.warning(
+                "the audit journal stage could not be mapped; the sending threads write the journal themselves",
+                metadata: ["error": "\(error)", "spool_directory": "\(configuration.spoolDirectory)"])
+            return nil
+        }
     }
 
     /// The segments a previous run left, held in the ledger until recovered
@@ -171,6 +238,13 @@ final class AuditJournal: @unchecked Sendable {
     /// a small write and `fdatasync` in the spool directory. With no sends
     /// (a relay out of rotation gets none) nothing else would find out that
     /// the disk has room again.
+    ///
+    /// With a stage, the records it holds must reach a segment too before
+    /// the journal takes sends again: 4 KiB finding room says nothing about
+    /// the room they need, and a send copied into the stage never asks the
+    /// disk (``append(encoded:items:intents:)``). Otherwise a disk with a
+    /// page free now and then would let a stage's worth of sends be answered
+    /// after each probe, on a disk that cannot hold their records.
     func probeIfFailing() {
         guard shared.withState({ $0.counters.journalFailing }) else { return }
         do {
@@ -178,7 +252,14 @@ final class AuditJournal: @unchecked Sendable {
         } catch {
             return
         }
-        log(shared.withState { $0.noteProbeSucceeded() })
+        log(shared.withState { state in
+            do {
+                try writeStaged()
+            } catch {
+                return nil
+            }
+            return state.noteProbeSucceeded()
+        })
     }
 
     func log(_ change: AuditWriterState.JournalHealthChange?) {
@@ -191,17 +272,42 @@ final class AuditJournal: @unchecked Sendable {
     /// send was answered. The current segment goes too once it is settled
     /// (the next append starts a new one).
     func trim() {
+        // The stage is never synced as it fills, so after a machine crash its
+        // file may hold any earlier fill the kernel wrote back. None of those
+        // records may belong to a segment deleted here (its unfinished
+        // intents would come back as `unknown` rows): before the first
+        // deletion the stage is synced as it stands, holding only records of
+        // the current segment, and before the current segment goes it is
+        // emptied and synced again.
+        var stageSynced = false
         for url in files.segments() {
             guard let number = files.number(of: url) else { continue }
+            shared.condition.lock()
+            guard shared.state.ledger.isSettled(number) else {
+                shared.condition.unlock()
+                return
+            }
+            let current = files.currentNumber == number
+            if current { stage?.reset() }
+            let unsynced = (!stageSynced || current) ? stage : nil
+            shared.condition.unlock()
+            if let unsynced {
+                // Outside the lock: it waits for the disk.
+                unsynced.syncToDisk()
+                stageSynced = true
+            }
             // The check and the deletion under one lock: with `.interval` a
             // sending thread may append to the current segment at any time,
             // and a record must never land in a segment being deleted (the
             // next append after the deletion starts a new one).
             shared.condition.lock()
             defer { shared.condition.unlock() }
-            guard shared.state.ledger.isSettled(number) else { return }
+            // Settled still, and nothing staged since the stage was emptied and synced.
+            guard shared.state.ledger.isSettled(number), !(current && (stage?.used ?? 0) > 0) else { return }
             do {
                 try files.remove(url)
+                // Unmapped until the next segment's first record.
+                if current { stage = nil }
                 shared.state.ledger.forget(number)
             } catch {
                 logger.error("could not delete a settled audit journal segment", metadata: ["segment": "\(url.lastPathComponent)", "error": "\(error)"])

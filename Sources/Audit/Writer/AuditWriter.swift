@@ -11,9 +11,10 @@ import RelayBasics
 /// - The **journal**: each send's intent (before its first attempt) and
 ///   completion (before the caller is answered) are appended to a journal
 ///   in the spool directory. With `journalSync` `.interval` (the default)
-///   the sending thread appends them itself with one `write(2)` and hands
-///   completed rows to the writer; the **journal thread** only
-///   `fdatasync`s, every `journalSyncInterval` while appends arrive. With
+///   the sending thread copies them into the journal's mapped stage
+///   (``JournalStage``, no system call) and hands completed rows to the
+///   writer; the **journal thread** writes the stage to the segment and
+///   `fdatasync`s it, every `journalSyncInterval` while appends arrive. With
 ///   `.always` the journal thread takes the records, writes many sends per
 ///   `fdatasync` (group commit), then resumes the waiting sends and hands
 ///   completed rows to the writer. Either way a relay process killed at any
