@@ -58,18 +58,24 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     let shared: AuditWriterShared
     let journal: AuditJournal
     let writerThread: AuditWriterThread
+    /// Held from opening until ``shutdown()`` has finished: one writer per spool directory.
+    let directoryLock: SpoolDirectoryLock
 
     /// Opens the spool and finds what a previous run left in the journal;
     /// starts nothing. ``start()`` starts the writer's thread (which
     /// recovers that journal into the spool and replays it) and the
     /// journal's; the relay builds its parts first and starts them in order,
     /// or not at all. ``started(configuration:logger:)`` does both.
+    /// Throws ``SpoolDirectoryInUse`` while another writer, in this process
+    /// or another, has the spool directory (``SpoolDirectoryLock``).
     public init(opening configuration: Configuration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
         let shared = AuditWriterShared()
         self.shared = shared
         let spool = try AuditSpool(directory: configuration.spoolDirectory)
+        // Before the journal touches anything a previous run left.
+        self.directoryLock = try SpoolDirectoryLock(path: configuration.spoolDirectory)
         let journal = try AuditJournal(configuration: configuration, shared: shared, logger: logger)
         self.journal = journal
         self.writerThread = try AuditWriterThread(
@@ -197,6 +203,7 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         // Then the journal thread's last trim, so a writer opened next on the
         // same directory never races this one's deletions.
         await journal.waitForExit()
+        directoryLock.release()
     }
 
     /// Hands COPY lines (every column of this build's row format) straight to
