@@ -754,18 +754,36 @@ def warmed_quiet_relays(binary, database_url):
     over 16 connections. Yields (label "on" or "off", relay, bench); each relay
     is stopped after its turn, the mock APNs and the bench's work directory
     at the end."""
-    bench = Bench(argparse.Namespace(binary=binary, database_url=database_url, quick=False, smoke=False, venv=None))
     quiet = {"log_level": "error", "tracing": {"exporter": "none"}}
+    yield from warmed_relays(binary, database_url, [("on", dict(shipped=quiet, audit=True)), ("off", dict(shipped=quiet, audit=False))])
+
+
+def warmed_otlp_relays(binary, database_url):
+    """The shipped example configuration as is ("defaults"), then with
+    `tracing.exporter: otlp` to a live receiver ("otlp"), as `defaults`
+    measures them; yields as ``warmed_quiet_relays``."""
+    yield from warmed_relays(binary, database_url, [("defaults", dict(shipped={}, audit=True)),
+                                                    ("otlp", dict(shipped={"tracing": {"exporter": "otlp"}}, audit=True, otlp=True))])
+
+
+def warmed_relays(binary, database_url, configurations):
+    """Each (label, options) in turn: a relay warmed with 2,000 sends over 16
+    connections, yielded as (label, relay, bench) and stopped after its turn
+    (with its OTLP receiver when `otlp` is set)."""
+    bench = Bench(argparse.Namespace(binary=binary, database_url=database_url, quick=False, smoke=False, venv=None))
     mock = Mock(bench.binary, bench.work, bench.key)
     try:
-        for label, audit in (("on", True), ("off", False)):
+        for label, options in configurations:
+            receiver = OTLPReceiver() if options.get("otlp") else None
+            environment = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint} if receiver else None
             relay = Relay(bench.binary, tempfile.mkdtemp(prefix="relay-", dir=bench.work), bench.key, mock, database_url,
-                          audit=audit, shipped=quiet)
+                          audit=options["audit"], shipped=options["shipped"], environment=environment)
             try:
                 bench.load(relay, 2000, connections=16)
                 yield label, relay, bench
             finally:
                 relay.stop()
+                if receiver: receiver.stop()
     finally:
         mock.stop()
         shutil.rmtree(bench.work, ignore_errors=True)

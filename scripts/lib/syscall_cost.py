@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Relay system calls per send, audit on against off (issue 26's audit share).
+"""Relay system calls per send, audit on against off (issue 26's audit share),
+or with --pair otlp the shipped defaults against them with OTLP export.
 
 Starts the mock APNs and `apns-relay serve` as thread_cost.py does (the
 shipped example configuration with logs at error and tracing none), twice,
@@ -9,7 +10,7 @@ in each configuration and the difference. strace slows the relay several
 times over, so only the counts mean anything here, not its times; use
 thread_cost.py for CPU time and context switches.
 
-    scripts/lib/syscall_cost.py --binary .build/release/apns-relay --database-url URL [--sends 5000]
+    scripts/lib/syscall_cost.py --binary .build/release/apns-relay --database-url URL [--sends 5000] [--pair audit|otlp]
 """
 import argparse
 import collections
@@ -48,9 +49,12 @@ def main():
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--sends", type=int, default=5000)
     parser.add_argument("--keep", help="copy the two traces into this directory")
+    parser.add_argument("--pair", choices=["audit", "otlp"], default="audit",
+                        help="audit: quiet with the audit on and off (default); otlp: the shipped defaults and with tracing.exporter otlp")
     args = parser.parse_args()
     results = {}
-    for label, relay, bench in sb.warmed_quiet_relays(args.binary, args.database_url):
+    pair = sb.warmed_quiet_relays if args.pair == "audit" else sb.warmed_otlp_relays
+    for label, relay, bench in pair(args.binary, args.database_url):
         summary = os.path.join(bench.work, f"strace-{label}.txt")
         names = {tid: found[0] for tid, found in threads(relay.process.pid).items()}  # thread id -> name
         tracer = subprocess.Popen(["strace", "-f", "-qq", "-o", summary, "-p", str(relay.process.pid)], stderr=subprocess.DEVNULL)
@@ -64,8 +68,9 @@ def main():
         tracer.wait(timeout=60)
         results[label] = (parse_trace(summary, names), sends)
         if args.keep: shutil.copy(summary, args.keep)
-    (on, on_sends), (off, off_sends) = results["on"], results["off"]
-    print(f"system calls a send, audit on ({on_sends} sends) / off ({off_sends} sends) / on - off")
+    first, second = ("on", "off") if args.pair == "audit" else ("otlp", "defaults")
+    (on, on_sends), (off, off_sends) = results[first], results[second]
+    print(f"system calls a send, {first} ({on_sends} sends) / {second} ({off_sends} sends) / {first} - {second}")
     keys = sorted(set(on) | set(off), key=lambda k: -(on.get(k, 0) / on_sends - off.get(k, 0) / off_sends))
     for key in keys:
         a, b = on.get(key, 0) / on_sends, off.get(key, 0) / off_sends
