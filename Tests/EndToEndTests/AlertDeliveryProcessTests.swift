@@ -112,7 +112,7 @@ struct AlertDeliveryProcessTests {
         // The relay as a process, its audit spool-only: this test is about the page.
         let config = try ServeProcessTests.writeConfiguration(
             directory: directory, mock: relay.mock, keyPath: relay.keyPath, instance: "pager-e2e", databaseURL: "",
-            spool: directory + "/spool")
+            spool: directory + "/spool-serve")  // not the in-process relay's own spool
         let serve = try RelayProcess(arguments: ["serve", "--config", config], standardError: directory + "/serve.log")
         defer { serve.signal(SIGKILL) }
         let ingressPort = try await serve.port(after: "apns-relay ingress on")
