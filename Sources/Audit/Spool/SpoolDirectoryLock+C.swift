@@ -20,21 +20,32 @@
 final class SpoolDirectoryLock: @unchecked Sendable {
     // Written by `release()` only, which the writer's shutdown calls once.
     private var descriptor: Int32
+    /// Why the directory could not be locked, when its file system does not
+    /// lock (`flock` fails with anything but "held"; some network file
+    /// systems): the writer logs it and goes on unlocked, as before the lock.
+    let notLocked: SegmentFileError?
 
     /// Locks `path`; throws ``SpoolDirectoryInUse`` when another writer
     /// (in this process or another) holds it.
-    init(path: String) throws {
+    init(path: String) throws(SpoolDirectoryInUse) {
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw SegmentFileError("open", path: path, code: errno) }
+        guard descriptor >= 0 else {
+            self.descriptor = -1
+            notLocked = SegmentFileError("open", path: path, code: errno)
+            return
+        }
         var status: Int32 = 0
         repeat { status = flock(descriptor, LOCK_EX | LOCK_NB) } while status != 0 && errno == EINTR
         guard status == 0 else {
             let code = errno
             _ = close(descriptor)
             if code == EWOULDBLOCK { throw SpoolDirectoryInUse(path: path) }
-            throw SegmentFileError("flock", path: path, code: code)
+            self.descriptor = -1
+            notLocked = SegmentFileError("flock", path: path, code: code)
+            return
         }
         self.descriptor = descriptor
+        notLocked = nil
     }
 
     deinit { release() }

@@ -76,6 +76,11 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
         let spool = try AuditSpool(directory: configuration.spoolDirectory)
         // Before the journal touches anything a previous run left.
         self.directoryLock = try SpoolDirectoryLock(path: configuration.spoolDirectory)
+        if let notLocked = directoryLock.notLocked {
+            logger.warning(
+                "the audit spool directory cannot be locked; make sure no other relay uses it",
+                metadata: ["spool_directory": "\(configuration.spoolDirectory)", "error": "\(notLocked)"])
+        }
         let journal = try AuditJournal(configuration: configuration, shared: shared, logger: logger)
         self.journal = journal
         self.writerThread = try AuditWriterThread(
