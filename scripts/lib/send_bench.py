@@ -766,6 +766,19 @@ def warmed_otlp_relays(binary, database_url):
                                                     ("otlp", dict(shipped={"tracing": {"exporter": "otlp"}}, audit=True, otlp=True))])
 
 
+# The pairs thread_cost.py and syscall_cost.py compare (their --pair): the
+# generator and the labels of its two relays, the measured one first.
+WARMED_PAIRS = {
+    "audit": (warmed_quiet_relays, ("on", "off")),
+    "otlp": (warmed_otlp_relays, ("otlp", "defaults")),
+}
+
+
+def add_pair_argument(parser):
+    parser.add_argument("--pair", choices=sorted(WARMED_PAIRS), default="audit",
+                        help="audit: quiet with the audit on and off (default); otlp: the shipped defaults and with tracing.exporter otlp")
+
+
 def warmed_relays(binary, database_url, configurations):
     """Each (label, options) in turn: a relay warmed with 2,000 sends over 16
     connections, yielded as (label, relay, bench) and stopped after its turn

@@ -49,12 +49,11 @@ def main():
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--sends", type=int, default=5000)
     parser.add_argument("--keep", help="copy the two traces into this directory")
-    parser.add_argument("--pair", choices=["audit", "otlp"], default="audit",
-                        help="audit: quiet with the audit on and off (default); otlp: the shipped defaults and with tracing.exporter otlp")
+    sb.add_pair_argument(parser)
     args = parser.parse_args()
     results = {}
-    pair = sb.warmed_quiet_relays if args.pair == "audit" else sb.warmed_otlp_relays
-    for label, relay, bench in pair(args.binary, args.database_url):
+    warmed, (first, second) = sb.WARMED_PAIRS[args.pair]
+    for label, relay, bench in warmed(args.binary, args.database_url):
         summary = os.path.join(bench.work, f"strace-{label}.txt")
         names = {tid: found[0] for tid, found in threads(relay.process.pid).items()}  # thread id -> name
         tracer = subprocess.Popen(["strace", "-f", "-qq", "-o", summary, "-p", str(relay.process.pid)], stderr=subprocess.DEVNULL)
@@ -68,7 +67,6 @@ def main():
         tracer.wait(timeout=60)
         results[label] = (parse_trace(summary, names), sends)
         if args.keep: shutil.copy(summary, args.keep)
-    first, second = ("on", "off") if args.pair == "audit" else ("otlp", "defaults")
     (on, on_sends), (off, off_sends) = results[first], results[second]
     print(f"system calls a send, {first} ({on_sends} sends) / {second} ({off_sends} sends) / {first} - {second}")
     keys = sorted(set(on) | set(off), key=lambda k: -(on.get(k, 0) / on_sends - off.get(k, 0) / off_sends))

@@ -45,12 +45,11 @@ def main():
     parser.add_argument("--binary", default=".build/release/apns-relay")
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--sends", type=int, default=20000)
-    parser.add_argument("--pair", choices=["audit", "otlp"], default="audit",
-                        help="audit: quiet with the audit on and off (default); otlp: the shipped defaults and with tracing.exporter otlp")
+    sb.add_pair_argument(parser)
     args = parser.parse_args()
     ticks = os.sysconf("SC_CLK_TCK")
-    pair = sb.warmed_quiet_relays if args.pair == "audit" else sb.warmed_otlp_relays
-    for label, relay, bench in pair(args.binary, args.database_url):
+    warmed, _ = sb.WARMED_PAIRS[args.pair]
+    for label, relay, bench in warmed(args.binary, args.database_url):
         before, sends_before = threads(relay.process.pid), relay.succeeded_sends()
         bench.load(relay, args.sends, connections=16)
         after, sends = threads(relay.process.pid), relay.succeeded_sends() - sends_before
