@@ -13,7 +13,7 @@ import Foundation
 /// What it keeps: a record copied here is in the page cache once the copy
 /// returns, as a written one was, so a relay killed at any point leaves it
 /// on disk; the next start moves it into a segment before anything else
-/// (``leftover()``). The file's blocks are written with zeros when it is
+/// (``moveLeftover(in:to:)``). The file's blocks are written with zeros when it is
 /// made, so a copy into the mapping never needs the disk to find room (no
 /// `SIGBUS` on a full disk). Unlike the mapped segments tried before it,
 /// the mapping is never synced: nothing write-protects its pages every
@@ -24,7 +24,7 @@ import Foundation
 ///
 /// Layout: the records as a segment holds them, from the file's start,
 /// then zeros: the file reads as a journal segment, and the next start
-/// renames a stage a killed run left into one (``moveLeftover(to:)``). A
+/// renames a stage a killed run left into one (``moveLeftover(in:to:)``). A
 /// copy cut short by a kill fails its record's checksum, so a reader stops
 /// there; emptying the stage zeroes what it held, so no record of an
 /// earlier fill is read after a later one. Used under the audit writer's
