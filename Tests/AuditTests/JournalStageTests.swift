@@ -155,27 +155,30 @@ struct JournalStageTests {
         configuration.journalSyncInterval = 0.005
         configuration.journalIdleWake = 0.01
         let writer = try AuditWriter.started(configuration: configuration, logger: quietLogger())
-        let events = (0..<21).map { EventFactory.event($0) }
+        let events = (0..<36).map { EventFactory.event($0) }
         // Ten sends done and spooled: their journal segment settled and deleted.
         for event in events[..<10] {
             #expect(await writer.sendStarting(event.send, startedAt: event.startedAt))
             await writer.sendFinishedDurably(event)
         }
         #expect(await eventually(30) { spool.journalFiles.isEmpty })
-        // Ten more in flight, their intents written out, when the disk fills.
-        for event in events[10..<20] { #expect(await writer.sendStarting(event.send, startedAt: event.startedAt)) }
+        // Twenty-five more in flight, their intents written out, when the disk fills.
+        for event in events[10..<35] { #expect(await writer.sendStarting(event.send, startedAt: event.startedAt)) }
         #expect(await eventually(30) { stageEmpty(writer) })
         try await spool.fill()
-        for event in events[10..<15] { await writer.sendFinishedDurably(event) }
+        // Fifteen completions: more bytes than the slack a file's last page
+        // can have (under 4 KiB), so writing them out needs a page the full
+        // disk does not have, whatever the segment's length.
+        for event in events[10..<25] { await writer.sendFinishedDurably(event) }
         #expect(await eventually(30) { writer.statistics.journalFailing }, "writing the stage out failed on the full disk")
         // The rest finish while it fails: copied into the stage, no write.
-        for event in events[15..<20] { await writer.sendFinishedDurably(event) }
+        for event in events[25..<35] { await writer.sendFinishedDurably(event) }
         #expect(writer.statistics.journalFailing, "a copy into the stage cleared the journal's failure")
-        #expect(await writer.sendStarting(events[20].send, startedAt: events[20].startedAt) == false, "a new send is refused")
+        #expect(await writer.sendStarting(events[35].send, startedAt: events[35].startedAt) == false, "a new send is refused")
         #expect(!stageEmpty(writer), "the completions wait in the stage")
 
         spool.free()
-        let late = EventFactory.event(21)
+        let late = EventFactory.event(36)
         #expect(await eventually(60) { await writer.sendStarting(late.send, startedAt: late.startedAt) }, "taken again once the disk has room")
         #expect(writer.statistics.journalFailing == false)
         await writer.sendFinishedDurably(late)
@@ -186,8 +189,8 @@ struct JournalStageTests {
         defer { database.drop() }
         let recovering = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: spool.path, relayInstance: "full"), logger: quietLogger())
         await recovering.shutdown()
-        #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "21")
-        #expect(try database.scalar("SELECT count(DISTINCT apns_id) FROM apns_audit") == "21")
+        #expect(try database.scalar("SELECT count(*) FROM apns_audit") == "36")
+        #expect(try database.scalar("SELECT count(DISTINCT apns_id) FROM apns_audit") == "36")
         #expect(try database.scalar("SELECT count(*) FROM apns_audit WHERE outcome = 'unknown'") == "0")
     }
 
