@@ -133,6 +133,12 @@ struct OTLPExporterTests {
             OTLPSpanRecord(
                 traceID: "0af7651916cd43dd8448eb211c80319c", spanID: "b7ad6b7169203332", parentSpanID: nil, name: "internal",
                 kind: .internal, startNanoseconds: 7, endNanoseconds: 8),
+            // Ids the relay never makes (not hex; an odd count of digits) are
+            // written as their UTF-8 bytes; a name past 127 bytes takes a
+            // two-byte length.
+            OTLPSpanRecord(
+                traceID: "not-hex!", spanID: "abc", parentSpanID: "0g", name: String(repeating: "n", count: 200),
+                kind: .producer, startNanoseconds: 9, endNanoseconds: 10),
         ]
         var encoder = OTLPRequestEncoder(
             resource: [("service.name", "apns-relay"), ("service.instance.id", "relay-1")], scopeName: "apns-relay", scopeVersion: "1.2.3")
@@ -161,7 +167,7 @@ struct OTLPExporterTests {
         #expect(scope["scope"]?["name"] == "apns-relay")
         #expect(scope["scope"]?["version"] == "1.2.3")
         let spans = try #require(scope["spans"]?.arrayValue)
-        #expect(spans.count == 3)
+        #expect(spans.count == 4)
         // MessageToDict writes bytes as base64 and 64-bit integers as strings.
         func base64(_ hex: String) -> String { Data(Hex.decode(hex)!).base64EncodedString() }
         let send = spans[0]
@@ -191,6 +197,13 @@ struct OTLPExporterTests {
         #expect(spans[1]["status"]?["code"] == "STATUS_CODE_OK")
         #expect(spans[2]["kind"] == "SPAN_KIND_INTERNAL")
         #expect(spans[2]["status"] == nil)
+        func base64UTF8(_ text: String) -> String { Data(text.utf8).base64EncodedString() }
+        #expect(spans[3]["trace_id"]?.stringValue == base64UTF8("not-hex!"))
+        #expect(spans[3]["span_id"]?.stringValue == base64UTF8("abc"))
+        #expect(spans[3]["parent_span_id"]?.stringValue == base64UTF8("0g"))
+        #expect(spans[3]["name"]?.stringValue == String(repeating: "n", count: 200))
+        #expect(spans[3]["kind"] == "SPAN_KIND_PRODUCER")
+        #expect(spans[3]["end_time_unix_nano"] == "10")
     }
 
     @Test("a tracer's spans reach a live receiver with their parents, and the exporter accounts for each: exported == recorded")
@@ -542,6 +555,56 @@ struct OTLPExporterTests {
         let counts = exporter.counts
         #expect(counts.recorded == 250 && counts.exported == 250 && counts.dropped == 0, "\(counts)")
         #expect(Self.lines(file).count == 250)
+    }
+
+    /// Counts the connections the exporter opens: one per request to the
+    /// receiver, which speaks HTTP/1.0 and closes each after its answer.
+    final class CountingOpener: OTLPStreamOpener, @unchecked Sendable {
+        private let opened = Mutex(0)
+        var count: Int { opened.withLock { $0 } }
+
+        func open(_ endpoint: OTLPEndpoint, deadline: OTLPDeadline) -> Result<any OTLPStream, OTLPExportFailure> {
+            opened.withLock { $0 += 1 }
+            return OTLPPlainOpener().open(endpoint, deadline: deadline)
+        }
+    }
+
+    @Test("spans queued as bytes leave in batches of max_export_batch_size: 100 spans of every size, queued before the thread starts, go out as 15 requests, each span whole and once")
+    func queuedBytesSplitIntoBatches() async throws {
+        let file = NSTemporaryDirectory() + "otlp-batches-\(UUID().uuidString).jsonl"
+        let receiver = try await Self.receiver(file)
+        defer { receiver.child.terminate() }
+        let drops = DropCounter()
+        let opener = CountingOpener()
+        let configuration = OTLPExporter.Configuration(
+            endpoint: OTLPEndpoint(url: "http://127.0.0.1:\(receiver.port)/v1/traces")!, headers: [], resource: [("service.name", "batches")],
+            maximumQueueSize: 1000, maximumExportBatchSize: 7, scheduleDelayMilliseconds: 600_000, exportTimeoutMilliseconds: 5000)
+        let exporter = OTLPExporter(
+            configuration: configuration, opener: opener, scopeVersion: "test",
+            logger: Logger(label: "otlp-test") { _ in SwiftLogNoOpLogHandler() }, dropped: drops.callback)
+        // Sizes around the one- and two-byte lengths (127, 128, 16383, 16384), and none.
+        let paddings = [0, 1, 100, 127, 128, 300, 16_383, 16_384, 40_000]
+        for index in 0..<100 { exporter.record(Self.record(index, padding: paddings[index % paddings.count])) }
+        // Started with all 100 waiting: the thread takes them in one swap and
+        // splits them, 14 batches of 7 and one of 2.
+        exporter.start()
+        #expect(await Self.finishes { exporter.shutdown(within: 20) })
+        let counts = exporter.counts
+        #expect(counts.recorded == 100 && counts.exported == 100 && counts.dropped == 0, "\(counts)")
+        #expect(opener.count == 15)
+        let spans = Self.lines(file)
+        #expect(spans.count == 100)
+        var seen = Set<Int>()
+        for span in spans {
+            let index = Int(try #require(span["attributes"]?["apns.attempt"]?.numberValue))
+            seen.insert(index)
+            #expect(span["span_id"]?.stringValue == String(format: "%016x", index + 1))
+            #expect(span["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736")
+            let padding = paddings[index % paddings.count]
+            #expect(span["attributes"]?["padding"]?.stringValue?.count == (padding == 0 ? nil : padding), "span \(index)")
+            #expect(span["name"] == "apns.attempt" && span["start_ns"] == 1 && span["end_ns"] == 2)
+        }
+        #expect(seen == Set(0..<100))
     }
 
     /// Runs a blocking call on a thread of its own (never the cooperative pool).

@@ -4,7 +4,14 @@ extension OTLPExporter {
     /// What the sends and the exporter's thread share: read and written only
     /// under the exporter's `condition` lock.
     struct QueueState {
-        var pending: [OTLPSpanRecord] = []
+        /// The spans waiting, each as a ScopeSpans `spans` field (tag,
+        /// length, Span message), one after the other: a span's bytes are
+        /// copied in once, and a batch goes out as one run of them. No
+        /// object made on a sending thread is freed on the exporter's.
+        var pending: [UInt8] = []
+        /// Where each waiting span's bytes end in `pending`: one per span.
+        var pendingEnds: [Int] = []
+        var pendingCount: Int { pendingEnds.count }
         /// The thread waits for a batch or its timer (a send wakes it when a batch is ready).
         var sleeping = false
         var closing = false

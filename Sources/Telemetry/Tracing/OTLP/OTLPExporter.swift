@@ -11,8 +11,9 @@ import Synchronization
 /// backend, so neither the cost nor the moment a span is lost could be
 /// reached from outside (issue 26, issue 28 item 6).
 ///
-/// A send's only work here is ``record(_:)``: one append of a value under a
-/// lock held for that append. The thread takes the buffer whole (a swap)
+/// A send's only work here is recording its spans as they end: each span's
+/// protobuf bytes, encoded on the sending thread, are copied into one byte
+/// buffer under a lock held for that copy. The thread takes the buffer whole (a swap)
 /// when a batch's worth is waiting or the schedule delay has passed, and
 /// does everything else (encoding, the connection, retries) off every lock.
 ///
@@ -98,7 +99,7 @@ public final class OTLPExporter: @unchecked Sendable {
         self.logger = logger
         client = OTLPHTTPClient(endpoint: configuration.endpoint, headers: configuration.headers, opener: opener)
         encoder = OTLPRequestEncoder(resource: configuration.resource, scopeName: "apns-relay", scopeVersion: scopeVersion)
-        queue.pending.reserveCapacity(configuration.maximumQueueSize)
+        queue.pendingEnds.reserveCapacity(configuration.maximumQueueSize)
     }
 
     /// Starts the exporter's thread; nothing after the first call or a shutdown.
@@ -121,17 +122,35 @@ public final class OTLPExporter: @unchecked Sendable {
 
     /// Queues a finished span, or drops it (counted now) when the buffer is full or the exporter closed.
     public func record(_ span: OTLPSpanRecord) {
+        var body = span.encodedAttributes
+        OTLPRequestEncoder.appendStatus(span.status, message: span.statusMessage, into: &body)
+        OTLPRequestEncoder.withSpanHead(
+            traceID: span.traceID, spanID: span.spanID, parentSpanID: span.parentSpanID, name: span.name, kind: span.kind,
+            startNanoseconds: span.startNanoseconds, endNanoseconds: span.endNanoseconds
+        ) { head in record(spanHead: head, body: body) }
+    }
+
+    /// Queues a finished span given as its Span message in two parts (head,
+    /// then body: ``OTLPRequestEncoder/withSpanHead(traceID:spanID:parentSpanID:name:kind:startNanoseconds:endNanoseconds:_:)``),
+    /// or drops it as ``record(_:)`` does. The bytes are copied: nothing the
+    /// caller made is kept, so it is freed on the thread that made it.
+    func record(spanHead head: UnsafeBufferPointer<UInt8>, body: [UInt8]) {
         counters.recorded()
+        let size = UInt64(head.count + body.count)
         condition.lock()
-        guard !queue.closing, queue.pending.count < configuration.maximumQueueSize else {
+        guard !queue.closing, queue.pendingCount < configuration.maximumQueueSize else {
             let reason: Drop = queue.closing ? .exportFailed : .queueFull
             condition.unlock()
             drop(1, reason)
             return
         }
-        queue.pending.append(span)
+        Protobuf.tag(2, .lengthDelimited, into: &queue.pending)
+        Protobuf.varint(size, into: &queue.pending)
+        queue.pending.append(contentsOf: head)
+        queue.pending.append(contentsOf: body)
+        queue.pendingEnds.append(queue.pending.count)
         // The thread is woken when a batch is ready; otherwise its timer picks the spans up.
-        let wake = queue.sleeping && queue.pending.count == configuration.maximumExportBatchSize
+        let wake = queue.sleeping && queue.pendingCount == configuration.maximumExportBatchSize
         condition.unlock()
         if wake { condition.signal() }
     }
@@ -152,8 +171,9 @@ public final class OTLPExporter: @unchecked Sendable {
         queue.inFlight?.lower(to: queue.closeDeadline)
         guard queue.started else {
             // No thread to export them: what was recorded is dropped, counted.
-            let left = queue.pending.count
+            let left = queue.pendingCount
             queue.pending.removeAll()
+            queue.pendingEnds.removeAll()
             queue.closed = true
             condition.unlock()
             drop(left, .exportFailed)
@@ -172,21 +192,23 @@ public final class OTLPExporter: @unchecked Sendable {
     // MARK: The exporter's thread
 
     private func run() {
-        var batch: [OTLPSpanRecord] = []
-        batch.reserveCapacity(configuration.maximumQueueSize)
+        var batch: [UInt8] = []
+        var batchEnds: [Int] = []
+        batchEnds.reserveCapacity(configuration.maximumQueueSize)
         var body: [UInt8] = []
         let delay = UInt64(configuration.scheduleDelayMilliseconds) * 1_000_000
         var nextExport = MonotonicClock.now() + delay
         while true {
             condition.lock()
-            while !queue.closing && queue.pending.count < configuration.maximumExportBatchSize && MonotonicClock.now() < nextExport {
+            while !queue.closing && queue.pendingCount < configuration.maximumExportBatchSize && MonotonicClock.now() < nextExport {
                 queue.sleeping = true
                 _ = condition.wait(until: nextExport)
                 queue.sleeping = false
             }
             if queue.closing && (queue.pending.isEmpty || MonotonicClock.now() >= queue.closeDeadline) {
-                let left = queue.pending.count
+                let left = queue.pendingCount
                 queue.pending.removeAll()
+                queue.pendingEnds.removeAll()
                 condition.unlock()
                 client.close()
                 drop(left, .exportFailed)
@@ -199,20 +221,25 @@ public final class OTLPExporter: @unchecked Sendable {
             // Everything waiting is taken at once: the buffer is free for
             // the sends while the batches go out.
             swap(&batch, &queue.pending)
+            swap(&batchEnds, &queue.pendingEnds)
             condition.unlock()
 
+            // Batches of spans [start, end), each the bytes [from, batchEnds[end - 1]).
             var start = 0
-            while start < batch.count {
-                let end = min(batch.count, start + configuration.maximumExportBatchSize)
-                encoder.encode(batch[start..<end], into: &body)
+            var from = 0
+            while start < batchEnds.count {
+                let end = min(batchEnds.count, start + configuration.maximumExportBatchSize)
+                let to = batchEnds[end - 1]
+                batch.withUnsafeBufferPointer { encoder.encode(spanFields: UnsafeBufferPointer(rebasing: $0[from..<to]), into: &body) }
                 if export(body) {
                     counters.exported(end - start)
                 } else {
                     drop(end - start, .exportFailed)
                 }
-                start = end
+                (start, from) = (end, to)
             }
             batch.removeAll(keepingCapacity: true)
+            batchEnds.removeAll(keepingCapacity: true)
             nextExport = MonotonicClock.now() + delay
         }
     }

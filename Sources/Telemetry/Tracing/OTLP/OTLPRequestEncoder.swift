@@ -7,8 +7,10 @@ import RelayBasics
 ///
 /// The schema is small and fixed, so a generated protobuf runtime would
 /// buy nothing but a dependency. Nested messages need their length before
-/// their bytes: a span is encoded into a scratch buffer (reused) and copied
-/// with its length; the small messages inside a span (key/values, any-values,
+/// their bytes: a span is encoded when it ends, as its head and its body
+/// (``withSpanHead(traceID:spanID:parentSpanID:name:kind:startNanoseconds:endNanoseconds:_:)``),
+/// and the exporter's queue holds it whole, tag and length included, so a
+/// batch is one run of bytes behind the resource and scope; the small messages inside a span (key/values, any-values,
 /// status) have their sizes computed first, so nothing is allocated per field.
 /// Resource and scope never change and are encoded once.
 ///
@@ -49,7 +51,6 @@ public struct OTLPRequestEncoder {
 
     /// The request for `records`, appended to `output` (cleared first).
     public mutating func encode(_ records: some Collection<OTLPSpanRecord>, into output: inout [UInt8]) {
-        output.removeAll(keepingCapacity: true)
         spans.removeAll(keepingCapacity: true)
         // By index, the record read in place: `for record in records` copied
         // each one out (its strings retained, its bytes' buffer too) and released it.
@@ -58,7 +59,15 @@ public struct OTLPRequestEncoder {
             Self.encodeSpan(records[index], into: &span)
             Protobuf.lengthDelimited(field: 2, span, into: &spans)
         }
-        let scopeSpansSize = scopeField.count + spans.count
+        spans.withUnsafeBufferPointer { encode(spanFields: $0, into: &output) }
+    }
+
+    /// The request for spans already encoded as ScopeSpans' `spans` fields
+    /// (field 2: tag, length, Span message; one after the other), appended
+    /// to `output` (cleared first): the exporter's queue holds its spans so.
+    public func encode(spanFields: UnsafeBufferPointer<UInt8>, into output: inout [UInt8]) {
+        output.removeAll(keepingCapacity: true)
+        let scopeSpansSize = scopeField.count + spanFields.count
         let resourceSpansSize = resourceField.count + Protobuf.tagSize(2) + Protobuf.varintSize(UInt64(scopeSpansSize)) + scopeSpansSize
         Protobuf.tag(1, .lengthDelimited, into: &output)
         Protobuf.varint(UInt64(resourceSpansSize), into: &output)
@@ -66,6 +75,6 @@ public struct OTLPRequestEncoder {
         Protobuf.tag(2, .lengthDelimited, into: &output)
         Protobuf.varint(UInt64(scopeSpansSize), into: &output)
         output.append(contentsOf: scopeField)
-        output.append(contentsOf: spans)
+        output.append(contentsOf: spanFields)
     }
 }

@@ -5,11 +5,11 @@ public import Tracing
 public import RelayBasics
 
 /// A span from ``OTLPTracer``: its name, attributes and status under a
-/// lock while it runs; when it ends, one ``OTLPSpanRecord`` to the exporter.
+/// lock while it runs; when it ends, its protobuf message to the exporter.
 ///
 /// Attributes are encoded as they are set: each one's OTLP `KeyValue` bytes
-/// are appended to a buffer the record takes whole, so the exporter's thread
-/// copies them instead of walking a dictionary (``SpanAttributeSetting``, the
+/// are appended to a buffer that becomes the body of the span's message, so
+/// nothing walks a dictionary (``SpanAttributeSetting``, the
 /// relay's way to set them; `attributes`, the tracing API's, reads and
 /// rewrites them all and is meant for the rare caller).
 ///
@@ -210,11 +210,13 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting, Ch
             state.encoded = []
             return (state.operationName, encoded, state.status)
         }) else { return }
-        let (name, attributes, status) = finished
-        exporter.record(
-            OTLPSpanRecord(
-                traceID: identity.traceID, spanID: identity.spanID, parentSpanID: identity.parentSpanID,
-                name: name, kind: kind, startNanoseconds: startNanoseconds, endNanoseconds: endNanoseconds,
-                encodedAttributes: attributes, status: status?.code, statusMessage: status?.message))
+        var (name, body, status) = finished
+        // The message is finished here, on the thread that made the span:
+        // the exporter copies its bytes, and this thread frees what it made.
+        OTLPRequestEncoder.appendStatus(status?.code, message: status?.message, into: &body)
+        OTLPRequestEncoder.withSpanHead(
+            traceID: identity.traceID, spanID: identity.spanID, parentSpanID: identity.parentSpanID, name: name, kind: kind,
+            startNanoseconds: startNanoseconds, endNanoseconds: endNanoseconds
+        ) { head in exporter.record(spanHead: head, body: body) }
     }
 }

@@ -1,12 +1,12 @@
 public import Tracing
 
-/// One finished span as the OTLP exporter keeps it until export: a value,
-/// made once when the span ends and handed to ``OTLPExporter/record(_:)``.
+/// One finished span as a value, for ``OTLPExporter/record(_:)`` and
+/// ``OTLPRequestEncoder/encode(_:into:)``: the way to hand the exporter a
+/// span that ``OTLPSpan`` did not make (tests, tools). ``OTLPSpan`` skips it
+/// and hands over its message's bytes directly.
 ///
-/// Ids stay the hex strings the span already holds (``SpanIdentity``); they
-/// become bytes only when the exporter's thread encodes the batch. The
-/// attributes are bytes already: encoded as they were set, one buffer to
-/// copy and one to release.
+/// Ids are hex strings, as ``SpanIdentity`` holds them; the attributes are
+/// already OTLP bytes.
 public struct OTLPSpanRecord: Sendable {
     public var traceID: String
     public var spanID: String

@@ -166,7 +166,7 @@ extension Protobuf {
     }
 
     @inline(__always)
-    private static func put(_ source: UnsafeBufferPointer<UInt8>, _ bytes: UnsafeMutablePointer<UInt8>, _ count: inout Int) {
+    static func put(_ source: UnsafeBufferPointer<UInt8>, _ bytes: UnsafeMutablePointer<UInt8>, _ count: inout Int) {
         if let base = source.baseAddress, source.count > 0 {
             (bytes + count).update(from: base, count: source.count)
             count += source.count
@@ -174,7 +174,7 @@ extension Protobuf {
     }
 
     @inline(__always)
-    private static func putVarint(_ value: UInt64, _ bytes: UnsafeMutablePointer<UInt8>, _ count: inout Int) {
+    static func putVarint(_ value: UInt64, _ bytes: UnsafeMutablePointer<UInt8>, _ count: inout Int) {
         var value = value
         while value >= 0x80 {
             bytes[count] = UInt8(truncatingIfNeeded: value) | 0x80

@@ -1,27 +1,27 @@
 import RelayBasics
 
-/// A span record's ids as bytes fields, written in one copy.
+/// A span's ids as bytes fields, written into memory the caller sized.
 extension Protobuf {
-    /// A span record's trace, span and parent span ids (fields 1, 2 and 4)
-    /// as bytes fields, appended as one copy; false (nothing appended) when
-    /// one is not an even number of hex digits, 64 at most, in contiguous
-    /// UTF-8 (never so for the relay's own ids): ``hexBytes(field:_:into:)`` then writes them.
-    static func appendIDs(_ record: OTLPSpanRecord, into out: inout [UInt8]) -> Bool {
+    /// The trace, span and parent span ids (fields 1, 2 and 4) as bytes
+    /// fields at `bytes + count` (102 bytes at most); false (`count` as it
+    /// was) when one is not an even number of hex digits, 64 at most, in
+    /// contiguous UTF-8 (never so for the relay's own ids):
+    /// ``hexBytes(field:_:into:)`` then writes them.
+    static func putIDs(
+        traceID: String, spanID: String, parentSpanID: String?, _ bytes: UnsafeMutablePointer<UInt8>, _ count: inout Int
+    ) -> Bool {
         // Read once: a global's every read checks its lazy initialization.
         let values = hexValues
         return values.withUnsafeBufferPointer { values -> Bool in
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 3 * 34) { buffer -> Bool in
-                let bytes = buffer.baseAddress!
-                var count = 0
-                guard putHexID(field: 1, record.traceID, values, bytes, &count),
-                      putHexID(field: 2, record.spanID, values, bytes, &count)
-                else { return false }
-                if let parent = record.parentSpanID {
-                    guard putHexID(field: 4, parent, values, bytes, &count) else { return false }
-                }
-                out.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
-                return true
+            let start = count
+            guard putHexID(field: 1, traceID, values, bytes, &count),
+                  putHexID(field: 2, spanID, values, bytes, &count),
+                  parentSpanID.map({ putHexID(field: 4, $0, values, bytes, &count) }) ?? true
+            else {
+                count = start
+                return false
             }
+            return true
         }
     }
 
