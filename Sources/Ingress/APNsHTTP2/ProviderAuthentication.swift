@@ -63,7 +63,7 @@ struct ProviderAuthentication: IngressMiddleware {
 
     /// The context with `key` as the caller (and the span saying so).
     private func authenticated(_ key: APIKey, _ context: IngressContext) -> IngressContext {
-        if let span = context.span, span.isRecording { SpanAttributeWriter(span).set("apns_relay.caller", key.name) }
+        context.spanAttributes?.set("apns_relay.caller", key.name)
         var context = context
         context.key = key
         return context

@@ -10,7 +10,7 @@ struct Authentication: IngressMiddleware {
 
     func handle(_ request: HTTPRequest, _ context: IngressContext, next: IngressResponder) async throws(IngressError) -> HTTPResponse {
         guard let key = keyring.authenticate(authorization: request.header("authorization")) else { throw IngressError.unauthorized }
-        if let span = context.span, span.isRecording { SpanAttributeWriter(span).set("apns_relay.caller", key.name) }
+        context.spanAttributes?.set("apns_relay.caller", key.name)
         var context = context
         context.key = key
         return try await next(request, context)

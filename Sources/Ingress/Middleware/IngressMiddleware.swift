@@ -1,4 +1,5 @@
 import HTTPServer
+import Relay
 import Tracing
 
 /// One step of the ingress between the router and a route's handler, in the
@@ -21,6 +22,8 @@ struct IngressContext: Sendable {
     var route: String
     /// The request span, once ``RequestSpan`` has started it.
     var span: (any Span)?
+    /// Its attribute writer, made with it; nil when it records nothing.
+    var spanAttributes: SpanAttributeWriter?
     /// The caller's key, once ``Authentication`` has checked it.
     var key: APIKey?
 }

@@ -67,16 +67,23 @@ struct SendRun: Sendable {
             atMostOnce: context.idempotencyKeyHash != nil || request.operation == .broadcast)
         policy = client.configuration.retryPolicy.effective(for: request.priority)
         let parent = context.instrumentation ?? InstrumentationContext.current ?? .topLevel
-        span = client.tracer.startSpan("apns.send", context: parent, ofKind: .client)
-        // One cast for a span that records: to the child starter that also takes attributes, else to the attribute setter.
-        if !span.isRecording {
-            (spanAttributes, childSpans) = (nil, nil)
-        } else if let starter = span as? any ChildSpanStarting {
-            (spanAttributes, childSpans) = (SpanAttributeWriter(span, setter: starter), starter)
+        if let spanStarter = client.spanStarter {
+            // The relay's own tracer: the span's answers come with it, no cast.
+            let started = spanStarter.startRelaySpan("apns.send", context: parent, ofKind: .client)
+            (span, spanAttributes, childSpans) = (started.span, started.attributes, started.children)
+            traceParent = started.traceParent
         } else {
-            (spanAttributes, childSpans) = (SpanAttributeWriter(span), nil)
+            span = client.tracer.startSpan("apns.send", context: parent, ofKind: .client)
+            // One cast for a span that records: to the child starter that also takes attributes, else to the attribute setter.
+            if !span.isRecording {
+                (spanAttributes, childSpans) = (nil, nil)
+            } else if let starter = span as? any ChildSpanStarting {
+                (spanAttributes, childSpans) = (SpanAttributeWriter(span, setter: starter), starter)
+            } else {
+                (spanAttributes, childSpans) = (SpanAttributeWriter(span), nil)
+            }
+            traceParent = client.tracer.traceParent(ofSpan: span, context: span.context)
         }
-        traceParent = client.tracer.traceParent(ofSpan: span, context: span.context)
         descriptor = SendDescriptor(
             app: client.configuration.app, environment: client.configuration.environment,
             operation: request.operation, apnsID: request.apnsID, pushType: request.pushType,

@@ -1,3 +1,4 @@
+public import Relay
 public import Instrumentation
 public import Logging
 public import Tracing
@@ -53,5 +54,15 @@ public struct JSONSpanTracer: SpanIdentityTracer {
         return JSONSpan(
             operationName: operationName, kind: kind, context: spanContext, identity: identity,
             startNanoseconds: instant().nanosecondsSinceEpoch, logger: logger)
+    }
+}
+
+extension JSONSpanTracer: RelaySpanStarting {
+    /// A log-line span takes its attributes through the tracing API (at
+    /// `debug`, the only level its spans record at), and starts no children itself.
+    public func startRelaySpan(_ operationName: String, context: InstrumentationContext, ofKind kind: SpanKind) -> StartedSpan {
+        let span = startSpan(operationName, context: context, ofKind: kind)
+        return StartedSpan(
+            span: span, traceParent: span.traceParent, attributes: span.isRecording ? SpanAttributeWriter(span) : nil, children: nil)
     }
 }

@@ -1,3 +1,4 @@
+public import Relay
 public import Instrumentation
 public import Tracing
 public import RelayBasics
@@ -61,5 +62,13 @@ public struct OTLPTracer: SpanIdentityTracer {
         return OTLPSpan(
             operationName: operationName, kind: kind, context: parent, identity: identity,
             startNanoseconds: startNanoseconds, tracer: self)
+    }
+}
+
+extension OTLPTracer: RelaySpanStarting {
+    public func startRelaySpan(_ operationName: String, context: InstrumentationContext, ofKind kind: SpanKind) -> StartedSpan {
+        let span = startSpan(operationName, context: context, ofKind: kind)
+        guard span.isRecording else { return StartedSpan(span: span, traceParent: span.traceParent, attributes: nil, children: nil) }
+        return StartedSpan(span: span, traceParent: span.traceParent, attributes: SpanAttributeWriter(span, setter: span), children: span)
     }
 }
