@@ -248,18 +248,6 @@ struct ParsingTests {
         #expect(AcceptEncoding.acceptsGzip(header) == accepted)
     }
 
-    /// A fixed-seed generator: the fuzz inputs are the same on every run.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Random bytes biased towards the characters the parsers split on.
     static func noise(_ generator: inout SplitMix, length: Int) -> String {
         let interesting = Array(";,=q*gzip0.1 \t\r\n\u{0}-:/{}%?#\"\\".utf8)

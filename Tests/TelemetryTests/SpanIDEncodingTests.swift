@@ -1,6 +1,7 @@
 import RelayBasics
 @testable import Telemetry
 import Testing
+import TestSupport
 
 /// The OTLP encoder's ids: eight hex digits at a time by bit arithmetic,
 /// held to a byte-by-byte table decode.
@@ -40,7 +41,7 @@ struct SpanIDEncodingTests {
 
     @Test("20,000 random words from digits, upper case, g to z and other bytes: the same as the table")
     func randomWords() {
-        var generator = SplitMix64(seed: 26)
+        var generator = SplitMix(state: 26)
         let alphabet = Array("0123456789abcdefABCDEFghijklmnopqrstuvwxyz/:@`{~ \u{7f}".utf8) + [0x00, 0x80, 0xB0, 0xE6, 0xFF]
         var accepted = 0
         for round in 0..<20_000 {
@@ -56,7 +57,7 @@ struct SpanIDEncodingTests {
 
     @Test("putIDs writes trace, span and parent ids (16, 8 and 8 bytes; other even lengths too) as Hex.decode gives them; refuses what is not lowercase hex, and leaves count as it was")
     func putIDs() {
-        var generator = SplitMix64(seed: 2600)
+        var generator = SplitMix(state: 2600)
         func randomHex(_ count: Int) -> String {
             String(decoding: (0..<count).map { _ in Self.lowercaseDigits[Int(generator.next() % 16)] }, as: UTF8.self)
         }
@@ -86,18 +87,5 @@ struct SpanIDEncodingTests {
                 #expect(count == 5)
             }
         }
-    }
-}
-
-/// A small seeded generator: the same words every run.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
