@@ -6,6 +6,7 @@ import MockAPNs
 import Relay
 import RelayJSON
 import RelayServer
+import Synchronization
 import TestSupport
 
 /// A relay with its ingress and metrics on loopback, sending to a mock APNs
@@ -33,7 +34,7 @@ final class TestRelay: Sendable {
 
     static func start(
         rules: [MockRule] = [], databaseURL: String? = nil, instance: String = "e2e-\(UUID().uuidString.prefix(8))",
-        mockDelay: MockDelay = .none, configure: (inout ServerConfiguration) -> Void = { _ in }
+        mockDelay: MockDelay = .none, logs: CollectedLogs? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestRelay {
         let directory = NSTemporaryDirectory() + "apns-relay-e2e-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -70,8 +71,8 @@ final class TestRelay: Sendable {
         configuration.audit.databaseURL = databaseURL
         configuration.audit.spoolDirectory = directory + "/spool"
         configure(&configuration)
-        var logger = Logger(label: "e2e")
-        logger.logLevel = .critical
+        var logger = logs.map { logs in Logger(label: "e2e") { _ in logs.handler } } ?? Logger(label: "e2e")
+        logger.logLevel = logs == nil ? .critical : .notice
         let server: RelayServer
         do {
             server = try await RelayServer.start(RelayComponents(configuration: configuration, logger: logger))
@@ -150,10 +151,10 @@ struct TestRelayError: Error, CustomStringConvertible {
 
 /// Runs `body` against a fresh relay and stops it afterwards, whatever happens.
 func withRelay(
-    rules: [MockRule] = [], databaseURL: String? = nil, mockDelay: MockDelay = .none, configure: (inout ServerConfiguration) -> Void = { _ in },
-    _ body: (TestRelay) async throws -> Void
+    rules: [MockRule] = [], databaseURL: String? = nil, mockDelay: MockDelay = .none, logs: CollectedLogs? = nil,
+    configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (TestRelay) async throws -> Void
 ) async throws {
-    let relay = try await TestRelay.start(rules: rules, databaseURL: databaseURL, mockDelay: mockDelay, configure: configure)
+    let relay = try await TestRelay.start(rules: rules, databaseURL: databaseURL, mockDelay: mockDelay, logs: logs, configure: configure)
     do {
         try await body(relay)
     } catch {
@@ -161,4 +162,34 @@ func withRelay(
         throw error
     }
     await relay.stop()
+}
+
+/// What an in-process relay logs at `notice` and above, one line each
+/// (message and metadata), for a test to say why it failed: the relay's
+/// own account of a drain (`drained`, with the audit's counts) or of an
+/// audit write is otherwise lost.
+final class CollectedLogs: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    var all: [String] { lines.withLock { $0 } }
+
+    var handler: some LogHandler { Handler(logs: self) }
+
+    private struct Handler: LogHandler {
+        let logs: CollectedLogs
+        var metadata: Logger.Metadata = [:]
+        var metadataProvider: Logger.MetadataProvider?
+        var logLevel: Logger.Level = .notice
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let fields = metadata.merging(event.metadata ?? [:]) { $1 }.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            let line = "\(event.level) \(event.message) \(fields.joined(separator: " "))"
+            logs.lines.withLock { $0.append(line) }
+        }
+    }
 }
