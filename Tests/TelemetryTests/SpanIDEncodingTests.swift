@@ -80,6 +80,8 @@ struct SpanIDEncodingTests {
             ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "0g"),
             ("4bf92f3577b34da6a3ce929d0e0e473", "00f067aa0ba902b7", nil),
             ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "00f067aa0ba902b7aa" + "x"),
+            // A good 16-digit block written, then a bad last pair: count still restored.
+            ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "00f067aa0ba902b7ag"),
         ] as [(String, String, String?)] {
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 128) { buffer in
                 var count = 5

@@ -6,8 +6,9 @@ extension OTLPExporter {
     struct QueueState {
         /// The spans waiting, each as a ScopeSpans `spans` field (tag,
         /// length, Span message), one after the other: a span's bytes are
-        /// copied in once, and a batch goes out as one run of them. No
-        /// object made on a sending thread is freed on the exporter's.
+        /// copied in once, and a batch goes out as one run of them. Once the
+        /// two buffers (this and the thread's) have grown, they are swapped
+        /// and reused: the exporter's thread frees nothing a send made.
         var pending: [UInt8] = []
         /// Where each waiting span's bytes end in `pending`: one per span.
         var pendingEnds: [Int] = []

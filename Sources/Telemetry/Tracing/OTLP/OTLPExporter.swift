@@ -17,9 +17,10 @@ import Synchronization
 /// when a batch's worth is waiting or the schedule delay has passed, and
 /// does everything else (encoding, the connection, retries) off every lock.
 ///
-/// Every span given to ``record(_:)`` ends in exactly one of: exported (the
-/// collector answered 2xx), dropped `queue_full` (the buffer was full: counted
-/// in ``record(_:)`` itself, at once), or dropped `export_failed` (its batch
+/// Every span recorded (an ``OTLPSpan`` that ends, or a value given to
+/// ``record(_:)``) ends in exactly one of: exported (the collector answered
+/// 2xx), dropped `queue_full` (the buffer was full: counted as it was
+/// recorded, at once), or dropped `export_failed` (its batch
 /// failed after the bounded retries, or the exporter stopped before it went
 /// out: counted when that happens). ``counts`` holds the totals.
 ///
@@ -100,6 +101,10 @@ public final class OTLPExporter: @unchecked Sendable {
         client = OTLPHTTPClient(endpoint: configuration.endpoint, headers: configuration.headers, opener: opener)
         encoder = OTLPRequestEncoder(resource: configuration.resource, scopeName: "apns-relay", scopeVersion: scopeVersion)
         queue.pendingEnds.reserveCapacity(configuration.maximumQueueSize)
+        // Room for a full queue of typical spans: growing the buffer would copy
+        // everything queued while the sends wait on the lock. Pages are
+        // touched only as spans fill them.
+        queue.pending.reserveCapacity(configuration.maximumQueueSize * Self.typicalSpanBytes)
     }
 
     /// Starts the exporter's thread; nothing after the first call or a shutdown.
@@ -119,6 +124,9 @@ public final class OTLPExporter: @unchecked Sendable {
     }
 
     public var counts: Counts { counters.counts }
+
+    /// A send's span with its attributes, as encoded: 300 to 700 bytes.
+    static let typicalSpanBytes = 768
 
     /// Queues a finished span, or drops it (counted now) when the buffer is full or the exporter closed.
     public func record(_ span: OTLPSpanRecord) {
@@ -193,6 +201,7 @@ public final class OTLPExporter: @unchecked Sendable {
 
     private func run() {
         var batch: [UInt8] = []
+        batch.reserveCapacity(configuration.maximumQueueSize * Self.typicalSpanBytes)
         var batchEnds: [Int] = []
         batchEnds.reserveCapacity(configuration.maximumQueueSize)
         var body: [UInt8] = []

@@ -5,8 +5,11 @@ extension Protobuf {
     /// The trace, span and parent span ids (fields 1, 2 and 4) as bytes
     /// fields at `bytes + count` (102 bytes at most); false (`count` as it
     /// was) when one is not an even number of hex digits, 64 at most, in
-    /// contiguous UTF-8 (never so for the relay's own ids):
-    /// ``hexBytes(field:_:into:)`` then writes them.
+    /// contiguous UTF-8, or has a digit outside `0`-`9` and `a`-`f` in one
+    /// of its 16-digit blocks (upper case there too; a last pair under 16
+    /// digits may be upper case). Never so for the relay's own ids, which
+    /// are lowercase; for the others the caller writes the ids with
+    /// ``hexBytes(field:_:into:)``, which takes either case.
     static func putIDs(
         traceID: String, spanID: String, parentSpanID: String?, _ bytes: UnsafeMutablePointer<UInt8>, _ count: inout Int
     ) -> Bool {
@@ -64,7 +67,8 @@ extension Protobuf {
 
     /// Eight hex digits (as loaded from memory: the first in the low byte)
     /// as the four bytes they spell, in the low 32 bits in memory order; nil
-    /// unless every one is `0`-`9` or `a`-`f` (the table path takes the rest).
+    /// unless every one is `0`-`9` or `a`-`f` (the caller then falls back to
+    /// ``hexBytes(field:_:into:)``).
     ///
     /// A digit's value is its low nibble, plus 9 for a letter (bit 6 set).
     /// A value past 15 (`g` to `o`, and others) is refused; the others are
