@@ -16,21 +16,18 @@ extension Ingress {
     /// valid one (same trace id), a new trace otherwise.
     public func prepare(_ server: inout HTTPServer.Configuration) {
         server.errorRenderer = IngressError.serverErrorRenderer
-        let tracer = tracer
+        let spans = SpanStarter(tracer)
         server.responseFinisher = { request, response in
             // Header names are lowercase (HTTPHeader keeps them so).
             guard !response.headers.contains(where: { $0.name == TraceParent.headerName }) else { return }
             var parent = ServiceContext.topLevel
-            tracer.extract(request.headers, into: &parent, using: HTTPHeaderPropagation())
-            let span = tracer.startSpan("ingress.request", context: parent, ofKind: .server)
-            if span.isRecording {
-                let attributes = SpanAttributeWriter(span)
-                attributes.set("http.request.method", request.method)
-                attributes.set("http.response.status_code", response.status)
-            }
-            if response.status >= 500 { span.setStatus(SpanStatus(code: .error)) }
-            if let traceparent = tracer.traceParentHeader(for: span.context) { response.headers.append(HTTPHeader(TraceParent.headerName, traceparent)) }
-            span.end()
+            spans.tracer.extract(request.headers, into: &parent, using: HTTPHeaderPropagation())
+            let started = spans.start("ingress.request", context: parent, ofKind: .server)
+            started.attributes?.set("http.request.method", request.method)
+            started.attributes?.set("http.response.status_code", response.status)
+            if response.status >= 500 { started.span.setStatus(SpanStatus(code: .error)) }
+            if let traceParent = started.traceParent { response.headers.append(HTTPHeader(TraceParent.headerName, traceParent.description)) }
+            started.span.end()
         }
     }
 }

@@ -27,7 +27,7 @@ struct StartedSpanTests {
         #expect(started.traceParent == tracer.traceParent(ofSpan: started.span, context: started.span.context))
         #expect((started.attributes != nil) == started.span.isRecording)
         if let remote = parent.remoteParent {
-            #expect(started.traceParent.traceID == remote.traceID)
+            #expect(started.traceParent?.traceID == remote.traceID)
         }
         if let children = started.children {
             #expect(children as AnyObject === started.span as AnyObject)
@@ -51,6 +51,20 @@ struct StartedSpanTests {
                 started.span.end()
             }
         }
+    }
+
+    @Test("SpanStarter: the relay's tracers start through startRelaySpan; any other tracer by the casts (a no-op tracer: no traceparent, no writer, no child starter)")
+    func starter() throws {
+        let collector = LineCollector()
+        let tracer = JSONSpanTracer(logger: Logger(label: "started") { JSONLogHandler(label: $0, sink: collector.sink, level: .debug) })
+        for parent in Self.parents(tracer) {
+            let started = SpanStarter(tracer).start("apns.send", context: parent, ofKind: .client)
+            #expect(started.span is JSONSpan && started.attributes != nil && started.children == nil)
+            try Self.checkAnswers(started, tracer, parent: parent)
+            started.span.end()
+        }
+        let quiet = SpanStarter(NoOpTracer()).start("apns.send", context: .topLevel, ofKind: .client)
+        #expect(quiet.traceParent == nil && quiet.attributes == nil && quiet.children == nil && !quiet.span.isRecording)
     }
 
     @Test("OTLP spans, sampled or not, for every parent: the same traceparent, and a sampled one is its own writer and child starter")

@@ -8,31 +8,21 @@ import Tracing
 /// one, a new trace otherwise; the answer carries the span's own
 /// `traceparent`. Sends are parented on it (``Ingress/Call/context``).
 struct RequestSpan: IngressMiddleware {
-    let tracer: any Tracer
-    /// The tracer when it is one of the relay's own: asked once, not per request.
-    private let spanStarter: (any RelaySpanStarting)?
+    /// The tracer, asked once whether it is one of the relay's own.
+    let spans: SpanStarter
 
     init(tracer: any Tracer) {
-        self.tracer = tracer
-        spanStarter = tracer as? any RelaySpanStarting
+        spans = SpanStarter(tracer)
     }
 
     func handle(_ request: HTTPRequest, _ context: IngressContext, next: IngressResponder) async throws(IngressError) -> HTTPResponse {
         var parent = ServiceContext.topLevel
-        tracer.extract(request.headers, into: &parent, using: HTTPHeaderPropagation())
-        let span: any Span
-        // A span nobody will export (the log exporter below `info`, an unsampled trace) takes no attributes.
-        let attributes: SpanAttributeWriter?
-        // The relay's own tracer tells the span's traceparent without its context being built and injected.
-        let traceParent: TraceParent?
-        if let spanStarter {
-            let started = spanStarter.startRelaySpan("ingress.request", context: parent, ofKind: .server)
-            (span, attributes, traceParent) = (started.span, started.attributes, started.traceParent)
-        } else {
-            span = tracer.startSpan("ingress.request", context: parent, ofKind: .server)
-            attributes = span.isRecording ? SpanAttributeWriter(span) : nil
-            traceParent = nil
-        }
+        spans.tracer.extract(request.headers, into: &parent, using: HTTPHeaderPropagation())
+        // A span nobody will export (the log exporter below `info`, an
+        // unsampled trace) comes without attributes; its traceparent comes
+        // with it, its context neither built nor injected.
+        let started = spans.start("ingress.request", context: parent, ofKind: .server)
+        let (span, attributes) = (started.span, started.attributes)
         defer { span.end() }
         attributes?.set("http.route", context.route)
         attributes?.set("http.request.method", request.method)
@@ -46,9 +36,7 @@ struct RequestSpan: IngressMiddleware {
             attributes?.set("error.type", String(response.status))
             span.setStatus(SpanStatus(code: .error))
         }
-        if let traceparent = traceParent?.description ?? tracer.traceParentHeader(for: span.context) {
-            response.headers.append(HTTPHeader(TraceParent.headerName, traceparent))
-        }
+        if let traceParent = started.traceParent { response.headers.append(HTTPHeader(TraceParent.headerName, traceParent.description)) }
         return response
     }
 }

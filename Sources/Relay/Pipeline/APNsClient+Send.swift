@@ -67,23 +67,8 @@ struct SendRun: Sendable {
             atMostOnce: context.idempotencyKeyHash != nil || request.operation == .broadcast)
         policy = client.configuration.retryPolicy.effective(for: request.priority)
         let parent = context.instrumentation ?? InstrumentationContext.current ?? .topLevel
-        if let spanStarter = client.spanStarter {
-            // The relay's own tracer: the span's answers come with it, no cast.
-            let started = spanStarter.startRelaySpan("apns.send", context: parent, ofKind: .client)
-            (span, spanAttributes, childSpans) = (started.span, started.attributes, started.children)
-            traceParent = started.traceParent
-        } else {
-            span = client.tracer.startSpan("apns.send", context: parent, ofKind: .client)
-            // One cast for a span that records: to the child starter that also takes attributes, else to the attribute setter.
-            if !span.isRecording {
-                (spanAttributes, childSpans) = (nil, nil)
-            } else if let starter = span as? any ChildSpanStarting {
-                (spanAttributes, childSpans) = (SpanAttributeWriter(span, setter: starter), starter)
-            } else {
-                (spanAttributes, childSpans) = (SpanAttributeWriter(span), nil)
-            }
-            traceParent = client.tracer.traceParent(ofSpan: span, context: span.context)
-        }
+        let started = client.spans.start("apns.send", context: parent, ofKind: .client)
+        (span, spanAttributes, childSpans, traceParent) = (started.span, started.attributes, started.children, started.traceParent)
         descriptor = SendDescriptor(
             app: client.configuration.app, environment: client.configuration.environment,
             operation: request.operation, apnsID: request.apnsID, pushType: request.pushType,

@@ -37,9 +37,9 @@ public final class APNsClient: Sendable {
     /// Split once here into durable and plain (``RelayObservers``), not per send.
     let observers: RelayObservers
     let tracer: any Tracer
-    /// The tracer when it is one of the relay's own (``RelaySpanStarting``):
-    /// asked once here, so a send casts none of its spans.
-    let spanStarter: (any RelaySpanStarting)?
+    /// Starts the send spans: the tracer asked once here whether it is one
+    /// of the relay's own, so a send casts none of its spans.
+    let spans: SpanStarter
     let logger: Logger
     /// The logger's handler when it writes a line from sorted fields (the
     /// relay's JSON handler): asked once here, not cast per send.
@@ -61,7 +61,7 @@ public final class APNsClient: Sendable {
         self.killSwitch = killSwitch
         self.observers = RelayObservers(observers)
         self.tracer = tracer
-        self.spanStarter = tracer as? any RelaySpanStarting
+        self.spans = SpanStarter(tracer)
         self.logger = logger
         self.sortedFieldsLogger = logger.handler as? any SortedFieldsLogging
         self.clockSkew = clockSkew

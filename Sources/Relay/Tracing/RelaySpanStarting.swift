@@ -11,8 +11,9 @@ public import Tracing
 /// cast each of them at least once (issue 26).
 public struct StartedSpan: Sendable {
     public let span: any Span
-    /// The `traceparent` the tracer injects for the span's context.
-    public let traceParent: TraceParent
+    /// The `traceparent` the tracer injects for the span's context; nil when
+    /// it injects none (a no-op tracer).
+    public let traceParent: TraceParent?
     /// The span's attribute writer, nil when the span records nothing (the
     /// log exporter below `info`, an unsampled trace): set nothing then.
     public let attributes: SpanAttributeWriter?
@@ -20,7 +21,7 @@ public struct StartedSpan: Sendable {
     /// context (``ChildSpanStarting``).
     public let children: (any ChildSpanStarting)?
 
-    public init(span: any Span, traceParent: TraceParent, attributes: SpanAttributeWriter?, children: (any ChildSpanStarting)?) {
+    public init(span: any Span, traceParent: TraceParent?, attributes: SpanAttributeWriter?, children: (any ChildSpanStarting)?) {
         self.span = span
         self.traceParent = traceParent
         self.attributes = attributes
@@ -34,4 +35,32 @@ public struct StartedSpan: Sendable {
 public protocol RelaySpanStarting: Tracer {
     /// What `startSpan(operationName, context: context, ofKind: kind)` starts, with its answers.
     func startRelaySpan(_ operationName: String, context: InstrumentationContext, ofKind kind: SpanKind) -> StartedSpan
+}
+
+/// Starts spans with their answers (``StartedSpan``): through the tracer
+/// itself when it is one of the relay's own (asked once, when the starter is
+/// made), else by asking the span with the casts. The one place the send
+/// path, the request span and the server's own answers start spans.
+public struct SpanStarter: Sendable {
+    public let tracer: any Tracer
+    private let relayTracer: (any RelaySpanStarting)?
+
+    public init(_ tracer: any Tracer) {
+        self.tracer = tracer
+        relayTracer = tracer as? any RelaySpanStarting
+    }
+
+    /// What `tracer.startSpan(operationName, context: context, ofKind: kind)` starts, with its answers.
+    public func start(_ operationName: String, context: InstrumentationContext, ofKind kind: SpanKind) -> StartedSpan {
+        if let relayTracer { return relayTracer.startRelaySpan(operationName, context: context, ofKind: kind) }
+        let span = tracer.startSpan(operationName, context: context, ofKind: kind)
+        let traceParent = tracer.traceParent(ofSpan: span, context: span.context)
+        // A span nobody will export takes no attributes; one cast for a span
+        // that records: to the child starter that also takes attributes, else to the attribute setter.
+        guard span.isRecording else { return StartedSpan(span: span, traceParent: traceParent, attributes: nil, children: nil) }
+        if let starter = span as? any ChildSpanStarting {
+            return StartedSpan(span: span, traceParent: traceParent, attributes: SpanAttributeWriter(span, setter: starter), children: starter)
+        }
+        return StartedSpan(span: span, traceParent: traceParent, attributes: SpanAttributeWriter(span), children: nil)
+    }
 }
