@@ -2,6 +2,7 @@ import Foundation
 public import Logging
 public import RelayBasics
 import Synchronization
+import Tracing
 
 /// The relay's OTLP/HTTP (protobuf) trace exporter: a bounded buffer of
 /// finished spans and a thread of its own that batches, encodes and POSTs them.
@@ -130,19 +131,32 @@ public final class OTLPExporter: @unchecked Sendable {
 
     /// Queues a finished span, or drops it (counted now) when the buffer is full or the exporter closed.
     public func record(_ span: OTLPSpanRecord) {
-        var body = span.encodedAttributes
-        OTLPRequestEncoder.appendStatus(span.status, message: span.statusMessage, into: &body)
-        OTLPRequestEncoder.withSpanHead(
+        record(
             traceID: span.traceID, spanID: span.spanID, parentSpanID: span.parentSpanID, name: span.name, kind: span.kind,
-            startNanoseconds: span.startNanoseconds, endNanoseconds: span.endNanoseconds
+            startNanoseconds: span.startNanoseconds, endNanoseconds: span.endNanoseconds, encodedAttributes: span.encodedAttributes,
+            status: span.status, statusMessage: span.statusMessage)
+    }
+
+    /// ``record(_:)`` from a span's parts, its attributes already encoded
+    /// (``OTLPSpan/end(at:)`` hands over its own): the message is finished
+    /// here, on the caller's thread, and its bytes copied into the queue, so
+    /// what the caller made is freed on the thread that made it.
+    func record(
+        traceID: String, spanID: String, parentSpanID: String?, name: String, kind: SpanKind, startNanoseconds: UInt64,
+        endNanoseconds: UInt64, encodedAttributes: consuming [UInt8], status: SpanStatus.Code?, statusMessage: String?
+    ) {
+        // The attributes, then the status: the message's body.
+        var body = encodedAttributes
+        OTLPRequestEncoder.appendStatus(status, message: statusMessage, into: &body)
+        OTLPRequestEncoder.withSpanHead(
+            traceID: traceID, spanID: spanID, parentSpanID: parentSpanID, name: name, kind: kind,
+            startNanoseconds: startNanoseconds, endNanoseconds: endNanoseconds
         ) { head in record(spanHead: head, body: body) }
     }
 
     /// Queues a finished span given as its Span message in two parts (head,
-    /// then body: ``OTLPRequestEncoder/withSpanHead(traceID:spanID:parentSpanID:name:kind:startNanoseconds:endNanoseconds:_:)``),
-    /// or drops it as ``record(_:)`` does. The bytes are copied: nothing the
-    /// caller made is kept, so it is freed on the thread that made it.
-    func record(spanHead head: UnsafeBufferPointer<UInt8>, body: [UInt8]) {
+    /// then body), or drops it (counted now) when the buffer is full or the exporter closed.
+    private func record(spanHead head: UnsafeBufferPointer<UInt8>, body: [UInt8]) {
         counters.recorded()
         let size = UInt64(head.count + body.count)
         condition.lock()

@@ -210,13 +210,12 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting, Ch
             state.encoded = []
             return (state.operationName, encoded, state.status)
         }) else { return }
-        var (name, body, status) = finished
-        // The message is finished here, on the thread that made the span:
-        // the exporter copies its bytes, and this thread frees what it made.
-        OTLPRequestEncoder.appendStatus(status?.code, message: status?.message, into: &body)
-        OTLPRequestEncoder.withSpanHead(
+        let (name, attributes, status) = finished
+        // The message is finished on this thread, the one that made the
+        // span: the exporter copies its bytes, and this thread frees what it made.
+        exporter.record(
             traceID: identity.traceID, spanID: identity.spanID, parentSpanID: identity.parentSpanID, name: name, kind: kind,
-            startNanoseconds: startNanoseconds, endNanoseconds: endNanoseconds
-        ) { head in exporter.record(spanHead: head, body: body) }
+            startNanoseconds: startNanoseconds, endNanoseconds: endNanoseconds, encodedAttributes: attributes,
+            status: status?.code, statusMessage: status?.message)
     }
 }
