@@ -254,4 +254,32 @@ struct AuditWriterStateTests {
         #expect(outcome.unwritten == [0, 1, 2, 3, 4, 5, 6, 7])
         #expect(outcome.failure is ConnectionLost)
     }
+
+    @Test("Postgres that does not answer in time (a locked table, a frozen server) never counts as reachable: stuck only once it answered for the whole limit since; a write in progress counts as behind")
+    func unansweredIsNotReachable() {
+        let start = Date(timeIntervalSince1970: 1_795_341_600)
+        var state = AuditWriterState()
+        state.counters.databaseConfigured = true
+        state.noteConnection(true, now: start)
+        // A live write Postgres holds: behind from its start, before any bound ends it.
+        state.counters.writingSince = start.addingTimeInterval(1)
+        #expect(state.counters.behindSeconds(now: start.addingTimeInterval(11)) == 10)
+        // Its bound passed: the connection is dropped, the batch spooled.
+        state.notePostgresUnanswered()
+        state.noteConnection(false, now: start.addingTimeInterval(11))
+        state.counters.writingSince = nil
+        state.markBehind(caughtUp: false, connected: false, now: start.addingTimeInterval(11))
+        #expect(state.counters.postgresTimeouts == 1)
+        #expect(state.counters.behindSeconds(now: start.addingTimeInterval(20)) == 9)
+        // The writer connects again (a locked table still takes connections) and the replay is cancelled again.
+        state.noteConnection(true, now: start.addingTimeInterval(12))
+        #expect(state.counters.stuckWhileReachable(limit: 60, now: start.addingTimeInterval(73)), "answered for 61 s with rows behind")
+        state.notePostgresUnanswered()
+        #expect(!state.counters.stuckWhileReachable(limit: 60, now: start.addingTimeInterval(73)), "a statement it did not answer: a shared fault")
+        #expect(!state.counters.stuckWhileReachable(limit: 60, now: start.addingTimeInterval(1000)))
+        state.noteConnection(true, now: start.addingTimeInterval(80))
+        #expect(!state.counters.stuckWhileReachable(limit: 60, now: start.addingTimeInterval(140)))
+        #expect(state.counters.stuckWhileReachable(limit: 60, now: start.addingTimeInterval(141)))
+        #expect(state.counters.postgresTimeouts == 2)
+    }
 }

@@ -1,9 +1,17 @@
 internal import CLibPQ
-import Logging
 import Foundation
+import Logging
+import RelayBasics
 
-/// One blocking libpq connection. Used only from the audit writer's own
-/// thread and from command-line tools, never from Swift's cooperative pool.
+/// One libpq connection, used by one thread at a time: the audit writer's
+/// own, a Dispatch queue's (idempotency keys, the dead-token feed) or a
+/// command-line tool's, never Swift's cooperative pool.
+///
+/// Its calls wait on Postgres, and with a ``PostgresWaitBound`` never longer
+/// than the bound: libpq's socket is non-blocking and each wait is a
+/// `poll(2)` with the time left, so a Postgres that stops answering ends the
+/// call in ``PostgresError/timedOut`` and the connection is given up
+/// (``isHealthy`` is false from then on).
 final class PostgresConnection: @unchecked Sendable {
     // Not shared: each connection is used by one thread at a time (the
     // writer thread, or a CLI command); @unchecked only lets it be handed
@@ -11,15 +19,58 @@ final class PostgresConnection: @unchecked Sendable {
     private let connection: OpaquePointer
     /// Retained for libpq's notice callback; released in deinit.
     private let noticeSink: Unmanaged<NoticeSink>
+    let bound: PostgresWaitBound?
+    /// A wait passed its bound: the connection's state is unknown and it is
+    /// not used again.
+    private var abandoned = false
 
     /// Connects with a libpq connection string or URL; an empty string uses
     /// the PG* environment variables (PGHOST, PGSSLMODE, …), as libpq does.
+    ///
+    /// With a `bound`, the connect (DNS aside) ends within it, or within the
+    /// conninfo's own `connect_timeout` if that is shorter, and the server
+    /// is told the bound as `statement_timeout`. Without one, libpq's own
+    /// rules apply (`connect_timeout`, else no limit): the command-line tools.
     ///
     /// Server notices and warnings ("relation … already exists, skipping")
     /// go to `logger` as structured lines, never raw to standard error
     /// (libpq's default), which would break a JSON log stream. Without a
     /// logger they are discarded.
-    init(conninfo: String, logger: Logger? = nil) throws(PostgresError) {
+    init(conninfo: String, logger: Logger? = nil, bound: PostgresWaitBound? = nil) throws(PostgresError) {
+        let connection: OpaquePointer
+        if let bound {
+            connection = try Self.connect(conninfo, within: bound)
+        } else {
+            connection = try Self.connect(conninfo)
+        }
+        // Every statement is sent and waited for by this type's own loop.
+        guard PQsetnonblocking(connection, 1) == 0 else {
+            let message = Self.trimmed(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw PostgresError(message: message, sqlState: nil)
+        }
+        self.connection = connection
+        self.bound = bound
+        noticeSink = Unmanaged.passRetained(NoticeSink(logger: logger))
+        PQsetNoticeReceiver(connection, { context, result in
+            guard let context, let result else { return }
+            Unmanaged<NoticeSink>.fromOpaque(context).takeUnretainedValue().receive(result)
+        }, noticeSink.toOpaque())
+        if let bound {
+            // Postgres cancels a statement at the bound itself, so a lock
+            // wait ends server-side too, and the connection stays usable.
+            try execute("SET statement_timeout = \(bound.statementTimeoutMilliseconds)")
+        }
+    }
+
+    deinit {
+        // Non-blocking: the goodbye is sent if the socket takes it, never waited on.
+        PQfinish(connection)
+        noticeSink.release()
+    }
+
+    /// libpq's blocking connect (the tools').
+    private static func connect(_ conninfo: String) throws(PostgresError) -> OpaquePointer {
         guard let connection = PQconnectdb(conninfo) else {
             throw PostgresError(message: "out of memory creating a libpq connection", sqlState: nil)
         }
@@ -28,17 +79,144 @@ final class PostgresConnection: @unchecked Sendable {
             PQfinish(connection)
             throw PostgresError(message: message, sqlState: nil)
         }
-        self.connection = connection
-        noticeSink = Unmanaged.passRetained(NoticeSink(logger: logger))
-        PQsetNoticeReceiver(connection, { context, result in
-            guard let context, let result else { return }
-            Unmanaged<NoticeSink>.fromOpaque(context).takeUnretainedValue().receive(result)
-        }, noticeSink.toOpaque())
+        return connection
     }
 
-    deinit {
+    /// libpq's non-blocking connect, each step's wait a `poll(2)` within
+    /// `bound` (libpq's async connect ignores `connect_timeout`: it is read
+    /// here, and the shorter of the two applies).
+    private static func connect(_ conninfo: String, within bound: PostgresWaitBound) throws(PostgresError) -> OpaquePointer {
+        let started = MonotonicClock.now()
+        guard let connection = PQconnectStart(conninfo) else {
+            throw PostgresError(message: "out of memory creating a libpq connection", sqlState: nil)
+        }
+        let seconds = connectSeconds(conninfo: conninfo, bound: bound.seconds)
+        let deadline = started &+ MonotonicClock.nanoseconds(seconds)
+        // As libpq's documentation says: first wait as if the poll asked to write.
+        var polled = PGRES_POLLING_WRITING
+        while PQstatus(connection) != CONNECTION_BAD {
+            if polled == PGRES_POLLING_OK { return connection }
+            let ready = waitForSocket(
+                PQsocket(connection), writing: polled == PGRES_POLLING_WRITING, reading: polled != PGRES_POLLING_WRITING,
+                deadline: deadline, cutoff: bound.cutoff)
+            guard ready else {
+                PQfinish(connection)
+                throw timedOut("opening a connection", seconds: seconds, cutoff: bound.cutoff)
+            }
+            polled = PQconnectPoll(connection)
+            if polled == PGRES_POLLING_FAILED { break }
+        }
+        let message = Self.trimmed(PQerrorMessage(connection))
         PQfinish(connection)
-        noticeSink.release()
+        throw PostgresError(message: message, sqlState: nil)
+    }
+
+    /// Seconds a bounded connect may take: `bound`, or the conninfo's own
+    /// `connect_timeout` when that is shorter (as libpq reads it: whole
+    /// seconds, at least 2; 0 or none is no limit).
+    static func connectSeconds(conninfo: String, bound: Double) -> Double {
+        guard let options = PQconninfoParse(conninfo, nil) else { return bound }
+        defer { PQconninfoFree(options) }
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if strcmp(keyword, "connect_timeout") == 0 {
+                guard let value = option.pointee.val, let seconds = Int(String(cString: value)), seconds > 0 else { return bound }
+                return min(bound, Double(max(seconds, 2)))
+            }
+            option += 1
+        }
+        return bound
+    }
+
+    private static func timedOut(_ what: String, seconds: Double, cutoff: PostgresCutoff?) -> PostgresError {
+        if let cutoff, cutoff.hasPassed {
+            return PostgresError(message: "Postgres did not answer before the drain's end (\(what)); the connection was closed", sqlState: nil, timedOut: true)
+        }
+        let shown = seconds == seconds.rounded() ? "\(Int(seconds))" : "\(seconds)"
+        return PostgresError(
+            message: "Postgres did not answer within \(shown) s (\(what)); the connection was closed", sqlState: nil, timedOut: true)
+    }
+
+    /// Waits until `socket` can be written (`writing`) or read (`reading`),
+    /// or it failed; false when `deadline` or the cutoff passed first. With a
+    /// cutoff, waits in slices of 100 ms so one set meanwhile is seen.
+    private static func waitForSocket(_ socket: Int32, writing: Bool, reading: Bool, deadline: UInt64, cutoff: PostgresCutoff?) -> Bool {
+        guard socket >= 0 else { return true }  // libpq reports the broken connection itself
+        while true {
+            let now = MonotonicClock.now()
+            let end = min(deadline, cutoff?.current ?? .max)
+            guard now < end else { return false }
+            var milliseconds: Int32 = -1
+            if end != .max {
+                var left = (end - now + 999_999) / 1_000_000
+                if cutoff != nil { left = min(left, 100) }
+                milliseconds = Int32(min(left, UInt64(Int32.max)))
+            }
+            var descriptor = pollfd(fd: socket, events: Int16((writing ? POLLOUT : 0) | (reading ? POLLIN : 0)), revents: 0)
+            let result = poll(&descriptor, 1, milliseconds)
+            if result > 0 { return true }
+            if result < 0, errno != EINTR { return true }  // the next libpq call reports it
+        }
+    }
+
+    /// The deadline of a statement begun now: the bound and its grace.
+    private func statementDeadline() -> UInt64 {
+        guard let bound else { return .max }
+        return MonotonicClock.now() &+ MonotonicClock.nanoseconds(bound.seconds + PostgresWaitBound.grace)
+    }
+
+    /// Waits for the socket, or gives the connection up and throws.
+    private func wait(writing: Bool, reading: Bool, deadline: UInt64, doing what: String) throws(PostgresError) {
+        guard Self.waitForSocket(PQsocket(connection), writing: writing, reading: reading, deadline: deadline, cutoff: bound?.cutoff) else {
+            abandoned = true
+            throw Self.timedOut(what, seconds: bound?.seconds ?? 0, cutoff: bound?.cutoff)
+        }
+    }
+
+    private func refuseIfAbandoned() throws(PostgresError) {
+        if abandoned { throw PostgresError(message: "the connection was given up after Postgres did not answer", sqlState: nil, timedOut: true) }
+    }
+
+    /// Sends what libpq has queued (PQflush), reading what arrives meanwhile.
+    private func flush(deadline: UInt64, doing what: String) throws(PostgresError) {
+        while true {
+            let flushed = PQflush(connection)
+            if flushed == 0 { return }
+            if flushed < 0 { throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil) }
+            try wait(writing: true, reading: true, deadline: deadline, doing: what)
+            if PQconsumeInput(connection) == 0 { throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil) }
+        }
+    }
+
+    /// The next result of the statement in flight, nil after the last.
+    private func nextResult(deadline: UInt64, doing what: String) throws(PostgresError) -> OpaquePointer? {
+        while PQisBusy(connection) == 1 {
+            try wait(writing: false, reading: true, deadline: deadline, doing: what)
+            if PQconsumeInput(connection) == 0 { throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil) }
+        }
+        return PQgetResult(connection)
+    }
+
+    /// Collects every result of the statement in flight, as `PQexec` would
+    /// return it: the first error, else the last result.
+    private func finishStatement(deadline: UInt64, doing what: String) throws(PostgresError) -> PostgresRows {
+        var answer = PostgresRows(columns: [], rows: [])
+        var failure: PostgresError?
+        var sawResult = false
+        while let result = try nextResult(deadline: deadline, doing: what) {
+            sawResult = true
+            if failure == nil {
+                do throws(PostgresError) {
+                    answer = try consume(result)
+                } catch {
+                    failure = error
+                }
+            }
+            PQclear(result)
+        }
+        if let failure { throw failure }
+        guard sawResult else { throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil) }
+        return answer
     }
 
     /// True inside a transaction block (idle, failed or active), when a
@@ -49,40 +227,62 @@ final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Ends a transaction left open by a failure; nothing when none is open
-    /// (a ROLLBACK outside one only earns a warning).
+    /// (a ROLLBACK outside one only earns a warning) or the connection was
+    /// given up (closing it ends the transaction).
     func rollbackIfNeeded() {
-        if inTransaction { _ = try? execute("ROLLBACK") }
+        if !abandoned, inTransaction { _ = try? execute("ROLLBACK") }
     }
 
-    /// False once the server went away; the writer then reconnects.
-    var isHealthy: Bool { PQstatus(connection) == CONNECTION_OK }
+    /// False once the server went away or a wait passed its bound; the
+    /// writer then reconnects.
+    var isHealthy: Bool { !abandoned && PQstatus(connection) == CONNECTION_OK }
 
     /// Runs one or more statements without parameters.
     @discardableResult
     func execute(_ sql: String) throws(PostgresError) -> PostgresRows {
-        let result = PQexec(connection, sql)
-        return try consume(result)
+        try refuseIfAbandoned()
+        let deadline = statementDeadline()
+        guard PQsendQuery(connection, sql) == 1 else {
+            throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil)
+        }
+        try flush(deadline: deadline, doing: "sending a statement")
+        return try finishStatement(deadline: deadline, doing: "waiting for a statement")
     }
 
     /// Runs one statement with text parameters ($1, $2, … ; nil is NULL).
     @discardableResult
     func execute(_ sql: String, _ parameters: [String?]) throws(PostgresError) -> PostgresRows {
+        try refuseIfAbandoned()
+        let deadline = statementDeadline()
         let cStrings = parameters.map { $0.map { strdup($0) } ?? nil }
         defer { cStrings.forEach { free($0) } }
-        let result = cStrings.map { UnsafePointer($0) }.withUnsafeBufferPointer { values in
-            PQexecParams(connection, sql, Int32(parameters.count), nil, values.baseAddress, nil, nil, 0)
+        let sent = cStrings.map { UnsafePointer($0) }.withUnsafeBufferPointer { values in
+            PQsendQueryParams(connection, sql, Int32(parameters.count), nil, values.baseAddress, nil, nil, 0)
         }
-        return try consume(result)
+        guard sent == 1 else { throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil) }
+        try flush(deadline: deadline, doing: "sending a statement")
+        return try finishStatement(deadline: deadline, doing: "waiting for a statement")
     }
 
     /// `COPY … FROM STDIN` with `data` (text format) as the whole input.
-    /// Returns the number of rows copied.
+    /// Returns the number of rows copied. The bound covers the whole COPY:
+    /// its start, the data and its result.
     @discardableResult
     func copyIn(_ copyStatement: String, data: [UInt8]) throws(PostgresError) -> Int {
-        let start = PQexec(connection, copyStatement)
+        try refuseIfAbandoned()
+        let deadline = statementDeadline()
+        guard PQsendQuery(connection, copyStatement) == 1 else {
+            throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil)
+        }
+        try flush(deadline: deadline, doing: "starting a COPY")
+        guard let start = try nextResult(deadline: deadline, doing: "starting a COPY") else {
+            throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil)
+        }
         guard PQresultStatus(start) == PGRES_COPY_IN else {
-            _ = try consume(start)
-            throw PostgresError(message: "COPY did not start", sqlState: nil)
+            let failure = Self.error(from: start, connection: connection)
+            PQclear(start)
+            _ = try? finishStatement(deadline: deadline, doing: "starting a COPY")
+            throw failure
         }
         PQclear(start)
         var offset = 0
@@ -94,14 +294,24 @@ final class PostgresConnection: @unchecked Sendable {
                     PQputCopyData(connection, $0, Int32(length))
                 }
             }
-            guard sent == 1 else { break }
+            if sent < 0 { break }
+            if sent == 0 {
+                // libpq's buffer is full: wait until the socket takes more.
+                try flush(deadline: deadline, doing: "sending COPY data")
+                continue
+            }
             offset += length
         }
-        let ended = PQputCopyEnd(connection, offset == data.count ? nil : "client could not send all data")
+        var ended: Int32
+        repeat {
+            ended = PQputCopyEnd(connection, offset == data.count ? nil : "client could not send all data")
+            if ended == 0 { try flush(deadline: deadline, doing: "ending a COPY") }
+        } while ended == 0
         guard ended == 1 else { throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil) }
+        try flush(deadline: deadline, doing: "ending a COPY")
         var copied = 0
         var failure: PostgresError?
-        while let result = PQgetResult(connection) {
+        while let result = try nextResult(deadline: deadline, doing: "waiting for a COPY's result") {
             if PQresultStatus(result) == PGRES_COMMAND_OK {
                 copied = Int(String(cString: PQcmdTuples(result))) ?? 0
             } else if failure == nil {
@@ -113,9 +323,8 @@ final class PostgresConnection: @unchecked Sendable {
         return copied
     }
 
-    private func consume(_ result: OpaquePointer?) throws(PostgresError) -> PostgresRows {
-        guard let result else { throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil) }
-        defer { PQclear(result) }
+    /// A result's rows, or its error (the caller clears it).
+    private func consume(_ result: OpaquePointer) throws(PostgresError) -> PostgresRows {
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
             return PostgresRows(columns: [], rows: [])

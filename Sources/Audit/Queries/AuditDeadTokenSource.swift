@@ -11,26 +11,28 @@ public struct AuditDeadTokenSource: DeadTokenSource {
     public let conninfo: String
     /// Where server notices go (nil discards them).
     public let logger: Logger?
+    /// How long the query may wait on Postgres.
+    public let bound: PostgresWaitBound?
     private let queue = DispatchQueue(label: "apns-relay.dead-tokens", attributes: .concurrent)
 
-    public init(conninfo: String, logger: Logger? = nil) {
+    public init(conninfo: String, bound: PostgresWaitBound? = nil, logger: Logger? = nil) {
         self.conninfo = conninfo
+        self.bound = bound
         self.logger = logger
     }
 
     public func deadTokens(app: String, environment: Environment?, sinceMilliseconds: Int64, limit: Int) async throws -> [DeadTokenEntry] {
-        let conninfo = conninfo
-        let logger = logger
+        let (conninfo, logger, bound) = (conninfo, logger, bound)
         return try await withCheckedThrowingContinuation { continuation in
             queue.async {
                 continuation.resume(with: Result {
-                    try Self.query(conninfo: conninfo, logger: logger, app: app, environment: environment, since: sinceMilliseconds, limit: limit)
+                    try Self.query(conninfo: conninfo, logger: logger, bound: bound, app: app, environment: environment, since: sinceMilliseconds, limit: limit)
                 })
             }
         }
     }
 
-    static func query(conninfo: String, logger: Logger?, app: String, environment: Environment?, since: Int64, limit: Int) throws -> [DeadTokenEntry] {
+    static func query(conninfo: String, logger: Logger?, bound: PostgresWaitBound? = nil, app: String, environment: Environment?, since: Int64, limit: Int) throws -> [DeadTokenEntry] {
         let sql = """
             SELECT token, environment, reason,
                    (extract(epoch FROM apns_timestamp) * 1000)::bigint,
@@ -42,7 +44,7 @@ public struct AuditDeadTokenSource: DeadTokenSource {
             ORDER BY last_seen DESC
             LIMIT $4
             """
-        let rows = try PostgresConnection(conninfo: conninfo, logger: logger).execute(sql, [app, String(since), environment?.rawValue, String(limit)])
+        let rows = try PostgresConnection(conninfo: conninfo, logger: logger, bound: bound).execute(sql, [app, String(since), environment?.rawValue, String(limit)])
         return rows.rows.map { row in
             DeadTokenEntry(
                 token: row[0] ?? "", environment: row[1] ?? "", reason: row[2] ?? "",

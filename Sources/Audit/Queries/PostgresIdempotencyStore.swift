@@ -22,6 +22,9 @@ public final class PostgresIdempotencyStore: IdempotencyStore {
     /// taken to have stopped before recording the answer and the next request
     /// with the key sends (the audit row of the first says `unknown`).
     public let leaseSeconds: Double
+    /// How long a statement may wait on Postgres; past it the send is
+    /// answered as if Postgres were down (the ingress' 503), never held.
+    public let bound: PostgresWaitBound?
     let now: @Sendable () -> Int64
     let logger: Logger?
     private let queue = DispatchQueue(label: "apns-relay.idempotency", attributes: .concurrent)
@@ -30,12 +33,13 @@ public final class PostgresIdempotencyStore: IdempotencyStore {
     static let idleLimit = 8
 
     public init(
-        conninfo: String, windowSeconds: Double, leaseSeconds: Double, logger: Logger? = nil,
+        conninfo: String, windowSeconds: Double, leaseSeconds: Double, bound: PostgresWaitBound? = nil, logger: Logger? = nil,
         now: (@Sendable () -> Int64)? = nil
     ) {
         self.conninfo = conninfo
         self.windowSeconds = windowSeconds
         self.leaseSeconds = leaseSeconds
+        self.bound = bound
         self.logger = logger
         self.now = now ?? { Int64(UnixTime.nowNanoseconds() / 1_000_000) }
     }
@@ -210,11 +214,12 @@ public final class PostgresIdempotencyStore: IdempotencyStore {
         if let pooled = idle.withLock({ $0.popLast() }) {
             do {
                 return try run(body, on: pooled)
-            } catch where !pooled.isHealthy {
-                // Fall through to a fresh connection.
+            } catch where !pooled.isHealthy && !((error as? PostgresError)?.timedOut ?? false) {
+                // Fall through to a fresh connection. Not after a timeout:
+                // Postgres did not answer, and a second wait would double it.
             }
         }
-        return try run(body, on: PostgresConnection(conninfo: conninfo, logger: logger))
+        return try run(body, on: PostgresConnection(conninfo: conninfo, logger: logger, bound: bound))
     }
 
     private func run<T>(_ body: (PostgresConnection) throws -> T, on connection: PostgresConnection) throws -> T {

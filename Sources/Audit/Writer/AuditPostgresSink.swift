@@ -34,16 +34,34 @@ final class AuditPostgresSink {
     private var reconnectDelay: Double
     /// When partitions were last maintained (nil: not yet on this connection).
     private var lastMaintenance: UInt64?
-    /// Told when a connection opens (true) or is dropped (false).
-    private let connectionChanged: (Bool) -> Void
+    /// How long each connect and statement may wait, and the drain's cutoff.
+    let bound: PostgresWaitBound
+    /// Told when a connection opens or is dropped, and when Postgres did not answer.
+    private let connectionChanged: (ConnectionChange) -> Void
 
-    init(configuration: AuditWriter.Configuration, logger: Logger, connectionChanged: @escaping (Bool) -> Void) throws {
+    /// What ``init(configuration:logger:cutoff:connectionChanged:)``'s observer is told.
+    enum ConnectionChange {
+        case opened
+        case dropped
+        /// A connect or statement passed its bound (``PostgresError/notAnswered``):
+        /// Postgres did not answer, which every relay on it sees alike.
+        case unanswered
+    }
+
+    init(
+        configuration: AuditWriter.Configuration, logger: Logger, cutoff: PostgresCutoff,
+        connectionChanged: @escaping (ConnectionChange) -> Void
+    ) throws {
         self.configuration = configuration
         self.logger = logger
         self.quarantine = try AuditQuarantine(directory: configuration.spoolDirectory + "/quarantine")
         self.reconnectDelay = configuration.reconnectMinimumDelay
+        self.bound = PostgresWaitBound(seconds: configuration.postgresTimeout, cutoff: cutoff)
         self.connectionChanged = connectionChanged
     }
+
+    /// The drain's cutoff has passed: no new work goes to Postgres, rows go to the spool.
+    var pastCutoff: Bool { bound.cutoff?.hasPassed ?? false }
 
     var isConnected: Bool { connection != nil }
 
@@ -51,16 +69,17 @@ final class AuditPostgresSink {
     /// it never does: every row stays in the spool until a relay with a
     /// database replays it.
     func connectIfDue() {
-        guard connection == nil, MonotonicClock.now() >= nextConnectAttempt, !configuration.spoolOnly else { return }
+        guard connection == nil, MonotonicClock.now() >= nextConnectAttempt, !configuration.spoolOnly, !pastCutoff else { return }
         do {
-            let connection = try PostgresConnection(conninfo: configuration.conninfo, logger: logger)
+            let connection = try PostgresConnection(conninfo: configuration.conninfo, logger: logger, bound: bound)
             try connection.execute("SET application_name = 'apns-relay audit writer'")
             self.connection = connection
             reconnectDelay = configuration.reconnectMinimumDelay
             lastMaintenance = nil
-            connectionChanged(true)
+            connectionChanged(.opened)
             logger.info("audit writer connected to Postgres")
         } catch {
+            if error.notAnswered { connectionChanged(.unanswered) }
             nextConnectAttempt = MonotonicClock.now() + MonotonicClock.nanoseconds(reconnectDelay * Double.random(in: 0.8...1.2))
             reconnectDelay = min(reconnectDelay * 2, configuration.reconnectMaximumDelay)
             logger.warning("audit writer cannot reach Postgres; spooling to disk", metadata: ["error": "\(error)"])
@@ -83,7 +102,8 @@ final class AuditPostgresSink {
     func dropConnection(after error: any Error) {
         connection = nil
         nextConnectAttempt = MonotonicClock.now() + MonotonicClock.nanoseconds(reconnectDelay)
-        connectionChanged(false)
+        connectionChanged(.dropped)
+        if (error as? PostgresError)?.notAnswered == true { connectionChanged(.unanswered) }
         logger.warning("audit write failed; spooling to disk until Postgres answers", metadata: ["error": "\(error)"])
     }
 
@@ -94,6 +114,10 @@ final class AuditPostgresSink {
     /// the connection failed (it is then dropped), or all of them without one.
     func write(_ rows: ArraySlice<Row>, replay: Bool, settled: (Settlement) -> Void) -> [Row] {
         guard let connection else { return Array(rows) }
+        if pastCutoff {
+            dropConnection(after: PostgresError(message: "the drain's end for Postgres has passed", sqlState: nil))
+            return Array(rows)
+        }
         let outcome = Self.bisect(
             rows,
             insert: { slice in
@@ -195,6 +219,8 @@ final class AuditPostgresSink {
             }
         } catch {
             logger.error("audit partition maintenance failed (run `apns-relay migrate`?)", metadata: ["error": "\(error)"])
+            // Given up after Postgres did not answer: rows spool meanwhile.
+            if !connection.isHealthy { dropConnection(after: error) }
         }
     }
 }

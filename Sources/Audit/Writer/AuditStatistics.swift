@@ -43,6 +43,11 @@ public struct AuditStatistics: Sendable, Hashable {
     /// every relay reconnects and replays its spool, and counting from the
     /// outage's start took every one of them out of rotation at once.
     public var reachableSince: Date?
+    /// When the live write now in progress began; nil between writes.
+    public var writingSince: Date?
+    /// Connects and statements Postgres did not answer within
+    /// `audit.postgres_timeout_ms` (each closed its connection).
+    public var postgresTimeouts = 0
     /// Seconds the last batch write took.
     public var lastWriteSeconds = 0.0
     public var writeBatches = 0
@@ -73,18 +78,24 @@ public struct AuditStatistics: Sendable, Hashable {
     /// relay shares.
     ///
     /// Counted from when Postgres first answered while rows were behind
-    /// (`reachableSince`; from `behindSince` when that is not recorded): a
-    /// relay replaying an outage's spool is catching up, and every relay
-    /// does so at once.
+    /// (`reachableSince`): a relay replaying an outage's spool is catching
+    /// up, and every relay does so at once. A connect or statement Postgres
+    /// did not answer in time (a locked table, a frozen server) clears it:
+    /// that fault is every relay's, and counting starts again at the next
+    /// connection, so the shared stall never takes every relay out of
+    /// rotation at once.
     public func stuckWhileReachable(limit: Double, now: Date = Date()) -> Bool {
-        guard databaseConfigured, let behindSince, let lastConnectedAt, lastConnectedAt >= behindSince else { return false }
-        let since = max(behindSince, reachableSince ?? behindSince)
-        return now.timeIntervalSince(since) > limit
+        guard databaseConfigured, let behindSince, let reachableSince, let lastConnectedAt, lastConnectedAt >= behindSince else {
+            return false
+        }
+        return now.timeIntervalSince(max(behindSince, reachableSince)) > limit
     }
 
-    /// Seconds the audit has not been reaching Postgres while one is configured (0 when caught up).
+    /// Seconds the audit has not been reaching Postgres while one is
+    /// configured (0 when caught up): since rows fell behind, or since the
+    /// write in progress began, whichever is earlier.
     public func behindSeconds(now: Date = Date()) -> Double {
-        guard databaseConfigured, let behindSince else { return 0 }
-        return max(0, now.timeIntervalSince(behindSince))
+        guard databaseConfigured, let since = [behindSince, writingSince].compactMap({ $0 }).min() else { return 0 }
+        return max(0, now.timeIntervalSince(since))
     }
 }

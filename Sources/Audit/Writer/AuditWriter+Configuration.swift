@@ -30,6 +30,10 @@ extension AuditWriter {
         /// while appends arrive (`audit.journal_sync_interval_ms`): what a
         /// machine crash or power cut can lose at most.
         public var journalSyncInterval = 0.01
+        /// Seconds the writer waits on Postgres for a connect or one
+        /// statement (`audit.postgres_timeout_ms`); past it the connection
+        /// is closed and the batch spooled, as in an outage.
+        public var postgresTimeout = 10.0
         /// `.interval`: how long an idle journal thread waits before it
         /// looks again (and trims settled segments); tests shorten it.
         var journalIdleWake = 1.0

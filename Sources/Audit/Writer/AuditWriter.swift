@@ -186,7 +186,14 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// Stops the writer once everything journaled is written or spooled, and
     /// returns when it and the journal thread have exited. Sends that finish later are still
     /// journaled (durably) and reach Postgres from the next start.
-    public func shutdown() async {
+    ///
+    /// `postgresWithin`: seconds from now the writer may still spend on
+    /// Postgres (the drain's bound, less what follows the writer). Past
+    /// them a statement in flight is given up and what is left goes to the
+    /// spool, so a Postgres that does not answer cannot hold the drain
+    /// past its bound. Nil: each statement's own bound only.
+    public func shutdown(postgresWithin seconds: Double? = nil) async {
+        if let seconds { shared.postgresCutoff.cut(at: MonotonicClock.now() &+ MonotonicClock.nanoseconds(seconds)) }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             shared.condition.lock()
             shared.state.stopping = true

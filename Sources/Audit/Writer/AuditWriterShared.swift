@@ -12,6 +12,8 @@ final class AuditWriterShared: @unchecked Sendable {
     var state = AuditWriterState()
     /// ``AuditWriter/shutdown()`` callers waiting for the writer thread's exit.
     var exitContinuations: [CheckedContinuation<Void, Never>] = []
+    /// Past it the writer gives Postgres no more work (``AuditWriter/shutdown(postgresWithin:)``).
+    let postgresCutoff = PostgresCutoff()
 
     /// Runs `body` on the state under the lock.
     @inline(__always)

@@ -124,6 +124,15 @@ extension AuditWriterState {
         }
     }
 
+    /// Postgres did not answer a connect or statement within its bound: the
+    /// fault is the database's (locked, frozen, unreachable), shared by every
+    /// relay on it, so the time it "answered" starts again at the next
+    /// connection (``AuditStatistics/stuckWhileReachable(limit:now:)``).
+    mutating func notePostgresUnanswered() {
+        counters.postgresTimeouts += 1
+        counters.reachableSince = nil
+    }
+
     /// A connection to Postgres opened (`connected`) or was dropped, at `now`.
     mutating func noteConnection(_ connected: Bool, now: Date) {
         counters.connected = connected

@@ -48,8 +48,14 @@ final class AuditWriterThread: @unchecked Sendable {
         self.journal = journal
         self.spool = spool
         self.leftover = LeftoverJournal(segments: leftoverJournal)
-        self.sink = try AuditPostgresSink(configuration: configuration, logger: logger) { [shared] connected in
-            shared.withState { $0.noteConnection(connected, now: Date()) }
+        self.sink = try AuditPostgresSink(configuration: configuration, logger: logger, cutoff: shared.postgresCutoff) { [shared] change in
+            shared.withState { state in
+                switch change {
+                case .opened: state.noteConnection(true, now: Date())
+                case .dropped: state.noteConnection(false, now: Date())
+                case .unanswered: state.notePostgresUnanswered()
+                }
+            }
         }
     }
 
@@ -180,6 +186,11 @@ final class AuditWriterThread: @unchecked Sendable {
     /// failure spools whatever is not yet written.
     private func write(_ batch: [Row]) {
         let started = MonotonicClock.now()
+        // Until it returns, the audit counts as behind from now: a write
+        // Postgres holds (a locked table, a frozen server) shows in
+        // apns_relay_audit_behind_seconds before its bound ends it.
+        shared.withState { $0.counters.writingSince = Date() }
+        defer { shared.withState { $0.counters.writingSince = nil } }
         let unwritten = sink.write(batch[...], replay: false) { settlement in
             switch settlement {
             case .written(let rows):

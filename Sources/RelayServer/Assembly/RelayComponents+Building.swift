@@ -39,6 +39,7 @@ extension RelayComponents {
         writerConfiguration.retentionDays = audit.retentionDays
         writerConfiguration.journalSync = audit.journalSync
         writerConfiguration.journalSyncInterval = Double(audit.journalSyncIntervalMilliseconds) / 1000
+        writerConfiguration.postgresTimeout = audit.postgresTimeout
         do {
             return try AuditWriter(opening: writerConfiguration, logger: logger)
         } catch {
@@ -65,7 +66,8 @@ extension RelayComponents {
         configuration.audit.databaseURL.map { url in
             PostgresIdempotencyStore(
                 conninfo: url, windowSeconds: configuration.ingress.idempotencyWindowSeconds,
-                leaseSeconds: configuration.apns.sendDeadlineSeconds + 30, logger: logger,
+                leaseSeconds: configuration.apns.sendDeadlineSeconds + 30, bound: PostgresWaitBound(seconds: configuration.audit.postgresTimeout),
+                logger: logger,
                 now: configuration.ingress.idempotencyClock)
         }
     }
@@ -92,7 +94,7 @@ extension RelayComponents {
         return Ingress(
             configuration: ingressConfiguration, service: service,
             keyring: APIKeyring(keys: configuration.apiKeys),
-            deadTokens: configuration.audit.databaseURL.map { AuditDeadTokenSource(conninfo: $0, logger: logger) },
+            deadTokens: configuration.audit.databaseURL.map { AuditDeadTokenSource(conninfo: $0, bound: PostgresWaitBound(seconds: configuration.audit.postgresTimeout), logger: logger) },
             tracer: tracing.tracer, logger: logger, readiness: readiness,
             observer: { route, status, seconds in metrics.ingressRequest(route: route, status: status, seconds: seconds) },
             idempotency: idempotency, onReplay: { app in metrics.idempotentReplay(app: app) })

@@ -107,6 +107,10 @@ public struct ServerConfiguration: Sendable {
         public var journalSync = AuditWriter.JournalSync.interval
         /// `interval`: milliseconds between the journal's `fdatasync`s.
         public var journalSyncIntervalMilliseconds = 10
+        /// Seconds the relay waits on Postgres for a connect or one
+        /// statement (`audit.postgres_timeout_ms`): the audit writer, the
+        /// idempotency keys and the dead-token feed.
+        public var postgresTimeout = 10.0
         /// `/readyz` fails once audit rows have waited this long for the
         /// configured Postgres while it accepts connections (the alert
         /// APNsRelayAuditBehind uses the same 120 s). Not a YAML setting:

@@ -16,6 +16,13 @@ struct AuditWriterPart: RelayPart {
     let sendDeadline: Double
     let logger: Logger
 
+    /// Seconds of the drain's margin kept for what stops after the writer.
+    static let marginAfterWriter = 4.0
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
     func start() async throws {
         audit.start()
     }
@@ -44,7 +51,11 @@ struct AuditWriterPart: RelayPart {
         if unsettled > 0 {
             logger.warning("idempotency answers the store never took; repeats of their keys are answered from the audit rows", metadata: ["keys": "\(unsettled)"])
         }
-        await audit.shutdown()
+        // What the writer may still spend on Postgres: until the drain's
+        // bound less the margin the parts after it need (the spool write,
+        // the last export, the metrics listener).
+        let postgresEnd = drain.start + .seconds(drainTimeout + RelayServer.drainMargin - Self.marginAfterWriter)
+        await audit.shutdown(postgresWithin: max(0, Self.seconds(clock.now.duration(to: postgresEnd))))
         let statistics = audit.statistics
         logger.notice("drained", metadata: [
             "audit_written": "\(statistics.written)", "audit_spooled": "\(statistics.spooled)",
