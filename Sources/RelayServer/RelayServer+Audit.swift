@@ -37,20 +37,24 @@ extension RelayServer {
             written: statistics.written, spooled: statistics.spooled, replayed: statistics.replayed, dropped: statistics.dropped)
         snapshot.quarantined = statistics.quarantined
         snapshot.behindSeconds = statistics.behindSeconds()
+        snapshot.postgresTimeouts = statistics.postgresTimeouts
         return snapshot
     }
 
     /// Applies the migrations off the cooperative pool; a failure is logged
     /// and the relay starts anyway (rows wait in the spool until the database
-    /// is back and migrated).
-    static func migrate(conninfo: String, logger: Logger) async {
+    /// is back and migrated). Each connect and statement waits at most
+    /// `bound` seconds (`audit.postgres_timeout_ms`), so a Postgres that does
+    /// not answer cannot hold the start; a migration longer than that is
+    /// for `apns-relay migrate`, which waits as long as it takes.
+    static func migrate(conninfo: String, bound: Double, logger: Logger) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             DispatchQueue.global().async {
                 do {
-                    let report = try Migrator().apply(conninfo: conninfo, logger: logger)
+                    let report = try Migrator().apply(conninfo: conninfo, logger: logger, bound: PostgresWaitBound(seconds: bound))
                     logger.info("audit schema migrated", metadata: ["applied": "\(report.applied.joined(separator: ","))", "already": "\(report.alreadyApplied.count)"])
                 } catch {
-                    logger.error("audit migrations could not be applied at start-up; rows are spooled until Postgres is back and migrated", metadata: ["error": "\(error)"])
+                    logger.error("audit migrations could not be applied at start-up; rows are spooled until Postgres is back and migrated (apns-relay migrate applies them without a time bound)", metadata: ["error": "\(error)"])
                 }
                 continuation.resume()
             }

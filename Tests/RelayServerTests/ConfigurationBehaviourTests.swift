@@ -98,6 +98,7 @@ struct ConfigurationBehaviourTests {
           flush_interval_ms: 50
           journal_sync: interval
           journal_sync_interval_ms: 10
+          postgres_timeout_ms: 10000
         tracing:
           exporter: log
           endpoint: (OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318)
@@ -186,6 +187,7 @@ struct ConfigurationBehaviourTests {
           flush_interval_ms: 5
           journal_sync: always
           journal_sync_interval_ms: 20
+          postgres_timeout_ms: 2500
         shutdown:
           drain_timeout_seconds: 0
         tracing:
@@ -316,6 +318,7 @@ struct ConfigurationBehaviourTests {
           flush_interval_ms: 5
           journal_sync: always
           journal_sync_interval_ms: 20  # unused: always syncs before the send goes on
+          postgres_timeout_ms: 2500
         tracing:
           exporter: otlp
           endpoint: https://user:****@collector.example:4318
@@ -422,6 +425,7 @@ struct ConfigurationBehaviourTests {
           flush_interval_ms: 5
           journal_sync: interval
           journal_sync_interval_ms: 20
+          postgres_timeout_ms: 2500
         tracing:
           exporter: log  # from OTEL_TRACES_EXPORTER
           # warning: OTEL_TRACES_EXPORTER: zipkin is not an exporter apns-relay has (otlp, console, none): ignored
@@ -516,6 +520,7 @@ struct ConfigurationBehaviourTests {
         ("audit:\n  flush_interval_ms: 60001\n", [:]),
         ("audit:\n  journal_sync: sometimes\n", [:]),
         ("audit:\n  journal_sync_interval_ms: 0\n", [:]),
+        ("audit:\n  postgres_timeout_ms: 99\n", [:]),
         ("audit:\n  spool: /x\n", [:]),
         ("shutdown:\n  drain_timeout_seconds: -1\n", [:]),
         ("shutdown:\n  grace: 1\n", [:]),
@@ -620,7 +625,8 @@ struct ConfigurationBehaviourTests {
         error: audit.flush_interval_ms: must be a whole number from 1 to 60000
         error: audit.journal_sync: must be interval or always, got sometimes
         error: audit.journal_sync_interval_ms: must be a whole number from 1 to 10000
-        error: audit.spool: unknown setting (known here: batch_size, database_url, flush_interval_ms, journal_sync, journal_sync_interval_ms, migrate_on_start, retention_days, spool_directory)
+        error: audit.postgres_timeout_ms: must be a whole number from 100 to 600000
+        error: audit.spool: unknown setting (known here: batch_size, database_url, flush_interval_ms, journal_sync, journal_sync_interval_ms, migrate_on_start, postgres_timeout_ms, retention_days, spool_directory)
         error: shutdown.drain_timeout_seconds: must be a number from 0.0 to 3600.0
         error: shutdown.grace: unknown setting (known here: drain_timeout_seconds)
         error: tracing.exporter: must be otlp, log or none, got jaeger

@@ -117,7 +117,13 @@ public final class FreezingTCPProxy: @unchecked Sendable {
         while true {
             let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
-            guard count > 0 else { break }
+            guard count > 0 else {
+                // A frozen server does not see its client leave either: pass the end on once thawed.
+                condition.lock()
+                while state.withLock({ $0.frozen && !$0.stopped }) { condition.wait() }
+                condition.unlock()
+                break
+            }
             condition.lock()
             var counted = false
             while true {

@@ -28,8 +28,10 @@ public struct Migrator: Sendable {
     ///   migration's SQL no longer matches its recorded checksum.
     /// - Parameter logger: where the server's notices go ("already exists,
     ///   skipping" at debug); nil discards them.
-    public func apply(conninfo: String, logger: Logger? = nil) throws -> Report {
-        let connection = try PostgresConnection(conninfo: conninfo, logger: logger)
+    /// - Parameter bound: how long the connect and each statement may wait
+    ///   (the relay's start-up); nil waits as long as they take (`apns-relay migrate`).
+    public func apply(conninfo: String, logger: Logger? = nil, bound: PostgresWaitBound? = nil) throws -> Report {
+        let connection = try PostgresConnection(conninfo: conninfo, logger: logger, bound: bound)
         try connection.execute("SELECT pg_advisory_lock(\(Self.lockKey))")
         defer { _ = try? connection.execute("SELECT pg_advisory_unlock(\(Self.lockKey))") }
 

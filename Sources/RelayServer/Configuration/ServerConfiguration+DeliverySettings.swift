@@ -57,12 +57,12 @@ extension ServerConfiguration {
             "audit.journal_sync", \.audit.journalSync, AuditWriter.JournalSync.allCases, variable: "APNS_RELAY_AUDIT_JOURNAL_SYNC",
             "When a send's journal record counts as durable: written (interval) or fdatasync'd (always).",
             refusal: { "must be interval or always, got \($0)" }),
-        .milliseconds(
-            "audit.postgres_timeout_ms", \.audit.postgresTimeout, in: 100...600_000,
-            "The longest wait on Postgres for a connect or one statement; past it the connection is closed: rows go to the spool, a keyed send is answered 503."),
         .integer(
             "audit.journal_sync_interval_ms", \.audit.journalSyncIntervalMilliseconds, in: 1...10_000, "interval: milliseconds between the journal's fdatasyncs.",
             comment: { $0.audit.journalSync == .always ? "unused: always syncs before the send goes on" : nil }),
+        .milliseconds(
+            "audit.postgres_timeout_ms", \.audit.postgresTimeout, in: 100...600_000,
+            "The longest wait on Postgres for a connect or one statement; past it the connection is closed: rows go to the spool, a keyed send is answered 503."),
     ]
 
     /// `tracing`, `shutdown` and `logging`.

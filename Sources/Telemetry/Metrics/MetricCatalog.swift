@@ -63,6 +63,9 @@ public enum MetricCatalog {
         "apns_relay_audit_spool_bytes", help: "Bytes held in the audit disk spool.")
     static let auditConnected = GaugeDefinition(
         "apns_relay_audit_connected", help: "1 while the audit writer holds a Postgres connection, else 0.")
+    static let auditPostgresTimeoutsTotal = CounterDefinition(
+        "apns_relay_audit_postgres_timeouts_total",
+        help: "Connects and statements of the audit writer that Postgres did not answer within audit.postgres_timeout_ms; each closed its connection and spooled its rows.")
 
     // MARK: The ingress
 
@@ -131,7 +134,7 @@ extension MetricCatalog {
         inflightStreams.declaration, connections.declaration, connectionEventsTotal.declaration, jwtMintsTotal.declaration,
         jwtAge.declaration, clockSkew.declaration, retryDisabled.declaration,
         auditQueueDepth.declaration, auditRowsTotal.declaration, auditBehind.declaration, auditSpoolBytes.declaration,
-        auditConnected.declaration,
+        auditConnected.declaration, auditPostgresTimeoutsTotal.declaration,
         ingressRequestsTotal.declaration, ingressRequestDuration.declaration, ingressInflightRequests.declaration,
         ingressSendsAdmitted.declaration, ingressBatchSendsRunning.declaration, ingressRequestsTimedOutTotal.declaration,
         batchSendsNotSentTotal.declaration, idempotentReplaysTotal.declaration, spansDroppedTotal.declaration,

@@ -12,6 +12,7 @@ extension RelayMetrics {
         let auditTotals = Mutex<[String: Int]>([:])
         let notSentTotals = Mutex<[String: Int]>([:])
         let timedOutTotal = Mutex<Int>(0)
+        let auditPostgresTimeoutsTotal = Mutex<Int>(0)
         /// The process' log lines dropped so far (the standard error sink's; a
         /// test may read its own sink instead).
         let logLinesDropped: @Sendable () -> Int
@@ -64,6 +65,11 @@ extension RelayMetrics {
             gauge(MetricCatalog.auditSpoolBytes).set(to: Double(audit.spoolBytes))
             gauge(MetricCatalog.auditConnected).set(to: audit.connected ? 1 : 0)
             gauge(MetricCatalog.auditBehind).set(to: audit.behindSeconds)
+            let timeouts = counter(MetricCatalog.auditPostgresTimeoutsTotal)
+            scrape.auditPostgresTimeoutsTotal.withLock { seen in
+                if audit.postgresTimeouts > seen { timeouts.increment(by: Int64(audit.postgresTimeouts - seen)) }
+                seen = max(seen, audit.postgresTimeouts)
+            }
             for (result, total) in [
                 ("written", audit.written), ("spooled", audit.spooled), ("replayed", audit.replayed), ("dropped", audit.dropped),
                 ("quarantined", audit.quarantined),

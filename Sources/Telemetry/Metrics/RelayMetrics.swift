@@ -151,6 +151,8 @@ public struct AuditSnapshot: Sendable {
     public var quarantined = 0
     /// Seconds rows have been waiting for a configured Postgres (0 when caught up).
     public var behindSeconds = 0.0
+    /// Connects and statements Postgres did not answer within `audit.postgres_timeout_ms`.
+    public var postgresTimeouts = 0
 
     public init(queueDepth: Int, spoolBytes: Int, connected: Bool, written: Int, spooled: Int, replayed: Int, dropped: Int) {
         self.queueDepth = queueDepth
