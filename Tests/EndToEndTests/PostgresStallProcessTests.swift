@@ -16,7 +16,7 @@ struct PostgresStallProcessTests {
         text.split(separator: "\n").first { $0.hasPrefix(metric + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
     }
 
-    @Test("Postgres frozen under a live relay: sends go on (200), a keyed send is answered 503 and not sent, /readyz stays ready, the metrics say behind and count the timeouts; SIGTERM drains within its bound (exit 0) with the rows spooled, and the next relay writes every row once")
+    @Test("Postgres frozen under a live relay: sends go on (200), a keyed send and the dead-token feed are answered 503 (the keyed send not sent), /readyz stays ready, the metrics say behind and count the timeouts; SIGTERM drains within its bound (exit 0) with the rows spooled, and the next relay writes every row once")
     func frozenDatabase() async throws {
         guard let url = ServeProcessTests.databaseURL else { return }
         let database = try await ServeProcessTests.freshDatabase(url)
@@ -58,6 +58,8 @@ struct PostgresStallProcessTests {
         #expect(keyed.status == 503, "a keyed send cannot claim its key: \(keyed)")
         #expect(keyed.headers["retry-after"] != nil, "\(keyed)")
         #expect(relay.apnsRequests == sentBefore, "the keyed send was not sent")
+        let feed = try await relay.curl("GET", "/v1/dead-tokens?app=app-a&since=24h", base: base)
+        #expect(feed.status == 503, "the dead-token feed answers within the bound: \(feed)")
         let ready = try await relay.curl("GET", "/readyz", key: nil, base: metrics)
         #expect(ready.status == 200, "a Postgres every relay shares is not this relay's fault: \(ready)")
 

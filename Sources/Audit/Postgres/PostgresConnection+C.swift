@@ -205,6 +205,14 @@ final class PostgresConnection: @unchecked Sendable {
         var sawResult = false
         while let result = try nextResult(deadline: deadline, doing: what) {
             sawResult = true
+            let status = PQresultStatus(result)
+            if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH {
+                // A COPY sent through execute (copyIn is its way): libpq would
+                // hand this result back forever. Not used again.
+                PQclear(result)
+                abandoned = true
+                throw PostgresError(message: "a COPY statement was run where rows or a command were expected", sqlState: nil)
+            }
             if failure == nil {
                 do throws(PostgresError) {
                     answer = try consume(result)
