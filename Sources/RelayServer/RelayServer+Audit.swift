@@ -1,6 +1,7 @@
 import Audit
 import Foundation
 import Logging
+import RelayBasics
 import Telemetry
 
 /// What the relay's readiness and metrics read from the audit writer, and
@@ -10,7 +11,8 @@ extension RelayServer {
     /// whole (draining first) is ``Ingress/notReadyReason``, served by both
     /// listeners' `/readyz`.
     static func auditNotReadyReason(
-        _ statistics: AuditStatistics, spoolDirectory: String, spoolWritable: Bool, behindLimit: Double, now: Date
+        _ statistics: AuditStatistics, spoolDirectory: String, spoolWritable: Bool, behindLimit: Double, now: Date,
+        monotonicNow: UInt64 = MonotonicClock.now()
     ) -> String? {
         guard statistics.connected || spoolWritable else {
             return "the audit log can be written neither to Postgres nor to the spool (\(spoolDirectory))"
@@ -19,6 +21,14 @@ extension RelayServer {
         // sends durable takes none, and leaves rotation so others take them.
         if let problem = statistics.durabilityProblem {
             return "\(problem) (\(spoolDirectory)); sends are refused until it can"
+        }
+        // The spool disk takes writes but its sync does not return (a stalled
+        // device, a hung network volume): answered sends' records are in the
+        // page cache only. Sends are still taken (a crash of the process
+        // loses nothing), but the relay leaves rotation and the alert pages.
+        let unsynced = statistics.journalUnsyncedSeconds(now: monotonicNow)
+        if unsynced > journalStallLimit {
+            return "the audit journal has not been synced to disk for \(Int(unsynced)) s (\(spoolDirectory)): the disk's fdatasync does not return"
         }
         // Rows are safe on disk either way. When Postgres answers and this
         // relay's rows still do not land, the fault is local: take it out
@@ -31,6 +41,11 @@ extension RelayServer {
         return nil
     }
 
+    /// Seconds a journal record may wait for its `fdatasync` before the
+    /// relay leaves rotation: hundreds of sync intervals, so a slow sync on a
+    /// busy disk never trips it. The alert APNsRelayAuditJournalSyncStalled uses the same 5 s.
+    static let journalStallLimit = 5.0
+
     static func auditSnapshot(_ statistics: AuditStatistics) -> AuditSnapshot {
         var snapshot = AuditSnapshot(
             queueDepth: statistics.queueDepth, spoolBytes: statistics.spoolBytes, connected: statistics.connected,
@@ -38,6 +53,7 @@ extension RelayServer {
         snapshot.quarantined = statistics.quarantined
         snapshot.behindSeconds = statistics.behindSeconds()
         snapshot.postgresTimeouts = statistics.postgresTimeouts
+        snapshot.journalUnsyncedSeconds = statistics.journalUnsyncedSeconds()
         return snapshot
     }
 

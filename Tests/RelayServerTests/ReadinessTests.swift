@@ -58,4 +58,18 @@ struct ReadinessTests {
         stuck.reachableSince = nil
         #expect(Self.reason(stuck) == nil)
     }
+
+    @Test("not ready while a journal record has waited over 5 s for its fdatasync (a stalled spool disk), naming it; a slow sync under the limit is ready")
+    func journalSyncStalled() {
+        let now: UInt64 = 1_000_000_000_000
+        var slow = Self.statistics()
+        slow.journalSyncingSince = now - 4_000_000_000
+        #expect(RelayServer.auditNotReadyReason(
+            slow, spoolDirectory: "/var/spool/relay", spoolWritable: true, behindLimit: 60, now: Self.now, monotonicNow: now) == nil)
+        var stalled = slow
+        stalled.journalUnsyncedSince = now - 9_000_000_000
+        #expect(RelayServer.auditNotReadyReason(
+            stalled, spoolDirectory: "/var/spool/relay", spoolWritable: true, behindLimit: 60, now: Self.now, monotonicNow: now)
+            == "the audit journal has not been synced to disk for 9 s (/var/spool/relay): the disk's fdatasync does not return")
+    }
 }

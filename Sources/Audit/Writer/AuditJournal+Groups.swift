@@ -48,6 +48,8 @@ extension AuditJournal {
         for index in items.indices where items[index].fields != nil { items[index].fields!.record = bytes }
         var segment: Int?
         var failure: (any Error)?
+        // The group's sends wait on this write and sync: until it returns they count as unsynced.
+        if !bytes.isEmpty { shared.withState { $0.counters.journalSyncingSince = MonotonicClock.now() } }
         do {
             // A group of barriers only has nothing to write (and must not start a segment).
             if !bytes.isEmpty { segment = try files.append(encoded: bytes) }
@@ -61,6 +63,7 @@ extension AuditJournal {
         shared.condition.lock()
         shared.state.counters.journalCommits += 1
         if segment != nil { shared.state.counters.journalSyncs += 1 }
+        if failure == nil { shared.state.counters.journalSyncingSince = nil }
         if let segment { shared.state.ledger.currentSegment = segment }
         let format = configuration.rowLayout.format
         for item in items { shared.state.enter(item, segment: segment, format: format) }

@@ -154,7 +154,12 @@ extension AuditJournal {
             // What the sending threads staged goes to the segment first.
             do { try writeStaged() } catch { stageFailure = error }
             guard stageFailure == nil else { return (state.ledger.unsynced, (current: SegmentFile?.none, retired: [SegmentFile](), directory: false)) }
-            defer { state.ledger.unsynced = 0 }
+            defer {
+                state.ledger.unsynced = 0
+                // Those records wait on this sync now: until it returns, they count as unsynced.
+                if let since = state.ledger.unsyncedSince { state.counters.journalSyncingSince = since }
+                state.ledger.unsyncedSince = nil
+            }
             return (state.ledger.unsynced, files.takeSyncWork())
         }
         if let stageFailure {
@@ -166,6 +171,7 @@ extension AuditJournal {
         }
         guard appends > 0 || !work.retired.isEmpty else { return .nothing }
         var failure: (any Error)?
+        configuration.journalSyncWillStart?()
         // Retired segments first: they hold the older records.
         for file in work.retired {
             do { try file.syncData() } catch { failure = error }
@@ -181,6 +187,7 @@ extension AuditJournal {
         // sends until a sync (or the probe) succeeds again.
         log(shared.withState { state in
             state.counters.journalSyncs += 1
+            if failure == nil { state.counters.journalSyncingSince = nil }
             return state.noteJournal(sync: true, failure: failure)
         })
         return .synced

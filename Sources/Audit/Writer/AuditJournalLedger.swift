@@ -14,6 +14,8 @@ struct AuditJournalLedger {
     var currentSegment: Int?
     /// `.interval`: appends since the journal thread last took the journal to sync.
     var unsynced = 0
+    /// `.interval`: when the first of those was appended (``MonotonicClock``).
+    var unsyncedSince: UInt64?
 
     /// Whether segment `number` holds nothing any more.
     func isSettled(_ number: Int) -> Bool { outstanding[number, default: 0] <= 0 }

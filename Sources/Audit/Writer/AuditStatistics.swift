@@ -1,4 +1,5 @@
 public import Foundation
+import RelayBasics
 
 /// What the audit writer has done so far. Counters only grow.
 public struct AuditStatistics: Sendable, Hashable {
@@ -58,6 +59,12 @@ public struct AuditStatistics: Sendable, Hashable {
     public var journalSyncs = 0
     /// `interval`: appends not yet taken by a sync of the journal thread.
     public var journalUnsynced = 0
+    /// When the oldest journal record not yet `fdatasync`ed was written
+    /// (``MonotonicClock``), among those a sync is working on now
+    /// (`journalSyncingSince`) and those appended since (`journalUnsyncedSince`);
+    /// nil when every record is synced. See ``journalUnsyncedSeconds(now:)``.
+    public var journalSyncingSince: UInt64?
+    public var journalUnsyncedSince: UInt64?
     /// `interval`: times the journal thread looked for appends to sync
     /// (each sync, and each idle wake-up).
     public var journalSyncChecks = 0
@@ -89,6 +96,20 @@ public struct AuditStatistics: Sendable, Hashable {
             return false
         }
         return now.timeIntervalSince(max(behindSince, reachableSince)) > limit
+    }
+
+    /// Seconds the oldest journal record has waited for its `fdatasync` (0
+    /// when all are synced). A few sync intervals at most on a healthy disk;
+    /// it grows while a sync does not return (a stalled or failing block
+    /// device, a hung network volume): records are then in the page cache
+    /// only, which a crash of the machine loses, and with `always` the
+    /// sends wait.
+    public func journalUnsyncedSeconds() -> Double { journalUnsyncedSeconds(now: MonotonicClock.now()) }
+
+    /// ``journalUnsyncedSeconds()`` at `now` (``MonotonicClock``'s nanoseconds).
+    public func journalUnsyncedSeconds(now: UInt64) -> Double {
+        guard let since = [journalSyncingSince, journalUnsyncedSince].compactMap({ $0 }).min(), now > since else { return 0 }
+        return Double(now - since) / 1e9
     }
 
     /// Seconds the audit has not been reaching Postgres while one is

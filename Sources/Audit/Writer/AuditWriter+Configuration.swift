@@ -37,6 +37,9 @@ extension AuditWriter {
         /// `.interval`: how long an idle journal thread waits before it
         /// looks again (and trims settled segments); tests shorten it.
         var journalIdleWake = 1.0
+        /// `.interval`: called on the journal thread just before each
+        /// `fdatasync`; a test blocks it to play a disk whose sync hangs.
+        var journalSyncWillStart: (@Sendable () -> Void)?
         /// The row's columns (tests describe a later layout with it).
         var rowLayout = AuditRowLayout.standard
 

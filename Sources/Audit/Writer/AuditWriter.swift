@@ -179,6 +179,7 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
             var snapshot = state.counters
             snapshot.queueDepth = state.depth + journalDepth
             snapshot.journalUnsynced = state.ledger.unsynced
+            snapshot.journalUnsyncedSince = state.ledger.unsyncedSince
             return snapshot
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import RelayBasics
 
 /// The audit writer's shared state and every decision made on it, with no
 /// threads, locks, files or Postgres: what the writer thread takes, where a
@@ -178,10 +179,12 @@ extension AuditWriterState {
     /// Records an append of the sending thread (`.interval`) that went to
     /// `segment` (nil: refused). True when it is the first since the
     /// journal thread's last sync, which may be idle: wake it.
-    mutating func noteAppend(segment: Int?) -> Bool {
+    mutating func noteAppend(segment: Int?, now: @autoclosure () -> UInt64 = MonotonicClock.now()) -> Bool {
         counters.journalCommits += 1
         guard let segment else { return false }
         let wake = ledger.unsynced == 0
+        // The clock is read once per sync interval, not once per send.
+        if wake { ledger.unsyncedSince = now() }
         ledger.unsynced += 1
         ledger.currentSegment = segment
         return wake

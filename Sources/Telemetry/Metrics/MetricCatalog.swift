@@ -63,6 +63,9 @@ public enum MetricCatalog {
         "apns_relay_audit_spool_bytes", help: "Bytes held in the audit disk spool.")
     static let auditConnected = GaugeDefinition(
         "apns_relay_audit_connected", help: "1 while the audit writer holds a Postgres connection, else 0.")
+    static let auditJournalUnsynced = GaugeDefinition(
+        "apns_relay_audit_journal_unsynced_seconds",
+        help: "Seconds the oldest audit journal record has waited for its fdatasync; 0 when all are synced. Grows while the spool disk's sync does not return.")
     static let auditPostgresTimeoutsTotal = CounterDefinition(
         "apns_relay_audit_postgres_timeouts_total",
         help: "Connects and statements of the audit writer that Postgres did not answer within audit.postgres_timeout_ms; each closed its connection and spooled its rows.")
@@ -134,7 +137,7 @@ extension MetricCatalog {
         inflightStreams.declaration, connections.declaration, connectionEventsTotal.declaration, jwtMintsTotal.declaration,
         jwtAge.declaration, clockSkew.declaration, retryDisabled.declaration,
         auditQueueDepth.declaration, auditRowsTotal.declaration, auditBehind.declaration, auditSpoolBytes.declaration,
-        auditConnected.declaration, auditPostgresTimeoutsTotal.declaration,
+        auditConnected.declaration, auditJournalUnsynced.declaration, auditPostgresTimeoutsTotal.declaration,
         ingressRequestsTotal.declaration, ingressRequestDuration.declaration, ingressInflightRequests.declaration,
         ingressSendsAdmitted.declaration, ingressBatchSendsRunning.declaration, ingressRequestsTimedOutTotal.declaration,
         batchSendsNotSentTotal.declaration, idempotentReplaysTotal.declaration, spansDroppedTotal.declaration,

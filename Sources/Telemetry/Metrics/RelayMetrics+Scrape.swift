@@ -65,6 +65,7 @@ extension RelayMetrics {
             gauge(MetricCatalog.auditSpoolBytes).set(to: Double(audit.spoolBytes))
             gauge(MetricCatalog.auditConnected).set(to: audit.connected ? 1 : 0)
             gauge(MetricCatalog.auditBehind).set(to: audit.behindSeconds)
+            gauge(MetricCatalog.auditJournalUnsynced).set(to: audit.journalUnsyncedSeconds)
             let timeouts = counter(MetricCatalog.auditPostgresTimeoutsTotal)
             scrape.auditPostgresTimeoutsTotal.withLock { seen in
                 if audit.postgresTimeouts > seen { timeouts.increment(by: Int64(audit.postgresTimeouts - seen)) }

@@ -153,6 +153,8 @@ public struct AuditSnapshot: Sendable {
     public var behindSeconds = 0.0
     /// Connects and statements Postgres did not answer within `audit.postgres_timeout_ms`.
     public var postgresTimeouts = 0
+    /// Seconds the oldest journal record has waited for its `fdatasync` (0 when all are synced).
+    public var journalUnsyncedSeconds = 0.0
 
     public init(queueDepth: Int, spoolBytes: Int, connected: Bool, written: Int, spooled: Int, replayed: Int, dropped: Int) {
         self.queueDepth = queueDepth

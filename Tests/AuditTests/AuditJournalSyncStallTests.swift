@@ -1,0 +1,76 @@
+@testable import Audit
+import Foundation
+import Relay
+import RelayBasics
+import Synchronization
+import Testing
+import TestSupport
+
+/// A spool disk whose `fdatasync` does not return (a stalled device, a hung
+/// network volume): sends go on, but the journal's records are in the page
+/// cache only. Nothing said so; `journalUnsyncedSeconds` now does (the gauge
+/// `apns_relay_audit_journal_unsynced_seconds`, `/readyz`, the alert
+/// APNsRelayAuditJournalSyncStalled).
+@Suite("Audit journal: a sync that does not return", .timeLimit(.minutes(1)))
+struct AuditJournalSyncStallTests {
+    /// Blocks the journal thread before its `fdatasync` while `stalled`.
+    final class StalledDisk: Sendable {
+        private let state = Mutex<(stalled: Bool, waiting: Int)>((false, 0))
+        private let condition = NSCondition()
+
+        func stall() { state.withLock { $0.stalled = true } }
+
+        func release() {
+            condition.lock()
+            state.withLock { $0.stalled = false }
+            condition.broadcast()
+            condition.unlock()
+        }
+
+        /// Syncs waiting on the stalled disk now.
+        var waiting: Int { state.withLock { $0.waiting } }
+
+        func willSync() {
+            condition.lock()
+            state.withLock { $0.waiting += 1 }
+            while state.withLock({ $0.stalled }) { condition.wait() }
+            state.withLock { $0.waiting -= 1 }
+            condition.unlock()
+        }
+    }
+
+    @Test("the journal's sync held: sends are still taken and journaled, the oldest unsynced record's age grows from its append; released, it returns to 0")
+    func syncHeld() async throws {
+        let disk = StalledDisk()
+        var configuration = AuditWriter.Configuration(conninfo: "", spoolDirectory: temporaryDirectory(), relayInstance: "stalled-disk")
+        configuration.spoolOnly = true
+        configuration.journalSync = .interval
+        configuration.journalSyncWillStart = { disk.willSync() }
+        let writer = try AuditWriter.started(configuration: configuration, logger: quietLogger())
+        let events = (0..<20).map { EventFactory.event($0) }
+        for event in events[..<5] {
+            #expect(await writer.sendStarting(event.send, startedAt: event.startedAt))
+            await writer.sendFinishedDurably(event)
+        }
+        #expect(await eventually { writer.statistics.journalSyncs > 0 && writer.statistics.journalUnsyncedSeconds() == 0 }, "a healthy disk syncs")
+
+        disk.stall()
+        let before = MonotonicClock.now()
+        for event in events[5...] {
+            #expect(await writer.sendStarting(event.send, startedAt: event.startedAt), "sends are still taken")
+            await writer.sendFinishedDurably(event)
+        }
+        #expect(await eventually { disk.waiting == 1 }, "the journal thread waits in its sync")
+        let stalled = writer.statistics
+        // Measured from the first append the held sync covers: no earlier than the stall began.
+        let later = MonotonicClock.now() + 7_000_000_000
+        #expect(stalled.journalUnsyncedSeconds(now: later) >= 7)
+        #expect(stalled.journalUnsyncedSeconds(now: later) <= Double(later - before) / 1e9)
+        #expect(stalled.journalFailing == false, "a slow sync is not a failed one")
+
+        disk.release()
+        #expect(await eventually { writer.statistics.journalUnsyncedSeconds() == 0 }, "\(writer.statistics)")
+        await writer.shutdown()
+        #expect(writer.statistics.spooled == 20)
+    }
+}
