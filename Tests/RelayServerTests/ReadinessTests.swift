@@ -71,5 +71,12 @@ struct ReadinessTests {
         #expect(RelayServer.auditNotReadyReason(
             stalled, spoolDirectory: "/var/spool/relay", spoolWritable: true, behindLimit: 60, now: Self.now, monotonicNow: now)
             == "the audit journal has not been synced to disk for 9 s (/var/spool/relay): the disk's fdatasync does not return")
+        // A failing journal (a full disk) has its own reason and signal: no second one for the same disk.
+        var failing = stalled
+        failing.journalFailing = true
+        #expect(failing.journalUnsyncedSeconds(now: now) == 0)
+        #expect(RelayServer.auditNotReadyReason(
+            failing, spoolDirectory: "/var/spool/relay", spoolWritable: true, behindLimit: 60, now: Self.now, monotonicNow: now)
+            == "the audit journal cannot be written (full, read-only or failing disk) (/var/spool/relay); sends are refused until it can")
     }
 }

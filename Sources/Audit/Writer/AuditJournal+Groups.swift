@@ -63,7 +63,8 @@ extension AuditJournal {
         shared.condition.lock()
         shared.state.counters.journalCommits += 1
         if segment != nil { shared.state.counters.journalSyncs += 1 }
-        if failure == nil { shared.state.counters.journalSyncingSince = nil }
+        // The write and sync returned (a failure is the journal's health, reported apart).
+        shared.state.counters.journalSyncingSince = nil
         if let segment { shared.state.ledger.currentSegment = segment }
         let format = configuration.rowLayout.format
         for item in items { shared.state.enter(item, segment: segment, format: format) }

@@ -187,7 +187,8 @@ extension AuditJournal {
         // sends until a sync (or the probe) succeeds again.
         log(shared.withState { state in
             state.counters.journalSyncs += 1
-            if failure == nil { state.counters.journalSyncingSince = nil }
+            // The sync returned (a failure is the journal's health, reported apart).
+            state.counters.journalSyncingSince = nil
             return state.noteJournal(sync: true, failure: failure)
         })
         return .synced

@@ -103,12 +103,14 @@ public struct AuditStatistics: Sendable, Hashable {
     /// it grows while a sync does not return (a stalled or failing block
     /// device, a hung network volume): records are then in the page cache
     /// only, which a crash of the machine loses, and with `always` the
-    /// sends wait.
+    /// sends wait. 0 while the journal is failing (a full or read-only disk):
+    /// that has its own signal (``journalFailing``, the refused sends), and a
+    /// second page for the same disk would be noise.
     public func journalUnsyncedSeconds() -> Double { journalUnsyncedSeconds(now: MonotonicClock.now()) }
 
     /// ``journalUnsyncedSeconds()`` at `now` (``MonotonicClock``'s nanoseconds).
     public func journalUnsyncedSeconds(now: UInt64) -> Double {
-        guard let since = [journalSyncingSince, journalUnsyncedSince].compactMap({ $0 }).min(), now > since else { return 0 }
+        guard !journalFailing, let since = [journalSyncingSince, journalUnsyncedSince].compactMap({ $0 }).min(), now > since else { return 0 }
         return Double(now - since) / 1e9
     }
 
