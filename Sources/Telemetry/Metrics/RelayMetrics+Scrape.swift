@@ -9,18 +9,27 @@ extension RelayMetrics {
     final class ScrapeState: Sendable {
         let jwtIssuedAt = Mutex<[String: Int64]>([:])
         let knownOrigins = Mutex<Set<String>>([])
-        let auditTotals = Mutex<[String: Int]>([:])
-        let notSentTotals = Mutex<[String: Int]>([:])
-        let timedOutTotal = Mutex<Int>(0)
-        let auditPostgresTimeoutsTotal = Mutex<Int>(0)
+        /// The last total read from each cumulative source, by the counter's
+        /// name and labels (``advance(_:to:as:)``).
+        let totalsSeen = Mutex<[String: Int]>([:])
         /// The process' log lines dropped so far (the standard error sink's; a
         /// test may read its own sink instead).
         let logLinesDropped: @Sendable () -> Int
-        let logDroppedTotal = Mutex<Int>(0)
         let process = ProcessMetrics()
 
         init(logLinesDropped: @escaping @Sendable () -> Int) {
             self.logLinesDropped = logLinesDropped
+        }
+
+        /// Advances `counter` by what `total` (a source's own running count)
+        /// grew since the last scrape read it under `key`; a total that
+        /// went down (a source restarted) is not subtracted.
+        func advance(_ counter: Counter, to total: Int, as key: String) {
+            totalsSeen.withLock { seen in
+                let delta = total - seen[key, default: 0]
+                if delta > 0 { counter.increment(by: Int64(delta)) }
+                seen[key] = max(seen[key, default: 0], total)
+            }
         }
     }
 
@@ -46,19 +55,11 @@ extension RelayMetrics {
         if let admitted = sources.ingressSendsAdmitted() { gauge(MetricCatalog.ingressSendsAdmitted).set(to: Double(admitted)) }
         if let running = sources.ingressBatchSendsRunning() { gauge(MetricCatalog.ingressBatchSendsRunning).set(to: Double(running)) }
         for (reason, total) in sources.ingressNotSent() {
-            let counter = counter(MetricCatalog.batchSendsNotSentTotal, NotSentLabels(reason: reason))
-            scrape.notSentTotals.withLock { seen in
-                let delta = total - seen[reason, default: 0]
-                if delta > 0 { counter.increment(by: Int64(delta)) }
-                seen[reason] = max(seen[reason, default: 0], total)
-            }
+            scrape.advance(
+                counter(MetricCatalog.batchSendsNotSentTotal, NotSentLabels(reason: reason)), to: total, as: "not_sent/" + reason)
         }
         if let total = sources.ingressRequestsTimedOut() {
-            let counter = counter(MetricCatalog.ingressRequestsTimedOutTotal)
-            scrape.timedOutTotal.withLock { seen in
-                if total > seen { counter.increment(by: Int64(total - seen)) }
-                seen = max(seen, total)
-            }
+            scrape.advance(counter(MetricCatalog.ingressRequestsTimedOutTotal), to: total, as: "ingress_timed_out")
         }
         if let audit = sources.audit() {
             gauge(MetricCatalog.auditQueueDepth).set(to: Double(audit.queueDepth))
@@ -66,29 +67,15 @@ extension RelayMetrics {
             gauge(MetricCatalog.auditConnected).set(to: audit.connected ? 1 : 0)
             gauge(MetricCatalog.auditBehind).set(to: audit.behindSeconds)
             gauge(MetricCatalog.auditJournalUnsynced).set(to: audit.journalUnsyncedSeconds)
-            let timeouts = counter(MetricCatalog.auditPostgresTimeoutsTotal)
-            scrape.auditPostgresTimeoutsTotal.withLock { seen in
-                if audit.postgresTimeouts > seen { timeouts.increment(by: Int64(audit.postgresTimeouts - seen)) }
-                seen = max(seen, audit.postgresTimeouts)
-            }
+            scrape.advance(counter(MetricCatalog.auditPostgresTimeoutsTotal), to: audit.postgresTimeouts, as: "audit_postgres_timeouts")
             for (result, total) in [
                 ("written", audit.written), ("spooled", audit.spooled), ("replayed", audit.replayed), ("dropped", audit.dropped),
                 ("quarantined", audit.quarantined),
             ] {
-                let counter = counter(MetricCatalog.auditRowsTotal, AuditRowLabels(result: result))
-                scrape.auditTotals.withLock { seen in
-                    let delta = total - seen[result, default: 0]
-                    if delta > 0 { counter.increment(by: Int64(delta)) }
-                    seen[result] = max(seen[result, default: 0], total)
-                }
+                scrape.advance(counter(MetricCatalog.auditRowsTotal, AuditRowLabels(result: result)), to: total, as: "audit_rows/" + result)
             }
         }
-        let logDropped = scrape.logLinesDropped()
-        let logCounter = counter(MetricCatalog.logLinesDroppedTotal)
-        scrape.logDroppedTotal.withLock { seen in
-            if logDropped > seen { logCounter.increment(by: Int64(logDropped - seen)) }
-            seen = max(seen, logDropped)
-        }
+        scrape.advance(counter(MetricCatalog.logLinesDroppedTotal), to: scrape.logLinesDropped(), as: "log_lines_dropped")
         scrape.process.update(self)
     }
 }
