@@ -60,14 +60,14 @@ extension RelayServer {
     /// Applies the migrations off the cooperative pool; a failure is logged
     /// and the relay starts anyway (rows wait in the spool until the database
     /// is back and migrated). Each connect and statement waits at most
-    /// `bound` seconds (`audit.postgres_timeout_ms`), so a Postgres that does
+    /// `bound` (`audit.postgres_timeout_ms`), so a Postgres that does
     /// not answer cannot hold the start; a migration longer than that is
     /// for `apns-relay migrate`, which waits as long as it takes.
-    static func migrate(conninfo: String, bound: Double, logger: Logger) async {
+    static func migrate(conninfo: String, bound: PostgresWaitBound, logger: Logger) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             DispatchQueue.global().async {
                 do {
-                    let report = try Migrator().apply(conninfo: conninfo, logger: logger, bound: PostgresWaitBound(seconds: bound))
+                    let report = try Migrator().apply(conninfo: conninfo, logger: logger, bound: bound)
                     logger.info("audit schema migrated", metadata: ["applied": "\(report.applied.joined(separator: ","))", "already": "\(report.alreadyApplied.count)"])
                 } catch {
                     logger.error("audit migrations could not be applied at start-up; rows are spooled until Postgres is back and migrated (apns-relay migrate applies them without a time bound)", metadata: ["error": "\(error)"])

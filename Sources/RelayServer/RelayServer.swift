@@ -75,7 +75,7 @@ public final class RelayServer: Sendable {
         // OTEL_* values the relay ignored (the specification's "warn and ignore").
         for warning in components.warnings { logger.warning("\(warning.message)", metadata: ["setting": "\(warning.setting)"]) }
         if let url = configuration.audit.databaseURL, configuration.audit.migrateOnStart {
-            await migrate(conninfo: url, bound: configuration.audit.postgresTimeout, logger: logger)
+            await migrate(conninfo: url, bound: configuration.audit.postgresWaitBound, logger: logger)
         }
         let parts = components.parts
         try await startParts(parts)

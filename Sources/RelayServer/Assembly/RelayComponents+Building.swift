@@ -66,7 +66,7 @@ extension RelayComponents {
         configuration.audit.databaseURL.map { url in
             PostgresIdempotencyStore(
                 conninfo: url, windowSeconds: configuration.ingress.idempotencyWindowSeconds,
-                leaseSeconds: configuration.apns.sendDeadlineSeconds + 30, bound: PostgresWaitBound(seconds: configuration.audit.postgresTimeout),
+                leaseSeconds: configuration.apns.sendDeadlineSeconds + 30, bound: configuration.audit.postgresWaitBound,
                 logger: logger,
                 now: configuration.ingress.idempotencyClock)
         }
@@ -94,7 +94,7 @@ extension RelayComponents {
         return Ingress(
             configuration: ingressConfiguration, service: service,
             keyring: APIKeyring(keys: configuration.apiKeys),
-            deadTokens: configuration.audit.databaseURL.map { AuditDeadTokenSource(conninfo: $0, bound: PostgresWaitBound(seconds: configuration.audit.postgresTimeout), logger: logger) },
+            deadTokens: configuration.audit.databaseURL.map { AuditDeadTokenSource(conninfo: $0, bound: configuration.audit.postgresWaitBound, logger: logger) },
             tracer: tracing.tracer, logger: logger, readiness: readiness,
             observer: { route, status, seconds in metrics.ingressRequest(route: route, status: status, seconds: seconds) },
             idempotency: idempotency, onReplay: { app in metrics.idempotentReplay(app: app) })

@@ -111,6 +111,9 @@ public struct ServerConfiguration: Sendable {
         /// statement (`audit.postgres_timeout_ms`): the audit writer, the
         /// idempotency keys and the dead-token feed.
         public var postgresTimeout = 10.0
+
+        /// ``postgresTimeout`` as the bound each Postgres connection of the relay is opened with.
+        public var postgresWaitBound: PostgresWaitBound { PostgresWaitBound(seconds: postgresTimeout) }
         /// `/readyz` fails once audit rows have waited this long for the
         /// configured Postgres while it accepts connections (the alert
         /// APNsRelayAuditBehind uses the same 120 s). Not a YAML setting:

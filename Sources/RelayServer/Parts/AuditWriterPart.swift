@@ -2,6 +2,7 @@ import Audit
 import Ingress
 import Logging
 import Relay
+import RelayBasics
 
 /// The audit writer's two threads (the writer with its libpq connection,
 /// the journal's syncs): started before any listener takes a send, stopped
@@ -18,10 +19,6 @@ struct AuditWriterPart: RelayPart {
 
     /// Seconds of the drain's margin kept for what stops after the writer.
     static let marginAfterWriter = 4.0
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
 
     func start() async throws {
         audit.start()
@@ -55,7 +52,7 @@ struct AuditWriterPart: RelayPart {
         // bound less the margin the parts after it need (the spool write,
         // the last export, the metrics listener).
         let postgresEnd = drain.start + .seconds(drainTimeout + RelayServer.drainMargin - Self.marginAfterWriter)
-        await audit.shutdown(postgresWithin: max(0, Self.seconds(clock.now.duration(to: postgresEnd))))
+        await audit.shutdown(postgresWithin: max(0, clock.now.duration(to: postgresEnd).seconds))
         let statistics = audit.statistics
         logger.notice("drained", metadata: [
             "audit_written": "\(statistics.written)", "audit_spooled": "\(statistics.spooled)",
