@@ -173,6 +173,11 @@ final class PostgresConnection: @unchecked Sendable {
         }
     }
 
+    /// libpq's own message for the last failure on this connection.
+    private var libpqError: PostgresError {
+        PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil)
+    }
+
     private func refuseIfAbandoned() throws(PostgresError) {
         if abandoned { throw PostgresError(message: "the connection was given up after Postgres did not answer", sqlState: nil, timedOut: true) }
     }
@@ -182,9 +187,9 @@ final class PostgresConnection: @unchecked Sendable {
         while true {
             let flushed = PQflush(connection)
             if flushed == 0 { return }
-            if flushed < 0 { throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil) }
+            if flushed < 0 { throw libpqError }
             try wait(writing: true, reading: true, deadline: deadline, doing: what)
-            if PQconsumeInput(connection) == 0 { throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil) }
+            if PQconsumeInput(connection) == 0 { throw libpqError }
         }
     }
 
@@ -192,7 +197,7 @@ final class PostgresConnection: @unchecked Sendable {
     private func nextResult(deadline: UInt64, doing what: String) throws(PostgresError) -> OpaquePointer? {
         while PQisBusy(connection) == 1 {
             try wait(writing: false, reading: true, deadline: deadline, doing: what)
-            if PQconsumeInput(connection) == 0 { throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil) }
+            if PQconsumeInput(connection) == 0 { throw libpqError }
         }
         return PQgetResult(connection)
     }
@@ -223,7 +228,7 @@ final class PostgresConnection: @unchecked Sendable {
             PQclear(result)
         }
         if let failure { throw failure }
-        guard sawResult else { throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil) }
+        guard sawResult else { throw libpqError }
         return answer
     }
 
@@ -248,26 +253,27 @@ final class PostgresConnection: @unchecked Sendable {
     /// Runs one or more statements without parameters.
     @discardableResult
     func execute(_ sql: String) throws(PostgresError) -> PostgresRows {
-        try refuseIfAbandoned()
-        let deadline = statementDeadline()
-        guard PQsendQuery(connection, sql) == 1 else {
-            throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil)
-        }
-        try flush(deadline: deadline, doing: "sending a statement")
-        return try finishStatement(deadline: deadline, doing: "waiting for a statement")
+        try runStatement { PQsendQuery(connection, sql) }
     }
 
     /// Runs one statement with text parameters ($1, $2, … ; nil is NULL).
     @discardableResult
     func execute(_ sql: String, _ parameters: [String?]) throws(PostgresError) -> PostgresRows {
-        try refuseIfAbandoned()
-        let deadline = statementDeadline()
         let cStrings = parameters.map { $0.map { strdup($0) } ?? nil }
         defer { cStrings.forEach { free($0) } }
-        let sent = cStrings.map { UnsafePointer($0) }.withUnsafeBufferPointer { values in
-            PQsendQueryParams(connection, sql, Int32(parameters.count), nil, values.baseAddress, nil, nil, 0)
+        return try runStatement {
+            cStrings.map { UnsafePointer($0) }.withUnsafeBufferPointer { values in
+                PQsendQueryParams(connection, sql, Int32(parameters.count), nil, values.baseAddress, nil, nil, 0)
+            }
         }
-        guard sent == 1 else { throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil) }
+    }
+
+    /// Sends a statement with `send` (libpq's `PQsendQuery…`, 1 when queued)
+    /// and waits, within the bound, for its results as ``finishStatement(deadline:doing:)`` gathers them.
+    private func runStatement(_ send: () -> Int32) throws(PostgresError) -> PostgresRows {
+        try refuseIfAbandoned()
+        let deadline = statementDeadline()
+        guard send() == 1 else { throw libpqError }
         try flush(deadline: deadline, doing: "sending a statement")
         return try finishStatement(deadline: deadline, doing: "waiting for a statement")
     }
@@ -279,12 +285,10 @@ final class PostgresConnection: @unchecked Sendable {
     func copyIn(_ copyStatement: String, data: [UInt8]) throws(PostgresError) -> Int {
         try refuseIfAbandoned()
         let deadline = statementDeadline()
-        guard PQsendQuery(connection, copyStatement) == 1 else {
-            throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil)
-        }
+        guard PQsendQuery(connection, copyStatement) == 1 else { throw libpqError }
         try flush(deadline: deadline, doing: "starting a COPY")
         guard let start = try nextResult(deadline: deadline, doing: "starting a COPY") else {
-            throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil)
+            throw libpqError
         }
         guard PQresultStatus(start) == PGRES_COPY_IN else {
             let failure = Self.error(from: start, connection: connection)
@@ -315,7 +319,7 @@ final class PostgresConnection: @unchecked Sendable {
             ended = PQputCopyEnd(connection, offset == data.count ? nil : "client could not send all data")
             if ended == 0 { try flush(deadline: deadline, doing: "ending a COPY") }
         } while ended == 0
-        guard ended == 1 else { throw PostgresError(message: Self.trimmed(PQerrorMessage(connection)), sqlState: nil) }
+        guard ended == 1 else { throw libpqError }
         try flush(deadline: deadline, doing: "ending a COPY")
         var copied = 0
         var failure: PostgresError?
