@@ -27,7 +27,11 @@ struct IdempotencyStoreTests {
         let database = try TestDatabase.migrated()
         defer { database.drop() }
         // Two stores: two relays, each with its own connections.
-        let stores = (0..<2).map { _ in PostgresIdempotencyStore(conninfo: database.conninfo, windowSeconds: 60, leaseSeconds: 60) }
+        // The relays' clock stands still: on a loaded machine the run can outlast the 60 s window.
+        let clock = TestClock()
+        let stores = (0..<2).map { _ in
+            PostgresIdempotencyStore(conninfo: database.conninfo, windowSeconds: 60, leaseSeconds: 60, now: { clock.now.withLock { $0 } })
+        }
         for key in 0..<20 {
             let verdicts = await withTaskGroup(of: IdempotencyVerdict?.self) { group in
                 for index in 0..<8 {
@@ -44,7 +48,11 @@ struct IdempotencyStoreTests {
     func answerKept() async throws {
         let database = try TestDatabase.migrated()
         defer { database.drop() }
-        let store = PostgresIdempotencyStore(conninfo: database.conninfo, windowSeconds: 60, leaseSeconds: 60)
+        // The clock stands still: under load these statements once took 76 s,
+        // past the 60 s window, and the key was claimed afresh instead of answered.
+        let clock = TestClock()
+        let store = PostgresIdempotencyStore(
+            conninfo: database.conninfo, windowSeconds: 60, leaseSeconds: 60, now: { clock.now.withLock { $0 } })
         let first = Self.claim("kept")
         #expect(try await store.claim(first) == .claimed)
         // The same claim run again (a connection lost after its INSERT) still holds the key.
