@@ -1,0 +1,189 @@
+import Glibc
+import Synchronization
+
+/// One host name lookup (`getaddrinfo`) run on a thread of its own, so that
+/// the thread that needs the addresses waits for them with a deadline.
+///
+/// `getaddrinfo` has no deadline. Against a resolver that does not answer it
+/// blocks for `timeout × attempts` of resolv.conf for each name server
+/// (10 s a server with glibc's defaults; 90 s with `timeout:30 attempts:3`).
+/// Called on an APNs connection's thread, it held every send queued on that
+/// connection past its request timeout and its send deadline; on the OTLP
+/// exporter's, it held the drain's last export past its bound.
+///
+/// A numeric host (`127.0.0.1`, `::1`) asks no resolver and is looked up at
+/// once on the caller. A name is looked up on a detached thread; lookups of
+/// the same name and port that overlap share that thread, so a resolver that
+/// hangs costs one thread per name, however often connections are retried.
+/// A caller that gives up simply stops waiting: the thread ends when
+/// `getaddrinfo` does, and nothing it finds is used.
+public final class HostLookup: @unchecked Sendable {
+    /// One address `getaddrinfo` gave, copied out of its list.
+    public struct Address: Sendable {
+        public let family: Int32
+        /// The `sockaddr` bytes (`ai_addr`, `ai_addrlen` long).
+        public let bytes: [UInt8]
+
+        /// The address as text (`inet_ntop`): what libpq's `hostaddr` takes.
+        public var numericHost: String {
+            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+            return bytes.withUnsafeBytes { raw -> String in
+                let found: UnsafePointer<CChar>?
+                if family == AF_INET6 {
+                    var address = raw.loadUnaligned(as: sockaddr_in6.self).sin6_addr
+                    found = inet_ntop(AF_INET6, &address, &text, socklen_t(text.count))
+                } else {
+                    var address = raw.loadUnaligned(as: sockaddr_in.self).sin_addr
+                    found = inet_ntop(AF_INET, &address, &text, socklen_t(text.count))
+                }
+                guard found != nil else { return "" }
+                return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            }
+        }
+    }
+
+    /// What a finished lookup found.
+    public enum Outcome: Sendable {
+        case addresses([Address])
+        /// `getaddrinfo`'s own message (`gai_strerror`).
+        case failed(String)
+    }
+
+    public let host: String
+    public let port: Int
+    /// A pipe's read end that becomes readable once the lookup has ended,
+    /// and stays so (nobody reads it): a `poll(2)` loop waits on it beside
+    /// its own descriptors.
+    public let readyDescriptor: Int32
+    private let writeDescriptor: Int32
+    private let state = Mutex<Outcome?>(nil)
+    private let condition = MonotonicCondition()
+
+    private init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+        var ends: [Int32] = [-1, -1]
+        precondition(pipe(&ends) == 0, "pipe failed")
+        for end in ends {
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
+        readyDescriptor = ends[0]
+        writeDescriptor = ends[1]
+    }
+
+    deinit {
+        close(readyDescriptor)
+        close(writeDescriptor)
+    }
+
+    /// The lookup's outcome, nil while it runs.
+    public var outcome: Outcome? { state.withLock { $0 } }
+
+    /// Waits until the lookup ends or ``MonotonicClock/now()`` reaches
+    /// `deadline`; nil at the deadline.
+    public func wait(until deadline: UInt64) -> Outcome? {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let outcome { return outcome }
+            guard MonotonicClock.now() < deadline else { return nil }
+            condition.wait(until: deadline)
+        }
+    }
+
+    /// Ends the lookup with `outcome` and wakes every waiter.
+    private func finish(_ outcome: Outcome) {
+        condition.lock()
+        // The outcome first and the pipe before the waiters wake: whoever
+        // sees either end sees the outcome.
+        state.withLock { $0 = outcome }
+        var one: UInt8 = 1
+        _ = Glibc.write(writeDescriptor, &one, 1)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Lookups of names running now, by name and port: a later start joins one.
+    private static let running = Mutex<[String: HostLookup]>([:])
+
+    /// Starts looking `host` up (the addresses for TCP to `port`), or joins
+    /// the lookup of the same name and port already running. A numeric host
+    /// is done when this returns.
+    public static func start(host: String, port: Int) -> HostLookup {
+        if let numeric = numeric(host: host, port: port) {
+            let lookup = HostLookup(host: host, port: port)
+            lookup.finish(numeric)
+            return lookup
+        }
+        let key = "\(host)\u{0}\(port)"
+        let (lookup, isNew) = running.withLock { running -> (HostLookup, Bool) in
+            if let lookup = running[key] { return (lookup, false) }
+            let lookup = HostLookup(host: host, port: port)
+            running[key] = lookup
+            return (lookup, true)
+        }
+        guard isNew else { return lookup }
+        detach {
+            let outcome = resolve(host: host, port: port, flags: 0)
+            _ = running.withLock { $0.removeValue(forKey: key) }
+            lookup.finish(outcome)
+        }
+        return lookup
+    }
+
+    /// Runs `body` on a detached thread of its own (no Foundation here).
+    private static func detach(_ body: @escaping @Sendable () -> Void) {
+        final class Box { let body: @Sendable () -> Void; init(_ body: @escaping @Sendable () -> Void) { self.body = body } }
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        var thread = pthread_t()
+        let status = pthread_create(&thread, &attributes, { raw in
+            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+            box.body()
+            return nil
+        }, box)
+        precondition(status == 0, "pthread_create failed (\(status))")
+    }
+
+    /// A lookup that a test ends by hand (``finishForTesting(_:)``), to
+    /// play a resolver that does not answer.
+    public static func pendingForTesting(host: String, port: Int) -> HostLookup {
+        HostLookup(host: host, port: port)
+    }
+
+    public func finishForTesting(_ outcome: Outcome) { finish(outcome) }
+
+    /// The outcome for a numeric host, found without a resolver
+    /// (`AI_NUMERICHOST`); nil for a name.
+    private static func numeric(host: String, port: Int) -> Outcome? {
+        let outcome = resolve(host: host, port: port, flags: AI_NUMERICHOST)
+        if case .failed = outcome { return nil }
+        return outcome
+    }
+
+    private static func resolve(host: String, port: Int, flags: Int32) -> Outcome {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = flags
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let first = list else {
+            return .failed(status == 0 ? "no address" : String(cString: gai_strerror(status)))
+        }
+        defer { freeaddrinfo(first) }
+        var addresses: [Address] = []
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let current = entry {
+            entry = current.pointee.ai_next
+            guard let address = current.pointee.ai_addr else { continue }
+            let bytes = [UInt8](UnsafeRawBufferPointer(start: address, count: Int(current.pointee.ai_addrlen)))
+            addresses.append(Address(family: current.pointee.ai_family, bytes: bytes))
+        }
+        return addresses.isEmpty ? .failed("no address") : .addresses(addresses)
+    }
+}
