@@ -1,4 +1,5 @@
 internal import CNGHTTP2
+import RelayBasics
 
 #if canImport(Glibc)
     import Glibc
@@ -6,31 +7,24 @@ internal import CNGHTTP2
 
 /// Thin POSIX socket helpers for the connection threads.
 enum Socket {
-    /// Connects a non-blocking TCP socket. `waitUntilWritable` waits for a
-    /// connect in progress and returns false when the caller's deadline
-    /// (`timeout` seconds, named in the error) has passed.
+    /// Connects a non-blocking TCP socket to the first of `addresses` (the
+    /// lookup of `host`, ``HostLookup``) that takes it. `waitUntilWritable`
+    /// waits for a connect in progress and returns false when the caller's
+    /// deadline (`timeout` seconds, named in the error) has passed.
     static func connect(
-        host: String, port: Int, timeout: Double, waitUntilWritable: (Int32) throws(HTTP2Error) -> Bool
+        to addresses: [HostLookup.Address], host: String, port: Int, timeout: Double,
+        waitUntilWritable: (Int32) throws(HTTP2Error) -> Bool
     ) throws(HTTP2Error) -> Int32 {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var results: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(host, String(port), &hints, &results)
-        guard status == 0, let first = results else {
-            throw HTTP2Error(.connectFailed, "cannot resolve \(host): \(String(cString: gai_strerror(status)))")
-        }
-        defer { freeaddrinfo(results) }
         var lastError = "no address"
-        var candidate: UnsafeMutablePointer<addrinfo>? = first
-        while let address = candidate {
-            candidate = address.pointee.ai_next
-            let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue), 0)
+        for address in addresses {
+            let fd = socket(address.family, Int32(SOCK_STREAM.rawValue), 0)
             guard fd >= 0 else { continue }
             setNonBlocking(fd)
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            let result = Glibc.connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen)
+            let result = address.bytes.withUnsafeBytes { raw in
+                Glibc.connect(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+            }
             if result == 0 { return fd }
             if errno == EINPROGRESS {
                 let writable: Bool

@@ -10,7 +10,10 @@ extension ConnectionCore {
     /// while the connection is still coming up end at once, not after it.
     func establish() throws(HTTP2Error) {
         let connectDeadline = deadline(after: configuration.connectTimeout)
-        let socket = try Socket.connect(host: configuration.host, port: configuration.port, timeout: configuration.connectTimeout) { fd throws(HTTP2Error) in
+        let addresses = try lookUpHost(until: connectDeadline)
+        let socket = try Socket.connect(
+            to: addresses, host: configuration.host, port: configuration.port, timeout: configuration.connectTimeout
+        ) { fd throws(HTTP2Error) in
             try waitDuringSetup(on: fd, writing: true, until: connectDeadline)
         }
         io.socket = socket
@@ -29,6 +32,29 @@ extension ConnectionCore {
             throw HTTP2Error(.noHTTP2, "\(configuration.origin) did not agree to HTTP/2 in ALPN (got \(stream.negotiatedProtocol ?? "nothing"))")
         }
         try client.open()
+    }
+
+    /// The host's addresses, looked up on a thread of its own
+    /// (``HostLookup``) while this one goes on taking in and expiring
+    /// requests: a resolver that does not answer ends the connect at its
+    /// deadline, and a queued request at its own, not at `getaddrinfo`'s
+    /// (resolv.conf's `timeout × attempts` for each server).
+    private func lookUpHost(until deadline: UInt64) throws(HTTP2Error) -> [HostLookup.Address] {
+        let lookup = configuration.lookUp(configuration.host, configuration.port)
+        while true {
+            switch lookup.outcome {
+            case .addresses(let addresses)?:
+                return addresses
+            case .failed(let message)?:
+                throw HTTP2Error(.connectFailed, "cannot resolve \(configuration.host): \(message)")
+            case nil:
+                guard try waitDuringSetup(on: lookup.readyDescriptor, writing: false, until: deadline) else {
+                    throw HTTP2Error(
+                        .connectFailed,
+                        "cannot resolve \(configuration.host): the resolver did not answer within \(configuration.connectTimeout) s")
+                }
+            }
+        }
     }
 
     /// Waits until `fd` is ready for `events`; false once `deadline` passes.

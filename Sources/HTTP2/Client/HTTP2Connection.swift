@@ -1,4 +1,4 @@
-import RelayBasics
+public import RelayBasics
 import Synchronization
 
 /// One TLS HTTP/2 connection to an origin.
@@ -31,6 +31,9 @@ public final class HTTP2Connection: Sendable {
         /// Requests waiting for a stream slot; beyond it `send` fails at once.
         public var queueCapacity = 10_000
         public var connectTimeout = 10.0
+        /// Looks the host up for each connect (``HostLookup/start(host:port:)``);
+        /// a test plays a resolver that does not answer with it.
+        public var lookUp: @Sendable (_ host: String, _ port: Int) -> HostLookup = { HostLookup.start(host: $0, port: $1) }
         /// Send a PING after this many seconds without traffic…
         public var pingInterval = 30.0
         /// …and give the connection up if the ACK takes longer than this.
