@@ -17,27 +17,37 @@ public final class OTLPSocketStream: OTLPStream {
 
     /// Resolves `host` and connects to the first address that answers before `deadline`.
     public static func connect(host: String, port: UInt16, deadline: OTLPDeadline) -> Result<OTLPSocketStream, OTLPExportFailure> {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        // getaddrinfo blocks on DNS; the exporter's thread is its own, and a
-        // numeric host (the usual collector sidecar) resolves without a query.
-        let status = getaddrinfo(host, String(port), &hints, &list)
-        guard status == 0, let first = list else {
-            return .failure(OTLPExportFailure("cannot resolve \(host): \(String(cString: gai_strerror(status)))", retryable: true))
+        // Looked up on a thread of its own (``HostLookup``): getaddrinfo has
+        // no deadline, and a resolver that does not answer held the drain's
+        // last export past its bound. A numeric host (the usual collector
+        // sidecar) resolves here at once, without a query.
+        let lookup = HostLookup.start(host: host, port: Int(port))
+        let addresses: [HostLookup.Address]
+        while true {
+            // In slices: the drain may bring the deadline forward meanwhile.
+            let outcome = lookup.outcome ?? lookup.wait(until: min(deadline.nanoseconds, MonotonicClock.now() + OTLPDeadline.slice))
+            if case .addresses(let found)? = outcome {
+                addresses = found
+                break
+            }
+            if case .failed(let message)? = outcome {
+                return .failure(OTLPExportFailure("cannot resolve \(host): \(message)", retryable: true))
+            }
+            if deadline.hasPassed {
+                return .failure(OTLPExportFailure("cannot resolve \(host): the resolver did not answer before the export's deadline", retryable: true))
+            }
         }
-        defer { freeaddrinfo(first) }
         var lastError = "no address"
-        var entry: UnsafeMutablePointer<addrinfo>? = first
-        while let address = entry {
-            entry = address.pointee.ai_next
-            let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        for address in addresses {
+            let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { continue }
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             var one: Int32 = 1
             _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            if Glibc.connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 {
+            let connected = address.bytes.withUnsafeBytes { raw in
+                Glibc.connect(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+            }
+            if connected == 0 {
                 return .success(OTLPSocketStream(fd: fd))
             }
             guard errno == EINPROGRESS else {
