@@ -148,3 +148,69 @@ struct PostgresWaitBoundTests {
         #expect(PostgresConnection.connectSeconds(conninfo: "not a conninfo ===", bound: 3) == 3)
     }
 }
+
+/// libpq looks a host name up with a blocking `getaddrinfo`; the relay looks
+/// it up first (``HostLookup``), within the bound, and hands libpq the addresses.
+@Suite("Postgres host names looked up within the bound", .timeLimit(.minutes(1)))
+struct PostgresHostLookupTests {
+    @Test("a resolver that does not answer ends the lookup at the bound, as a timeout that names it")
+    func stalledResolver() throws {
+        let lookup = HostLookup.pendingForTesting(host: "db.stalled.test", port: 5432)
+        let error = #expect(throws: PostgresError.self) {
+            _ = try PostgresConnection.addresses(
+                of: lookup, deadline: MonotonicClock.now() + 300_000_000, seconds: 0.3, cutoff: nil)
+        }
+        #expect(error?.timedOut == true)
+        #expect(error?.message.contains("did not answer within 0.3 s (the resolver, looking up the host name \"db.stalled.test\")") == true,
+                "\(String(describing: error))")
+    }
+
+    @Test("the drain's cutoff ends a lookup the bound would still wait for")
+    func cutoffEndsLookup() throws {
+        let lookup = HostLookup.pendingForTesting(host: "db.stalled.test", port: 5432)
+        let cutoff = PostgresCutoff()
+        cutoff.cut(at: MonotonicClock.now() + 200_000_000)
+        let error = #expect(throws: PostgresError.self) {
+            _ = try PostgresConnection.addresses(of: lookup, deadline: MonotonicClock.now() + 600_000_000_000, seconds: 600, cutoff: cutoff)
+        }
+        #expect(error?.timedOut == true)
+        #expect(error?.message.contains("drain's end") == true, "\(String(describing: error))")
+    }
+
+    @Test("a failed lookup is libpq's own message, not a timeout")
+    func failedLookup() throws {
+        let lookup = HostLookup.pendingForTesting(host: "db.missing.test", port: 5432)
+        lookup.finishForTesting(.failed("Name or service not known"))
+        let error = #expect(throws: PostgresError.self) {
+            _ = try PostgresConnection.addresses(of: lookup, deadline: MonotonicClock.now() + 300_000_000, seconds: 0.3, cutoff: nil)
+        }
+        #expect(error?.timedOut == false)
+        #expect(error?.message == "could not translate host name \"db.missing.test\" to address: Name or service not known")
+    }
+
+    @Test("which conninfos have their host looked up by the relay")
+    func hostToLookUp() {
+        #expect(PostgresConninfo("postgresql://a@db.example:5433/b")?.hostNameToLookUp == "db.example")
+        #expect(PostgresConninfo("host=db.example dbname=b")?.hostNameToLookUp == "db.example")
+        #expect(PostgresConninfo("host=db.example hostaddr=10.0.0.1")?.hostNameToLookUp == nil)
+        #expect(PostgresConninfo("host=/var/run/postgresql")?.hostNameToLookUp == nil)
+        #expect(PostgresConninfo("host=a.example,b.example")?.hostNameToLookUp == nil)
+        #expect(PostgresConninfo("dbname=b")?.hostNameToLookUp == nil)
+        #expect(PostgresConninfo("not a conninfo ===") == nil)
+    }
+
+    @Test("a URL that names the server as localhost connects through the relay's lookup, its options intact")
+    func connectsByName() throws {
+        let database = try TestDatabase()
+        defer { database.drop() }
+        var components = try #require(URLComponents(string: database.conninfo))
+        components.host = "localhost"
+        components.queryItems = (components.queryItems ?? []) + [URLQueryItem(name: "application_name", value: "host-lookup-test")]
+        let conninfo = try #require(components.string)
+        #expect(PostgresConninfo(conninfo)?.hostNameToLookUp == "localhost")
+        let connection = try PostgresConnection(conninfo: conninfo, bound: PostgresWaitBound(seconds: 10))
+        let result = try connection.execute("SELECT current_setting('application_name') AS name, current_database() AS database")
+        #expect(result.value(0, "name") == "host-lookup-test")
+        #expect(result.value(0, "database") == components.path.trimmingCharacters(in: ["/"]))
+    }
+}

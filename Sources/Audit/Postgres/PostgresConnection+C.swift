@@ -87,11 +87,20 @@ final class PostgresConnection: @unchecked Sendable {
     /// here, and the shorter of the two applies).
     private static func connect(_ conninfo: String, within bound: PostgresWaitBound) throws(PostgresError) -> OpaquePointer {
         let started = MonotonicClock.now()
-        guard let connection = PQconnectStart(conninfo) else {
-            throw PostgresError(message: "out of memory creating a libpq connection", sqlState: nil)
-        }
         let seconds = connectSeconds(conninfo: conninfo, bound: bound.seconds)
         let deadline = started &+ MonotonicClock.nanoseconds(seconds)
+        // A host name is looked up here, within the bound: libpq's own lookup blocks.
+        let startedConnect: OpaquePointer?
+        if let parsed = PostgresConninfo(conninfo), let host = parsed.hostNameToLookUp {
+            let lookup = HostLookup.start(host: host, port: Int(parsed.value("port") ?? "") ?? 5432)
+            let addresses = try addresses(of: lookup, deadline: deadline, seconds: seconds, cutoff: bound.cutoff)
+            startedConnect = parsed.startConnect(to: addresses, of: host)
+        } else {
+            startedConnect = PQconnectStart(conninfo)
+        }
+        guard let connection = startedConnect else {
+            throw PostgresError(message: "out of memory creating a libpq connection", sqlState: nil)
+        }
         // As libpq's documentation says: first wait as if the poll asked to write.
         var polled = PGRES_POLLING_WRITING
         while PQstatus(connection) != CONNECTION_BAD {
@@ -109,6 +118,25 @@ final class PostgresConnection: @unchecked Sendable {
         let message = Self.trimmed(PQerrorMessage(connection))
         PQfinish(connection)
         throw PostgresError(message: message, sqlState: nil)
+    }
+
+    /// The addresses `lookup` finds, waited for until `deadline`
+    /// or the cutoff; a resolver that does not answer by then is a timeout,
+    /// as a Postgres that does not.
+    static func addresses(of lookup: HostLookup, deadline: UInt64, seconds: Double, cutoff: PostgresCutoff?) throws(PostgresError) -> [HostLookup.Address] {
+        let host = lookup.host
+        while true {
+            switch lookup.outcome {
+            case .addresses(let addresses)?:
+                return addresses
+            case .failed(let message)?:
+                throw PostgresError(message: "could not translate host name \"\(host)\" to address: \(message)", sqlState: nil)
+            case nil:
+                guard waitForSocket(lookup.readyDescriptor, writing: false, reading: true, deadline: deadline, cutoff: cutoff) else {
+                    throw timedOut("the resolver, looking up the host name \"\(host)\"", seconds: seconds, cutoff: cutoff)
+                }
+            }
+        }
     }
 
     /// Seconds a bounded connect may take: `bound`, or the conninfo's own
