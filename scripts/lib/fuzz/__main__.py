@@ -24,7 +24,11 @@ mock APNs writing every request it receives to a log):
                when Postgres is cut; every key repeated during the outage and
                after the lease (send_deadline_seconds + 30 s) with Postgres back:
                APNs received each key's send once, repeats get the first answer
-               or 409/503"""
+               or 409/503
+  resolver     serve in a mount namespace whose DNS server stops answering (the
+               APNs origins and Postgres by name): sends answered within their
+               deadline, /healthz within 2 s, the drain within its bound with
+               exit 0; after a restart every answered send has one audit row"""
 
 import argparse
 import os
@@ -34,12 +38,12 @@ import time
 
 from types import SimpleNamespace
 
-from . import audit, auth, edges, flood, framing, fulldisk, largefield, mutation, outage, schema, verdicts
+from . import audit, auth, edges, flood, framing, fulldisk, largefield, mutation, outage, resolver, schema, verdicts
 from .campaign import Campaign
 from .relay import Relay
 
-COMPONENTS = ["schemathesis", "mutation", "edges", "framing", "auth", "fulldisk", "flood", "largefield", "idempotency"]
-FAULT_COMPONENTS = {"fulldisk", "flood", "largefield", "idempotency"}
+COMPONENTS = ["schemathesis", "mutation", "edges", "framing", "auth", "fulldisk", "flood", "largefield", "idempotency", "resolver"]
+FAULT_COMPONENTS = {"fulldisk", "flood", "largefield", "idempotency", "resolver"}
 
 
 def arguments():
@@ -105,6 +109,8 @@ def main():
                 largefield.run(context, args.large_cases)
             elif component == "idempotency":
                 outage.run(context, args.idempotency_keys)
+            elif component == "resolver":
+                resolver.run(context)
             elif component == "schemathesis":
                 problem = schema.available()
                 if problem:

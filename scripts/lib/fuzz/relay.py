@@ -45,6 +45,8 @@ class Options:
     large_app: bool = False  # a third app with a 64-byte name, for the backend key
     ingress: dict = field(default_factory=dict)  # more ingress settings (connection limits, timeouts)
     logging_level: str = "warning"
+    apns_host: str = "127.0.0.1"  # the APNs origins' host: a name the relay looks up (the mock's certificate names localhost)
+    mock_goaway_after: int = None  # `mock-apns --goaway-after`: the relay connects again every N streams
 
 
 def psql(url, sql):
@@ -101,6 +103,8 @@ class Relay:
         mock_args = ["--delay-ms", str(self.options.mock_delay_ms)] if self.options.mock_delay_ms else []
         if self.options.request_log:
             mock_args += ["--request-log", str(self.request_log_path)]
+        if self.options.mock_goaway_after:
+            mock_args += ["--goaway-after", str(self.options.mock_goaway_after)]
         self.mock = start_mock(
             self.binary,
             ["--bundle-id", BUNDLE, "--bundle-id", OTHER_BUNDLE, "--bundle-id", LARGE_BUNDLE, "--unregistered-prefix", "dead",
@@ -191,7 +195,7 @@ class Relay:
             f"instance: {self.instance}\n"
             f"ingress:\n{ingress_text}"
             "metrics:\n  listen: 127.0.0.1:0\n"
-            f"apns:\n  origins:\n    development: 127.0.0.1:{mock_port}\n    production: 127.0.0.1:{mock_port}\n"
+            f"apns:\n  origins:\n    development: {options.apns_host}:{mock_port}\n    production: {options.apns_host}:{mock_port}\n"
             f"  ca_file: {certificate}\n  send_deadline_seconds: {options.send_deadline_seconds}\n"
             "retry:\n  base_delay_ms: 5\n  max_delay_ms: 50\n"
             f"apps:\n{apps}"
