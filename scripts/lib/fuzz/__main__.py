@@ -127,11 +127,22 @@ def main():
                 auth.run(campaign)
             print(f"fuzz: {component} done in {time.monotonic() - began:.1f} s ({tally.cases[component]} cases)", flush=True)
     finally:
+        # Every send the relay finished (sent, failed or refused before APNs)
+        # is counted once in apns_relay_sends_total and has one row: read
+        # before the drain, compared once the rows are in (one process only:
+        # a restart starts the counters again).
+        sends_counted = relay.metric_sum("apns_relay_sends_total") if relay.alive() and relay.starts == 1 else None
         exit_status = relay.stop()
     if exit_status not in (0, None):
         tally.violation("relay", "unclean exit after SIGTERM", "drain", f"exit status {exit_status}; log: {relay.log_tail(3)}")
 
     figures = audit.check(relay.database_url, relay.instance, tally.answered) if relay.database_url else None
+    if relay.database_url and sends_counted is not None:
+        rows = relay.rows_of_instance()
+        print(f"fuzz: sum(apns_relay_sends_total) {sends_counted:.0f} before the drain, {rows} audit rows of the instance after it", flush=True)
+        if rows != sends_counted:
+            tally.violation("relay", "counters disagree with rows", "apns_relay_sends_total against apns_audit",
+                            f"sum(apns_relay_sends_total) = {sends_counted:.0f} before the drain, {rows} audit rows of the instance after it")
     report(tally, figures, args.show, time.monotonic() - started)
     write_violations(relay.directory / "violations.txt", tally, figures)
     failed = bool(tally.violations or tally.crashes or (figures and (figures.missing or figures.duplicates)))

@@ -233,6 +233,21 @@ class Relay:
         fatal = [line for line in text if "Fatal error" in line or "runtime failure" in line or "Crash" in line]
         return fatal[-1] if fatal else "\n".join(text[-lines:])
 
+    def metric_sum(self, name):
+        """The sum of every series of `name` on serve's /metrics (None when it does not answer)."""
+        result = wire.request(self.metrics_port, "GET", "/metrics", timeout=10)
+        if not result.first or result.first.status != 200:
+            return None
+        total = 0.0
+        for line in result.first.body.decode("utf-8", "replace").splitlines():
+            if line.startswith(name) and line[len(name):len(name) + 1] in (" ", "{"):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def rows_of_instance(self):
+        """Every audit row this relay instance wrote, answered or not."""
+        return int(psql(self.database_url, f"SELECT count(*) FROM apns_audit WHERE relay_instance = '{self.instance}'").strip() or 0)
+
     def healthz(self):
         result = wire.request(self.port, "GET", "/healthz", timeout=10)
         return result.first.status if result.first else None

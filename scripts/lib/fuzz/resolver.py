@@ -193,6 +193,11 @@ def run(context):
         silent = [(status, seconds) for phase, status, _, seconds in answers if phase == "silent"]
         if len(silent) != len(threads):
             tally.violation(COMPONENT, "send not answered", case, f"{len(silent)} of {len(threads)} sends answered while the resolver was silent")
+        # Every finished send counted once: the counter agrees with the answers (checked against the rows below).
+        counted = relay.metric_sum("apns_relay_sends_total")
+        if counted != len(answered):
+            tally.violation(COMPONENT, "counters disagree with answers", case,
+                            f"sum(apns_relay_sends_total) = {counted} for {len(answered)} sends answered with an apns-id")
         # SIGTERM while the resolver is still silent: the drain ends within its bound.
         started = time.monotonic()
         status = relay.kill(15, timeout=DRAIN_TIMEOUT_SECONDS + 60)
@@ -210,6 +215,9 @@ def run(context):
             lambda: (lambda counts: counts if all(counts.get(i, 0) >= 1 for i in answered) else None)(
                 traffic.rows_by_apns_id(relay.database_url, relay.instance)), 60, interval=0.3) \
             or traffic.rows_by_apns_id(relay.database_url, relay.instance)
+        if sum(rows.values()) != len(answered):
+            tally.violation(COMPONENT, "rows disagree with answers", case,
+                            f"{sum(rows.values())} audit rows of the instance for {len(answered)} sends answered with an apns-id")
         missing = [i for i in answered if rows.get(i, 0) == 0]
         duplicates = [i for i in answered if rows.get(i, 0) > 1]
         for identifier in missing[:5]:
