@@ -1,8 +1,11 @@
+import Audit
+import Glibc
 import Logging
 @testable import RelayServer
 import ServiceLifecycle
 import Synchronization
 import Testing
+import TestSupport
 
 /// The relay's parts as `RelayServer` starts them and runs them in one
 /// group, with stand-in parts that record what they did: the start in
@@ -132,5 +135,52 @@ struct RelayPartTests {
         }
         #expect(journal.all == ["ingress listener stopping", "ingress listener stopped", "audit writer stopping"])
         release.withLock { $0?.resume() }
+    }
+
+    /// A loopback socket that listens and never accepts: the kernel completes
+    /// the handshakes, so the proxy in front of it has its server connection.
+    static func listeningSocket() throws -> (descriptor: Int32, port: Int) {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && listen(descriptor, 16) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
+        }
+        try #require(descriptor >= 0 && bound, "a listening loopback socket (errno \(errno))")
+        return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    @Test("the idempotency purge waiting on a silent Postgres ends at the shutdown, not at the statement's bound", .timeLimit(.minutes(1)))
+    func purgeEndsAtShutdown() async throws {
+        // Takes the connection and answers nothing: the round's connect
+        // waits for its 600 s bound, far past ServiceGroup's 2 s for a
+        // cancelled part (which ends the process with a crash) and this
+        // test's limit.
+        let server = try Self.listeningSocket()
+        defer { close(server.descriptor) }
+        let proxy = try FreezingTCPProxy(targetPort: server.port, frozen: true)
+        defer { proxy.stop() }
+        let store = PostgresIdempotencyStore(
+            conninfo: "postgresql://relay@127.0.0.1:\(proxy.port)/relay", windowSeconds: 60, leaseSeconds: 60,
+            bound: PostgresWaitBound(seconds: 600))
+        let purge = IdempotencyPurge(store: store, interval: 0.01, logger: Self.logger)
+        let group = RelayServer.group([purge], signals: false, drainTimeout: 600, logger: Self.logger)
+        let ended = Mutex(false)
+        let running = Task {
+            try await group.run()
+            ended.withLock { $0 = true }
+        }
+        #expect(await eventually { proxy.bytesHeld > 0 }, "the purge's round reached Postgres")
+        await group.triggerGracefulShutdown()
+        // The verdict waits on the group's end; a purge that waits for its
+        // statement fails here (the proxy's stop then ends the statement).
+        #expect(await eventually(30) { ended.withLock { $0 } }, "the purge ended at the shutdown")
+        #expect(proxy.bytesHeld > 0, "the statement was still held when the purge ended")
+        proxy.stop()
+        try await running.value
     }
 }

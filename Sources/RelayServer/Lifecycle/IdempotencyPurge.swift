@@ -18,13 +18,20 @@ struct IdempotencyPurge: RelayPart {
 
     /// Rounds until the graceful shutdown. Bounded: statements of at most
     /// 1000 rows, at most 100 per round, so no statement holds the table long.
+    ///
+    /// A statement in flight is not waited for once the shutdown (or the
+    /// drain's bound) cancels the round: it may wait on a silent Postgres up
+    /// to `audit.postgres_timeout_ms`, and `ServiceGroup` gives a cancelled
+    /// part 2 s before it ends the process with a crash. It finishes, or
+    /// times out, on the store's queue.
     func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
                 do {
                     for _ in 0..<100 where !Task.isCancelled {
-                        guard try await store.purgeExpired(limit: 1000) == 1000 else { break }
+                        let store = store
+                        guard try await valueUnlessCancelled({ try await store.purgeExpired(limit: 1000) }) == 1000 else { break }
                     }
                 } catch {
                     logger.warning("expired idempotency keys could not be purged", metadata: ["error": "\(error)"])

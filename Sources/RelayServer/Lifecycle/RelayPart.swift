@@ -76,6 +76,20 @@ func finishesUnlessCancelled(_ work: @escaping @Sendable () async -> Void) async
     return false
 }
 
+/// `work`'s value, or nil once the calling task is cancelled, whichever comes
+/// first. As with ``finishesUnlessCancelled(_:)`` the work itself goes on in
+/// the background when abandoned: for a wait that is bounded, but longer
+/// than the group's cancellation margin allows (a Postgres statement).
+func valueUnlessCancelled<Value: Sendable>(_ work: @escaping @Sendable () async throws -> Value) async throws -> Value? {
+    let (stream, continuation) = AsyncStream<Result<Value, any Error>>.makeStream()
+    Task {
+        do { continuation.yield(.success(try await work())) } catch { continuation.yield(.failure(error)) }
+        continuation.finish()
+    }
+    for await result in stream { return try result.get() }
+    return nil
+}
+
 /// A part of the relay failed, ended on its own, or did not stop within
 /// the drain's bound; `serve` exits 1 after logging it.
 public struct RelayPartFailure: Error, Sendable, CustomStringConvertible {
