@@ -24,21 +24,18 @@ public final class HostLookup: @unchecked Sendable {
         /// The `sockaddr` bytes (`ai_addr`, `ai_addrlen` long).
         public let bytes: [UInt8]
 
-        /// The address as text (`inet_ntop`): what libpq's `hostaddr` takes.
+        /// The address as text (`getnameinfo` with `NI_NUMERICHOST`: no
+        /// lookup; an IPv6 scope stays, `fe80::1%eth0`): what libpq's
+        /// `hostaddr` takes.
         public var numericHost: String {
-            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-            return bytes.withUnsafeBytes { raw -> String in
-                let found: UnsafePointer<CChar>?
-                if family == AF_INET6 {
-                    var address = raw.loadUnaligned(as: sockaddr_in6.self).sin6_addr
-                    found = inet_ntop(AF_INET6, &address, &text, socklen_t(text.count))
-                } else {
-                    var address = raw.loadUnaligned(as: sockaddr_in.self).sin_addr
-                    found = inet_ntop(AF_INET, &address, &text, socklen_t(text.count))
-                }
-                guard found != nil else { return "" }
-                return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            let status = bytes.withUnsafeBytes { raw in
+                getnameinfo(
+                    raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count), &text, socklen_t(text.count),
+                    nil, 0, NI_NUMERICHOST)
             }
+            guard status == 0 else { return "" }
+            return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
     }
 
