@@ -121,16 +121,22 @@ public final class HostLookup: @unchecked Sendable {
             return (lookup, true)
         }
         guard isNew else { return lookup }
-        detach {
+        let started = detach {
             let outcome = resolve(host: host, port: port, flags: 0)
             _ = running.withLock { $0.removeValue(forKey: key) }
             lookup.finish(outcome)
         }
+        if let problem = started {
+            // Out of threads (or memory): this connect fails, the process goes on.
+            _ = running.withLock { $0.removeValue(forKey: key) }
+            lookup.finish(.failed("no thread for the lookup (\(problem))"))
+        }
         return lookup
     }
 
-    /// Runs `body` on a detached thread of its own (no Foundation here).
-    private static func detach(_ body: @escaping @Sendable () -> Void) {
+    /// Runs `body` on a detached thread of its own (no Foundation here); nil,
+    /// or why no thread could be started (`body` then never runs).
+    private static func detach(_ body: @escaping @Sendable () -> Void) -> String? {
         final class Box { let body: @Sendable () -> Void; init(_ body: @escaping @Sendable () -> Void) { self.body = body } }
         let box = Unmanaged.passRetained(Box(body)).toOpaque()
         var attributes = pthread_attr_t()
@@ -143,7 +149,9 @@ public final class HostLookup: @unchecked Sendable {
             box.body()
             return nil
         }, box)
-        precondition(status == 0, "pthread_create failed (\(status))")
+        guard status != 0 else { return nil }
+        Unmanaged<AnyObject>.fromOpaque(box).release()
+        return "pthread_create failed with error \(status)"
     }
 
     /// A lookup that a test ends by hand (``finishForTesting(_:)``), to
