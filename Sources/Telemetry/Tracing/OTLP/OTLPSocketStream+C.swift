@@ -15,13 +15,17 @@ public final class OTLPSocketStream: OTLPStream {
 
     deinit { close() }
 
-    /// Resolves `host` and connects to the first address that answers before `deadline`.
-    public static func connect(host: String, port: UInt16, deadline: OTLPDeadline) -> Result<OTLPSocketStream, OTLPExportFailure> {
+    /// Resolves `host` and connects to the first address that answers before
+    /// `deadline`. `lookUp` starts the lookup (a test plays a silent resolver with it).
+    public static func connect(
+        host: String, port: UInt16, deadline: OTLPDeadline,
+        lookUp: (_ host: String, _ port: Int) -> HostLookup = { HostLookup.start(host: $0, port: $1) }
+    ) -> Result<OTLPSocketStream, OTLPExportFailure> {
         // Looked up on a thread of its own (``HostLookup``): getaddrinfo has
         // no deadline, and a resolver that does not answer held the drain's
         // last export past its bound. A numeric host (the usual collector
         // sidecar) resolves here at once, without a query.
-        let lookup = HostLookup.start(host: host, port: Int(port))
+        let lookup = lookUp(host, Int(port))
         let addresses: [HostLookup.Address]
         while true {
             // In slices: the drain may bring the deadline forward meanwhile.
