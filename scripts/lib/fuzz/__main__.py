@@ -41,6 +41,7 @@ from types import SimpleNamespace
 from . import audit, auth, edges, flood, framing, fulldisk, largefield, mutation, outage, resolver, schema, verdicts
 from .campaign import Campaign
 from .relay import Relay
+from .traffic import wait_until as time_bounded
 
 COMPONENTS = ["schemathesis", "mutation", "edges", "framing", "auth", "fulldisk", "flood", "largefield", "idempotency", "resolver"]
 FAULT_COMPONENTS = {"fulldisk", "flood", "largefield", "idempotency", "resolver"}
@@ -132,6 +133,13 @@ def main():
         # before the drain, compared once the rows are in (one process only:
         # a restart starts the counters again).
         sends_counted = relay.metric_sum("apns_relay_sends_total") if relay.alive() and relay.starts == 1 else None
+        # With Postgres up, the writer writes every row (none spooled): its
+        # counter of written rows reaches the sends' while serve still runs.
+        written = None
+        if sends_counted is not None and relay.database_url:
+            written_now = lambda: relay.metric_sum("apns_relay_audit_rows_total", where='result="written"')
+            time_bounded(lambda: written_now() == sends_counted, 30)
+            written = written_now()
         exit_status = relay.stop()
     if exit_status not in (0, None):
         tally.violation("relay", "unclean exit after SIGTERM", "drain", f"exit status {exit_status}; log: {relay.log_tail(3)}")
@@ -139,7 +147,11 @@ def main():
     figures = audit.check(relay.database_url, relay.instance, tally.answered) if relay.database_url else None
     if relay.database_url and sends_counted is not None:
         rows = relay.rows_of_instance()
-        print(f"fuzz: sum(apns_relay_sends_total) {sends_counted:.0f} before the drain, {rows} audit rows of the instance after it", flush=True)
+        print(f"fuzz: sum(apns_relay_sends_total) {sends_counted:.0f} and apns_relay_audit_rows_total{{result=\"written\"}} {'none' if written is None else f'{written:.0f}'} "
+              f"before the drain, {rows} audit rows of the instance after it", flush=True)
+        if written != sends_counted:
+            tally.violation("relay", "counters disagree with rows", "apns_relay_audit_rows_total{result=\"written\"} against apns_relay_sends_total",
+                            f"{written} rows counted written for {sends_counted:.0f} sends counted, 30 s after the campaign's last answer")
         if rows != sends_counted:
             tally.violation("relay", "counters disagree with rows", "apns_relay_sends_total against apns_audit",
                             f"sum(apns_relay_sends_total) = {sends_counted:.0f} before the drain, {rows} audit rows of the instance after it")

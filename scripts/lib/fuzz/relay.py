@@ -233,14 +233,15 @@ class Relay:
         fatal = [line for line in text if "Fatal error" in line or "runtime failure" in line or "Crash" in line]
         return fatal[-1] if fatal else "\n".join(text[-lines:])
 
-    def metric_sum(self, name):
-        """The sum of every series of `name` on serve's /metrics (None when it does not answer)."""
+    def metric_sum(self, name, where=""):
+        """The sum of every series of `name` (whose line contains `where`) on
+        serve's /metrics (None when it does not answer)."""
         result = wire.request(self.metrics_port, "GET", "/metrics", timeout=10)
         if not result.first or result.first.status != 200:
             return None
         total = 0.0
         for line in result.first.body.decode("utf-8", "replace").splitlines():
-            if line.startswith(name) and line[len(name):len(name) + 1] in (" ", "{"):
+            if line.startswith(name) and line[len(name):len(name) + 1] in (" ", "{") and where in line:
                 total += float(line.rsplit(" ", 1)[1])
         return total
 
