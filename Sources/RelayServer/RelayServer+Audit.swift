@@ -42,9 +42,8 @@ extension RelayServer {
     }
 
     /// Seconds a journal record may wait for its `fdatasync` before the
-    /// relay leaves rotation: hundreds of sync intervals, so a slow sync on a
-    /// busy disk never trips it. The alert APNsRelayAuditJournalSyncStalled uses the same 5 s.
-    static let journalStallLimit = 5.0
+    /// relay leaves rotation (``AuditWriter/journalStallLimit``).
+    static let journalStallLimit = AuditWriter.journalStallLimit
 
     static func auditSnapshot(_ statistics: AuditStatistics) -> AuditSnapshot {
         var snapshot = AuditSnapshot(

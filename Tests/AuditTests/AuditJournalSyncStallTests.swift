@@ -73,4 +73,38 @@ struct AuditJournalSyncStallTests {
         await writer.shutdown()
         #expect(writer.statistics.spooled == 20)
     }
+
+    @Test("journal_sync always, the group's sync held: past the stall limit new sends are refused at once, nothing journaled; the waiting send is released with the sync")
+    func alwaysRefusesBehindStalledSync() async throws {
+        let disk = StalledDisk()
+        var configuration = AuditWriter.Configuration(conninfo: "", spoolDirectory: temporaryDirectory(), relayInstance: "stalled-disk-always")
+        configuration.spoolOnly = true
+        configuration.journalSync = .always
+        configuration.journalStallLimit = 0.2
+        configuration.journalSyncWillStart = { disk.willSync() }
+        let writer = try AuditWriter.started(configuration: configuration, logger: quietLogger())
+        let events = (0..<4).map { EventFactory.event($0) }
+        #expect(await writer.sendStarting(events[0].send, startedAt: events[0].startedAt), "a healthy disk takes the send")
+        await writer.sendFinishedDurably(events[0])
+
+        disk.stall()
+        let waiting = Task { await writer.sendStarting(events[1].send, startedAt: events[1].startedAt) }
+        #expect(await eventually { disk.waiting == 1 }, "the journal thread waits in the group's sync")
+        // The limit passes on the monotonic clock; the verdict is the writer's own reading of it.
+        #expect(await eventually { writer.syncStalled(now: MonotonicClock.now()) })
+        let syncsBefore = writer.statistics.journalSyncs
+        #expect(await writer.sendStarting(events[2].send, startedAt: events[2].startedAt) == false, "refused at once, not queued behind the sync")
+        #expect(await writer.sendsStarting([SendIntent(send: events[3].send, startedAt: events[3].startedAt)]) == false, "a batch's sends too")
+        #expect(writer.journal.pendingCount == 0, "nothing of the refused sends was handed over")
+
+        disk.release()
+        #expect(await waiting.value, "the send waiting in the held group is durable once the sync returns")
+        await writer.sendFinishedDurably(events[1])
+        #expect(writer.syncStalled(now: MonotonicClock.now()) == false)
+        #expect(await writer.sendStarting(events[3].send, startedAt: events[3].startedAt), "taken again once the sync returned")
+        await writer.sendFinishedDurably(events[3])
+        #expect(writer.statistics.journalSyncs > syncsBefore)
+        await writer.shutdown()
+        #expect(writer.statistics.spooled == 3, "events 0, 1 and 3 have rows; the refused send none")
+    }
 }

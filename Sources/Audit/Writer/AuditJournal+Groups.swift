@@ -49,7 +49,10 @@ extension AuditJournal {
         var segment: Int?
         var failure: (any Error)?
         // The group's sends wait on this write and sync: until it returns they count as unsynced.
-        if !bytes.isEmpty { shared.withState { $0.counters.journalSyncingSince = MonotonicClock.now() } }
+        if !bytes.isEmpty {
+            shared.withState { $0.counters.journalSyncingSince = MonotonicClock.now() }
+            configuration.journalSyncWillStart?()
+        }
         do {
             // A group of barriers only has nothing to write (and must not start a segment).
             if !bytes.isEmpty { segment = try files.append(encoded: bytes) }

@@ -1,5 +1,6 @@
 import Foundation
 public import Relay
+import RelayBasics
 
 extension AuditWriter {
     /// Journals the intents of several sends about to start together (a
@@ -10,6 +11,7 @@ extension AuditWriter {
     /// False when they could not be made durable (see ``sendStarting(_:startedAt:)``).
     public func sendsStarting(_ sends: [SendIntent]) async -> Bool {
         guard configuration.journalSync == .interval else {
+            if syncStalled(now: MonotonicClock.now()) { return false }
             return await handOver(sends.lazy.map { .intent($0.send, startedAt: $0.startedAt) })
         }
         return journal.appendTogether(sends.count, intents: true) { index, bytes in

@@ -37,9 +37,13 @@ extension AuditWriter {
         /// `.interval`: how long an idle journal thread waits before it
         /// looks again (and trims settled segments); tests shorten it.
         var journalIdleWake = 1.0
-        /// `.interval`: called on the journal thread just before each
-        /// `fdatasync`; a test blocks it to play a disk whose sync hangs.
+        /// Called on the journal thread just before each write and
+        /// `fdatasync` (`.interval`: of the stage; `.always`: of a group); a
+        /// test blocks it to play a disk whose sync hangs.
         var journalSyncWillStart: (@Sendable () -> Void)?
+        /// `.always`: seconds a group's sync may take before new sends are
+        /// refused (``AuditWriter/journalStallLimit``); tests shorten it.
+        var journalStallLimit = AuditWriter.journalStallLimit
         /// The row's columns (tests describe a later layout with it).
         var rowLayout = AuditRowLayout.standard
 

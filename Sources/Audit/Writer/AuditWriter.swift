@@ -138,9 +138,28 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// nothing written, while the journal cannot take records (a write or
     /// sync failed and no probe has succeeded since) or rows of answered
     /// sends wait in memory only; false too when this write fails.
+    ///
+    /// `.always`: also false at once while a group's write and sync has not
+    /// returned for ``journalStallLimit`` seconds (a stalled device, a hung
+    /// network volume): a send handed over then would wait behind it with no
+    /// bound. Sends already waiting stay until it returns.
     public func sendStarting(_ send: SendDescriptor, startedAt: UInt64) async -> Bool {
         if configuration.journalSync == .interval { return journal.appendIntent(send, startedAt: startedAt) }
+        if syncStalled(now: MonotonicClock.now()) { return false }
         return await handOver(CollectionOfOne(.intent(send, startedAt: startedAt)))
+    }
+
+    /// Seconds a journal record may wait for its `fdatasync` before the sync
+    /// counts as stalled: hundreds of sync intervals, so a slow sync on a busy
+    /// disk never trips it. `/readyz` fails past it; with `.always` new sends
+    /// are refused; the alert APNsRelayAuditJournalSyncStalled uses the same 5 s.
+    public static let journalStallLimit = 5.0
+
+    /// `.always`: the journal thread's current write and sync began more than
+    /// ``journalStallLimit`` seconds before `now`.
+    func syncStalled(now: UInt64) -> Bool {
+        guard let since = shared.withState({ $0.counters.journalSyncingSince }) else { return false }
+        return now > since &+ MonotonicClock.nanoseconds(configuration.journalStallLimit)
     }
 
     /// Journals that the send's attempt `attempt` (2, 3, …) is about to
