@@ -31,7 +31,7 @@ copies its mask to the stack (libdispatch's signal thread passes one in
 read-only memory, which valgrind writes to, and crashes).
 
     scripts/lib/callgrind_send.py --binary .build/release/apns-relay --database-url URL \
-        [--configuration defaults|otlp|audit-quiet|quiet] [--route v1-send|h2c] [--sends 3000] [--output FILE]
+        [--configuration defaults|otlp|audit-quiet|quiet] [--route v1-send|h2c] [--sends 3000] [--output FILE] [--cache-sim]
 """
 import argparse, os, re, shutil, stat, subprocess, sys, tempfile, time
 
@@ -91,6 +91,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--output", help="keep callgrind's dump here (default: deleted)")
+    parser.add_argument("--cache-sim", action="store_true",
+                        help="also simulate the caches (valgrind --cache-sim=yes; the host's L1 and LL sizes): prints the "
+                             "instruction-cache and data-cache misses per send beside the instructions")
     args = parser.parse_args()
     if not shutil.which("valgrind"): sys.exit("valgrind is not installed (Debian: valgrind)")
     options = CONFIGURATIONS[args.configuration]
@@ -107,7 +110,8 @@ def main():
     # Only `serve` runs under valgrind: the mock and the load generator are the same binary.
     wrapper = os.path.join(work, "apns-relay")
     with open(wrapper, "w") as f:
-        f.write(f'#!/bin/sh\nif [ "$1" = serve ]; then LD_PRELOAD={shim} exec valgrind --tool=callgrind --instr-atstart=no '
+        cache = "--cache-sim=yes " if args.cache_sim else ""
+        f.write(f'#!/bin/sh\nif [ "$1" = serve ]; then LD_PRELOAD={shim} exec valgrind --tool=callgrind --instr-atstart=no {cache}'
                 f'--callgrind-out-file={dump} -q "{stripped}" "$@"; fi\nexec "{binary}" "$@"\n')
     os.chmod(wrapper, os.stat(wrapper).st_mode | stat.S_IEXEC)
 
@@ -155,8 +159,18 @@ def main():
     dumps = [os.path.join(work, p) for p in dumps if os.path.getsize(os.path.join(work, p)) > 0]
     # The explicit dump is the one with the measured sends (the last, at exit, holds nothing since collection went off).
     measured = max(dumps, key=os.path.getsize)
-    out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", measured],
+    # Instructions only (with --cache-sim the dump holds more events, each a column).
+    out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", "--show=Ir", measured],
                          check=True, capture_output=True, text=True).stdout
+    if args.cache_sim:
+        misses = subprocess.run(["callgrind_annotate", "--show=I1mr,D1mr,D1mw,DLmw", measured], check=True, capture_output=True, text=True).stdout
+        found = re.search(r"^\s*([\d,]+) \([\d. ]+%\)\s+([\d,]+) \([\d. ]+%\)\s+([\d,]+) \([\d. ]+%\)\s+([\d,]+) \([\d. ]+%\)\s+PROGRAM TOTALS",
+                          misses, re.M)
+        if found:
+            for label, text in zip(("instruction-cache (L1) misses", "data-cache (L1) read misses", "data-cache (L1) write misses",
+                                    "last-level cache write misses"), found.groups()):
+                figure(f"{label} per send ({args.configuration}, {args.route})", int(text.replace(",", "")) / max(sends, 1), "misses",
+                       "valgrind's cache simulation, not the hardware's counters")
     totals = re.search(r"^([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", out, re.M) or re.search(r"^([\d,]+)\s+PROGRAM TOTALS", out, re.M)
     total = int(totals.group(1).replace(",", ""))
     figure(f"relay instructions per send ({args.configuration}, {args.route})", total / max(sends, 1), "Ir", f"{sends:.0f} sends counted by the relay")
