@@ -51,6 +51,8 @@ let package = Package(
             name: "CZlib",
             linkerSettings: [.linkedLibrary("z")]
         ),
+        // Before main: a closed standard descriptor reopened on /dev/null.
+        .target(name: "CProcess"),
 
         // MARK: zlib behind one fence (CRC-32, gzip, version), for Audit and HTTPServer
 
@@ -156,7 +158,7 @@ let package = Package(
             name: "apns-relay",
             dependencies: [
                 "APNs", "Surfaces", "RelayJSON", "HTTP2", "Relay", "MockAPNs", "Telemetry", "Audit", "Ingress", "RelayServer",
-                "RelayBasics",
+                "RelayBasics", "CProcess",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),

@@ -25,9 +25,16 @@ final class RelayProcess: Sendable {
     /// - Parameter standardError: a file to write the child's standard error (its JSON logs) to.
     /// - Parameter standardErrorPipe: standard error into a pipe whose read end is ``standardErrorReader``
     ///   (a log collector the test plays, or stalls).
-    init(arguments: [String], environment: [String: String] = [:], standardError: String? = nil, standardErrorPipe: Bool = false) throws {
+    /// - Parameter closing: standard descriptors (1, 2) closed before `serve` starts, as `2>&-` in a shell does.
+    init(
+        arguments: [String], environment: [String: String] = [:], standardError: String? = nil, standardErrorPipe: Bool = false,
+        closing: [Int32] = []
+    ) throws {
+        let command = closing.isEmpty
+            ? [Self.binary] + arguments
+            : ["/bin/sh", "-c", "exec \"$0\" \"$@\"" + closing.map { " \($0)>&-" }.joined(), Self.binary] + arguments
         child = try ChildProcess(
-            [Self.binary] + arguments, environment: environment, standardOutput: .pipe,
+            command, environment: environment, standardOutput: .pipe,
             standardError: standardErrorPipe ? .pipe : standardError.map { .file($0) } ?? .discard)
         ChildProcess.collectLines(of: child.standardOutput!) { [collected] line in collected.lines.withLock { $0.append(line) } }
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CProcess
 import Foundation
 import Logging
 import RelayServer
@@ -87,6 +88,13 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         if benchmarkWithoutAudit { logger.warning("--benchmark-without-audit: sends are not audited (a benchmark reference only)") }
+        // Said once, where it can be read: standard output's lines went nowhere.
+        let reopened = apns_relay_standard_descriptors_reopened()
+        if reopened & 0b110 != 0 {
+            logger.warning(
+                "standard output or standard error was closed when serve started; it was reopened on /dev/null",
+                metadata: ["stdout_closed": "\(reopened & 0b010 != 0)", "stderr_closed": "\(reopened & 0b100 != 0)"])
+        }
         // Plain lines on stdout for people and scripts waiting for the ports:
         // a stable interface, documented in docs/operations.md ("What `serve`
         // writes") and held to it by ServeProcessTests.banners.
