@@ -82,7 +82,7 @@ extension SendRun {
     func refuseUndurable() -> SendFailure {
         let finishedAt = UnixTime.nowNanoseconds()
         let failure = SendFailure(
-            cause: .auditUnavailable("the audit journal cannot be made durable (its disk is full, read-only, failing, or not finishing its syncs): nothing was sent"),
+            cause: .auditUnavailable("the audit journal cannot be written (its disk is full, read-only, failing, or not finishing its syncs): nothing was sent"),
             apnsID: request.apnsID, attempts: 0, latencyMilliseconds: elapsedSeconds * 1000, trapHits: [],
             timestamp: Int64(finishedAt / 1_000_000))
         spanAttributes?.set("error.type", failure.errorType)
