@@ -87,11 +87,13 @@ final class PostgresConnection: @unchecked Sendable {
     /// here, and the shorter of the two applies).
     private static func connect(_ conninfo: String, within bound: PostgresWaitBound) throws(PostgresError) -> OpaquePointer {
         let started = MonotonicClock.now()
-        let seconds = connectSeconds(conninfo: conninfo, bound: bound.seconds)
+        // Parsed once: for connect_timeout and for the host to look up.
+        let parsed = PostgresConninfo(conninfo)
+        let seconds = connectSeconds(parsed, bound: bound.seconds)
         let deadline = started &+ MonotonicClock.nanoseconds(seconds)
         // A host name is looked up here, within the bound: libpq's own lookup blocks.
         let startedConnect: OpaquePointer?
-        if let parsed = PostgresConninfo(conninfo), let host = parsed.hostNameToLookUp {
+        if let parsed, let host = parsed.hostNameToLookUp {
             let lookup = HostLookup.start(host: host, port: Int(parsed.value("port") ?? "") ?? 5432)
             let addresses = try addresses(of: lookup, deadline: deadline, seconds: seconds, cutoff: bound.cutoff)
             startedConnect = parsed.startConnect(to: addresses, of: host)
@@ -143,17 +145,13 @@ final class PostgresConnection: @unchecked Sendable {
     /// `connect_timeout` when that is shorter (as libpq reads it: whole
     /// seconds, at least 2; 0 or none is no limit).
     static func connectSeconds(conninfo: String, bound: Double) -> Double {
-        guard let options = PQconninfoParse(conninfo, nil) else { return bound }
-        defer { PQconninfoFree(options) }
-        var option = options
-        while let keyword = option.pointee.keyword {
-            if strcmp(keyword, "connect_timeout") == 0 {
-                guard let value = option.pointee.val, let seconds = Int(String(cString: value)), seconds > 0 else { return bound }
-                return min(bound, Double(max(seconds, 2)))
-            }
-            option += 1
-        }
-        return bound
+        connectSeconds(PostgresConninfo(conninfo), bound: bound)
+    }
+
+    /// ``connectSeconds(conninfo:bound:)`` of a conninfo already parsed (nil: libpq refused it).
+    static func connectSeconds(_ parsed: PostgresConninfo?, bound: Double) -> Double {
+        guard let value = parsed?.value("connect_timeout"), let seconds = Int(value), seconds > 0 else { return bound }
+        return min(bound, Double(max(seconds, 2)))
     }
 
     private static func timedOut(_ what: String, seconds: Double, cutoff: PostgresCutoff?) -> PostgresError {
