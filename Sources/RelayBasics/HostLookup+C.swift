@@ -54,7 +54,6 @@ public final class HostLookup: @unchecked Sendable {
     public let readyDescriptor: Int32
     private let writeDescriptor: Int32
     private let state = Mutex<Outcome?>(nil)
-    private let condition = MonotonicCondition()
 
     private init(host: String, port: Int) {
         self.host = host
@@ -77,28 +76,35 @@ public final class HostLookup: @unchecked Sendable {
     /// The lookup's outcome, nil while it runs.
     public var outcome: Outcome? { state.withLock { $0 } }
 
+    /// The outcome, waited for with `wait`: given ``readyDescriptor``, it
+    /// waits on it as its caller waits on its own descriptors (a setup poll,
+    /// a poll with a cutoff) and returns false once the caller's deadline has
+    /// passed. Nil when the lookup had not ended by then.
+    public func outcome<Failure: Error>(waitingWith wait: (Int32) throws(Failure) -> Bool) throws(Failure) -> Outcome? {
+        while outcome == nil {
+            guard try wait(readyDescriptor) else { return outcome }
+        }
+        return outcome
+    }
+
     /// Waits until the lookup ends or ``MonotonicClock/now()`` reaches
     /// `deadline`; nil at the deadline.
     public func wait(until deadline: UInt64) -> Outcome? {
-        condition.lock()
-        defer { condition.unlock() }
-        while true {
-            if let outcome { return outcome }
-            guard MonotonicClock.now() < deadline else { return nil }
-            condition.wait(until: deadline)
+        outcome { descriptor in
+            let now = MonotonicClock.now()
+            guard now < deadline else { return false }
+            var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            _ = poll(&entry, 1, Int32(min((deadline - now) / 1_000_000 + 1, UInt64(Int32.max))))
+            return true
         }
     }
 
-    /// Ends the lookup with `outcome` and wakes every waiter.
+    /// Ends the lookup with `outcome`: the outcome first, then the pipe, so
+    /// whoever sees the descriptor readable sees the outcome.
     private func finish(_ outcome: Outcome) {
-        condition.lock()
-        // The outcome first and the pipe before the waiters wake: whoever
-        // sees either end sees the outcome.
         state.withLock { $0 = outcome }
         var one: UInt8 = 1
         _ = Glibc.write(writeDescriptor, &one, 1)
-        condition.broadcast()
-        condition.unlock()
     }
 
     /// Lookups of names running now, by name and port: a later start joins one.

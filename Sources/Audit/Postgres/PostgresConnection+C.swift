@@ -127,17 +127,13 @@ final class PostgresConnection: @unchecked Sendable {
     /// as a Postgres that does not.
     static func addresses(of lookup: HostLookup, deadline: UInt64, seconds: Double, cutoff: PostgresCutoff?) throws(PostgresError) -> [HostLookup.Address] {
         let host = lookup.host
-        while true {
-            switch lookup.outcome {
-            case .addresses(let addresses)?:
-                return addresses
-            case .failed(let message)?:
-                throw PostgresError(message: "could not translate host name \"\(host)\" to address: \(message)", sqlState: nil)
-            case nil:
-                guard waitForSocket(lookup.readyDescriptor, writing: false, reading: true, deadline: deadline, cutoff: cutoff) else {
-                    throw timedOut("the resolver, looking up the host name \"\(host)\"", seconds: seconds, cutoff: cutoff)
-                }
-            }
+        switch lookup.outcome(waitingWith: { waitForSocket($0, writing: false, reading: true, deadline: deadline, cutoff: cutoff) }) {
+        case .addresses(let addresses)?:
+            return addresses
+        case .failed(let message)?:
+            throw PostgresError(message: "could not translate host name \"\(host)\" to address: \(message)", sqlState: nil)
+        case nil:
+            throw timedOut("the resolver, looking up the host name \"\(host)\"", seconds: seconds, cutoff: cutoff)
         }
     }
 

@@ -41,19 +41,17 @@ extension ConnectionCore {
     /// (resolv.conf's `timeout × attempts` for each server).
     private func lookUpHost(until deadline: UInt64) throws(HTTP2Error) -> [HostLookup.Address] {
         let lookup = configuration.lookUp(configuration.host, configuration.port)
-        while true {
-            switch lookup.outcome {
-            case .addresses(let addresses)?:
-                return addresses
-            case .failed(let message)?:
-                throw HTTP2Error(.connectFailed, "cannot resolve \(configuration.host): \(message)")
-            case nil:
-                guard try waitDuringSetup(on: lookup.readyDescriptor, writing: false, until: deadline) else {
-                    throw HTTP2Error(
-                        .connectFailed,
-                        "cannot resolve \(configuration.host): the resolver did not answer within \(configuration.connectTimeout) s")
-                }
-            }
+        let outcome = try lookup.outcome { descriptor throws(HTTP2Error) in
+            try waitDuringSetup(on: descriptor, writing: false, until: deadline)
+        }
+        switch outcome {
+        case .addresses(let addresses)?:
+            return addresses
+        case .failed(let message)?:
+            throw HTTP2Error(.connectFailed, "cannot resolve \(configuration.host): \(message)")
+        case nil:
+            throw HTTP2Error(
+                .connectFailed, "cannot resolve \(configuration.host): the resolver did not answer within \(configuration.connectTimeout) s")
         }
     }
 

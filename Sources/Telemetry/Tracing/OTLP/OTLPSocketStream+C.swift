@@ -26,20 +26,15 @@ public final class OTLPSocketStream: OTLPStream {
         // last export past its bound. A numeric host (the usual collector
         // sidecar) resolves here at once, without a query.
         let lookup = lookUp(host, Int(port))
+        // In the streams' slices: the drain may bring the deadline forward meanwhile.
         let addresses: [HostLookup.Address]
-        while true {
-            // In slices: the drain may bring the deadline forward meanwhile.
-            let outcome = lookup.outcome ?? lookup.wait(until: min(deadline.nanoseconds, MonotonicClock.now() + OTLPDeadline.slice))
-            if case .addresses(let found)? = outcome {
-                addresses = found
-                break
-            }
-            if case .failed(let message)? = outcome {
-                return .failure(OTLPExportFailure("cannot resolve \(host): \(message)", retryable: true))
-            }
-            if deadline.hasPassed {
-                return .failure(OTLPExportFailure("cannot resolve \(host): the resolver did not answer before the export's deadline", retryable: true))
-            }
+        switch lookup.outcome(waitingWith: { wait($0, events: Int16(POLLIN), deadline: deadline) }) {
+        case .addresses(let found)?:
+            addresses = found
+        case .failed(let message)?:
+            return .failure(OTLPExportFailure("cannot resolve \(host): \(message)", retryable: true))
+        case nil:
+            return .failure(OTLPExportFailure("cannot resolve \(host): the resolver did not answer before the export's deadline", retryable: true))
         }
         var lastError = "no address"
         for address in addresses {
