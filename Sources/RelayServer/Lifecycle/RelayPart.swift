@@ -65,15 +65,8 @@ extension RelayPart {
 /// whichever comes first; true when it ended. The work itself cannot be
 /// cancelled: when abandoned it goes on in the background while the process exits.
 func finishesUnlessCancelled(_ work: @escaping @Sendable () async -> Void) async -> Bool {
-    let (stream, continuation) = AsyncStream<Void>.makeStream()
-    Task {
-        await work()
-        continuation.yield()
-        continuation.finish()
-    }
-    // An AsyncStream's iteration ends (nil) when the waiting task is cancelled.
-    for await _ in stream { return true }
-    return false
+    // Cannot throw: the work does not.
+    (try? await valueUnlessCancelled { await work() }) != nil
 }
 
 /// `work`'s value, or nil once the calling task is cancelled, whichever comes
