@@ -41,7 +41,7 @@ from types import SimpleNamespace
 from . import audit, auth, edges, flood, framing, fulldisk, largefield, mutation, outage, resolver, schema, verdicts
 from .campaign import Campaign
 from .relay import Relay
-from .traffic import wait_until as time_bounded
+from .traffic import wait_until
 
 COMPONENTS = ["schemathesis", "mutation", "edges", "framing", "auth", "fulldisk", "flood", "largefield", "idempotency", "resolver"]
 FAULT_COMPONENTS = {"fulldisk", "flood", "largefield", "idempotency", "resolver"}
@@ -138,7 +138,7 @@ def main():
         written = None
         if sends_counted is not None and relay.database_url:
             written_now = lambda: relay.metric_sum("apns_relay_audit_rows_total", where='result="written"')
-            time_bounded(lambda: written_now() == sends_counted, 30)
+            wait_until(lambda: written_now() == sends_counted, 30)
             written = written_now()
         exit_status = relay.stop()
     if exit_status not in (0, None):
