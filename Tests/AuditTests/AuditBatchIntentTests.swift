@@ -20,7 +20,7 @@ struct AuditBatchIntentTests {
         #expect(writer.statistics.journalCommits == before + 1, "one write for the whole group: \(writer.statistics)")
         // In the journal (the page cache) before the call returned, one intent record per send, in order.
         let records = try AuditSpool.journalRecords(in: directory)
-        #expect(records.map(\.kind) == Array(repeating: .intent, count: count))
+        #expect(records.map(\.kind) == Array(repeating: .sendIntent, count: count))
         let keys = records.map(\.journalKeyText)
         #expect(keys == events.map { AuditJournalKey(apnsID: $0.send.apnsID.value, startedAt: $0.startedAt).text })
         for event in events { await writer.sendFinishedDurably(event) }

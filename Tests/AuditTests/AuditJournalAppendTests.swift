@@ -27,19 +27,18 @@ struct AuditJournalAppendTests {
 
         await writer.sendStarting(event.send, startedAt: event.startedAt)
         let afterIntent = try AuditSpool.journalRecords(in: directory)
-        #expect(afterIntent.map(\.kind) == [.intent])
+        #expect(afterIntent.map(\.kind) == [.sendIntent])
         #expect(afterIntent.map(\.journalKeyText) == [key])
-        // The intent holds the `unknown` row recovery would write.
+        // The intent holds the send, from which recovery writes its `unknown` row.
         let unknownRow = AuditRecord(intent: event.send, startedAt: event.startedAt, relayInstance: writer.configuration.relayInstance).copyLine()
-        #expect(afterIntent.first.map { Array($0.line.drop { $0 != 0x09 }.dropFirst()) } == unknownRow)
+        #expect(try afterIntent.first.flatMap { try AuditJournal.row(of: $0, layout: .standard) }?.line == unknownRow)
 
         await writer.sendFinishedDurably(event)
         let afterCompletion = try AuditSpool.journalRecords(in: directory)
-        #expect(afterCompletion.map(\.kind) == [.intent, .completion, .deadToken])
+        #expect(afterCompletion.map(\.kind) == [.sendIntent, .sendCompletion, .deadToken])
         #expect(afterCompletion.prefix(2).map(\.journalKeyText) == [key, key])
-        // The completion's row, its send's columns copied from the intent's
-        // line, is the record's line with its id.
-        let completionRow = Array(afterCompletion[1].line.drop { $0 != 0x09 }.dropFirst())
+        // The completion's record formats as the event's row, with the id it holds.
+        let completionRow = try #require(try AuditJournal.row(of: afterCompletion[1], layout: .standard)).line
         var record = AuditRecord(event: event, relayInstance: writer.configuration.relayInstance)
         record.id = try #require(CopyText.field(0, of: completionRow))
         #expect(completionRow == record.copyLine())

@@ -42,7 +42,7 @@ struct AuditJournalKeyTests {
         await writer.shutdown()
 
         let records = try AuditSpool.journalRecords(in: next)
-        #expect(records.map(\.kind) == Array(repeating: .intent, count: Self.pinned.count))
+        #expect(records.map(\.kind) == Array(repeating: .sendIntent, count: Self.pinned.count))
         #expect(records.map(\.journalKeyText) == Self.pinned.map(\.key))
 
         // The next relay, with a database: it recovers the journal first.

@@ -27,7 +27,7 @@ struct AuditJournalRetryTests {
         // The journal as it stood when the relay died.
         let next = temporaryDirectory()
         try writer.copyJournal(to: next)
-        #expect(try AuditSpool.journalRecords(in: next).map(\.kind) == Array(repeating: .intent, count: 6))
+        #expect(try AuditSpool.journalRecords(in: next).map(\.kind) == Array(repeating: .sendIntent, count: 6))
         // The sends finish after all: their completions settle every record (the superseded intents too).
         for (index, send) in sends.enumerated() {
             await writer.sendFinishedDurably(SendEvent(

@@ -13,7 +13,9 @@ struct AuditWriterStateTests {
     static func key(_ n: Int) -> AuditJournalKey { AuditJournalKey(apnsID: "id-\(n)", startedAt: UInt64(n)) }
     static func intent(_ n: Int) -> Item { Item(key: key(n), intent: true) }
     static func completion(_ n: Int, dead: Bool = false) -> Item {
-        Item(key: key(n), intent: false, audit: Array("row \(n)\n".utf8), dead: dead ? Array("dead \(n)\n".utf8) : nil)
+        Item(
+            key: key(n), intent: false, completion: AuditWriter.PendingCompletion(event: EventFactory.event(n), id: AuditRowID.nextWords()),
+            dead: dead ? Array("dead \(n)\n".utf8) : nil)
     }
     static let format = AuditRowLayout.standard.format
 

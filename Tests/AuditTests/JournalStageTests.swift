@@ -33,7 +33,7 @@ struct JournalStageTests {
         // Where each record is depends on when the journal thread last wrote
         // the stage out; that the stage alone is recovered is the tests below.
         let all = try AuditSpool.journalRecords(in: next)
-        #expect(all.filter { $0.kind == .intent }.count == 40 && all.filter { $0.kind == .completion }.count == 25, "each record once, segment or stage")
+        #expect(all.filter { $0.kind == .sendIntent }.count == 40 && all.filter { $0.kind == .sendCompletion }.count == 25, "each record once, segment or stage")
         await writer.shutdown()
 
         let database = try TestDatabase.migrated()

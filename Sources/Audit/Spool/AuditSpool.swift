@@ -4,7 +4,9 @@ internal import Zlib
 /// Append-only segment files that hold audit rows while Postgres is away.
 ///
 /// Each record is `[length: UInt32 LE][crc32: UInt32 LE][format: UInt8][kind: UInt8][COPY line]`,
-/// length (and the checksum) covering format, kind and line. The format is
+/// length (and the checksum) covering format, kind and line. The journal's
+/// send records (``Kind/sendIntent``, ``Kind/sendCompletion``) hold
+/// `key TAB` and the send's values (``JournalSendCodec``) in place of the line. The format is
 /// the row layout the line was written in (``AuditRowFormat``), so a record
 /// spooled before a migration added a column is still copied with the
 /// columns it holds. Records written before records carried a format are
@@ -34,6 +36,13 @@ final class AuditSpool: @unchecked Sendable {
         case intent = 73  // "I"
         /// Journal only: a finished send; `key TAB` and its row.
         case completion = 67  // "C"
+        /// Journal only: ``intent``'s record as values, not as a line:
+        /// `key TAB` and the send (``JournalSendCodec``). What this build
+        /// writes; the two above are read from older journals.
+        case sendIntent = 105  // "i"
+        /// Journal only: ``completion``'s record as values: `key TAB`, the
+        /// row's id and the finished send (``JournalSendCodec``).
+        case sendCompletion = 99  // "c"
     }
 
     struct Record: Equatable {

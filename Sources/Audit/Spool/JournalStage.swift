@@ -51,8 +51,18 @@ final class JournalStage: @unchecked Sendable {
         self.path = path
         self.size = size
         self.base = base
-        let contents = AuditSpool.parse([UInt8](UnsafeRawBufferPointer(start: base, count: size)))
-        used = size - contents.tornBytes
+        // Only the bytes up to where the records' lengths end are copied and
+        // checked: the rest of a stage is zeros, and copying all of it (1 MiB)
+        // each time the stage is mapped again cost millions of instructions.
+        let raw = UnsafeRawBufferPointer(start: base, count: size)
+        var end = 0
+        while size - end >= 9 {
+            let length = Int(raw.loadUnaligned(fromByteOffset: end, as: UInt32.self).littleEndian)
+            guard length >= 1, length <= size - end - 8 else { break }
+            end += 8 + length
+        }
+        let contents = AuditSpool.parse([UInt8](UnsafeRawBufferPointer(rebasing: raw[..<end])))
+        used = end - contents.tornBytes
     }
 
     deinit { Self.unmap(base, size: size) }

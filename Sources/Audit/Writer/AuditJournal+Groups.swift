@@ -44,8 +44,6 @@ extension AuditJournal {
             if intentsRefused, case .intent = entry { continue }
             if let item = encode(entry, into: &bytes) { items.append(item) }
         }
-        // The intents' lines stay in this buffer, shared, for their completions.
-        for index in items.indices where items[index].fields != nil { items[index].fields!.record = bytes }
         var segment: Int?
         var failure: (any Error)?
         // The group's sends wait on this write and sync: until it returns they count as unsynced.

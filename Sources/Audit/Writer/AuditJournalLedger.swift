@@ -6,9 +6,7 @@ struct AuditJournalLedger {
     /// Rows (and open intents) each journal segment holds that are not yet
     /// in Postgres or the spool.
     var outstanding: [Int: Int] = [:]
-    /// The segment of each intent whose completion has not been journaled,
-    /// and the send's fields of its line (``AuditIntentFields``) that the
-    /// completion's line copies.
+    /// The segment of each intent whose completion has not been journaled.
     var openIntents: [AuditJournalKey: AuditWriter.OpenIntent] = [:]
     /// The segment the journal last appended to.
     var currentSegment: Int?
@@ -28,10 +26,9 @@ struct AuditJournalLedger {
 
     /// An intent journaled in `segment`. A retry's record supersedes the
     /// send's earlier intent: that one's segment no longer needs to hold
-    /// it. A retry's record (built without fields) keeps the first one's.
+    /// it.
     mutating func enterIntent(_ item: AuditWriter.JournalItem, segment: Int) {
-        let fields = item.fields ?? openIntents[item.key]?.fields
-        if let earlier = openIntents.updateValue(AuditWriter.OpenIntent(segment: segment, fields: fields), forKey: item.key) {
+        if let earlier = openIntents.updateValue(AuditWriter.OpenIntent(segment: segment), forKey: item.key) {
             outstanding[earlier.segment, default: 0] -= 1
         }
         outstanding[segment, default: 0] += 1

@@ -7,11 +7,11 @@ extension AuditRowLayout {
     /// the spool or a journal keep their format and are copied without it.
     ///
     /// `intent:` is what the column holds in an intent's `unknown` row
-    /// (``AuditRecord/init(intent:startedAt:relayInstance:)``), which the
-    /// journal writes from the send without building that record;
+    /// (``AuditRecord/init(intent:startedAt:relayInstance:)``), which
+    /// recovery writes from the send without building that record;
     /// `completion:` is what it holds in a finished send's row
-    /// (``AuditRecord/init(event:relayInstance:)``), which the journal writes
-    /// from the ``SendEvent`` the same way.
+    /// (``AuditRecord/init(event:relayInstance:)``), which the writer thread
+    /// writes from the ``SendEvent`` the same way.
     static let standard = AuditRowLayout(columns: [
         AuditColumn("id", intent: .derivedID, completion: .randomID) { $1.text($0.id) },
         AuditColumn("recorded_at", intent: .startedAt, completion: .finishedAt) { $1.timestamp($0.recordedAtNanoseconds) },

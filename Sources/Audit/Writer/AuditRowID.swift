@@ -25,15 +25,26 @@ enum AuditRowID {
     /// Rows numbered so far by this process.
     private static let count = Atomic<UInt64>(0)
 
+    /// An id as its two words: what the journal's completion record holds
+    /// (``JournalSendCodec``), written as text only when its row is.
+    struct Words: Equatable {
+        var high: UInt64
+        var low: UInt64
+
+        /// Appends the id's 36 bytes (no byte of them needs COPY escaping).
+        func append(to bytes: inout [UInt8]) {
+            APNsID.append(high: high, low: low, to: &bytes)
+        }
+    }
+
     /// The words of the next id: `base` with the row's number added above the variant's byte.
-    static func nextWords() -> (high: UInt64, low: UInt64) {
+    static func nextWords() -> Words {
         let number = count.wrappingAdd(1, ordering: .relaxed).oldValue
-        return (base.high, base.low &+ (number &<< 8))
+        return Words(high: base.high, low: base.low &+ (number &<< 8))
     }
 
     /// Appends the next id's 36 bytes (no byte of them needs COPY escaping).
     static func appendNext(to bytes: inout [UInt8]) {
-        let words = nextWords()
-        APNsID.append(high: words.high, low: words.low, to: &bytes)
+        nextWords().append(to: &bytes)
     }
 }

@@ -38,45 +38,33 @@ extension AuditRowLayout {
     /// Appends the COPY line of a finished send's row: the same bytes as
     /// ``appendLine(_:to:)`` of ``AuditRecord/init(event:relayInstance:)``,
     /// written from the event without that record (its thirty fields copied
-    /// and released, its attempt log and id built as strings first), once
-    /// per send on the sending thread.
+    /// and released, its attempt log and id built as strings first), by the
+    /// writer thread as it takes the row (``AuditWriter/Row/formatted(layout:relayInstance:)``),
+    /// and by recovery.
     ///
-    /// `id` is the row's id; nil (what the writer passes) takes the next
-    /// ``AuditRowID`` straight into the line. A test pins it to compare
-    /// with a record's line.
-    ///
-    /// `intent` is the send's intent's fields (``AuditIntentFields``), taken
-    /// from the same send by this layout: its ``copyRuns`` are copied from
-    /// them, already COPY text, instead of written from the send again.
-    func appendCompletionLine(
-        _ event: SendEvent, id: String? = nil, relayInstance: String, intent: AuditIntentFields? = nil, to line: inout [UInt8]
-    ) {
+    /// `id` is the row's id, as the journal's record holds it; nil takes
+    /// the next ``AuditRowID`` straight into the line.
+    func appendCompletionLine(_ event: SendEvent, id: AuditRowID.Words? = nil, relayInstance: String, to line: inout [UInt8]) {
         guard let completionPlan else {
             var record = AuditRecord(event: event, relayInstance: relayInstance)
-            if let id { record.id = id }
+            if let id {
+                var text: [UInt8] = []
+                id.append(to: &text)
+                record.id = String(decoding: text, as: UTF8.self)
+            }
             return appendLine(record, to: &line)
         }
         let send = event.send
         var writer = CopyLineWriter(line: line)
         line = []
-        // Fields of another layout (none of the writer's) are not used.
-        let intent = intent.flatMap { $0.runs == copyRuns.count && $0.isComplete ? $0 : nil }
         // recorded_at and finished_at: one instant, formatted once.
         var finished: Range<Int>?
         completionPlan.withUnsafeBufferPointer { plan in
-            var index = 0
-            var run = 0
-            while index < plan.count {
-                if let intent, run < copyRuns.count, index == copyRuns[run].lowerBound {
-                    intent.withRun(run) { writer.escaped($0) }
-                    index = copyRuns[run].upperBound
-                    run += 1
-                    continue
-                }
-                defer { index += 1 }
+            for index in plan.indices {
                 switch plan[index] {
                 case .randomID:
-                    if let id { writer.text(id) } else { writer.unescaped(writing: { AuditRowID.appendNext(to: &$0) }) }
+                    let id = id ?? AuditRowID.nextWords()
+                    writer.unescaped(writing: { id.append(to: &$0) })
                 case .finishedAt: writer.timestamp(event.finishedAt, sameAs: &finished)
                 case .startedAt: writer.timestamp(event.startedAt)
                 case .send(let field): field.write(send, to: &writer)

@@ -72,83 +72,36 @@ extension AuditRowLayout {
     /// its intent: the same bytes as ``appendLine(_:to:)`` of
     /// ``AuditRecord/init(intent:startedAt:relayInstance:)``, written from
     /// the send without that record (its twenty-odd fields copied and
-    /// released, three timestamps formatted), once per send on the sending thread.
+    /// released, three timestamps formatted). Recovery writes one for each
+    /// intent whose completion never came.
     /// `key` is the journal key's text, which the row's id derives from.
-    func appendIntentLine(_ send: SendDescriptor, startedAt: UInt64, key: [UInt8], relayInstance: String, to line: inout [UInt8]) {
-        appendIntentLine(
-            send, startedAt: startedAt, derivedID: AuditRecord.derivedIDWords(of: key), relayInstance: relayInstance, to: &line)
-    }
-
-    /// ``appendIntentLine(_:startedAt:key:relayInstance:to:)`` with the row
-    /// id's hashes (``AuditRecord/derivedIDWords(of:)``) already taken from
-    /// the key, which the journal writes into the record just before the
-    /// line: no array of its own for the key, the id or the timestamp.
-    func appendIntentLine(
-        _ send: SendDescriptor, startedAt: UInt64, derivedID: (high: UInt64, low: UInt64), relayInstance: String,
-        to line: inout [UInt8]
-    ) {
-        var fields: AuditIntentFields?
-        appendIntentLine(send, startedAt: startedAt, derivedID: derivedID, relayInstance: relayInstance, to: &line, fields: &fields)
-    }
-
-    /// ``appendIntentLine(_:startedAt:derivedID:relayInstance:to:)`` that
-    /// also notes where the line's ``copyRuns`` lie in `line` in `fields`,
-    /// for the completion's line (left nil for a layout without an intent
-    /// plan); the caller sets its ``AuditIntentFields/record`` to `line`
-    /// once it appends nothing more to it.
-    func appendIntentLine(
-        _ send: SendDescriptor, startedAt: UInt64, derivedID: (high: UInt64, low: UInt64), relayInstance: String,
-        to line: inout [UInt8], fields: inout AuditIntentFields?
-    ) {
+    func appendIntentLine(_ send: SendDescriptor, startedAt: UInt64, key: some Collection<UInt8>, relayInstance: String, to line: inout [UInt8]) {
         guard let intentPlan else {
             return appendLine(AuditRecord(intent: send, startedAt: startedAt, relayInstance: relayInstance), to: &line)
         }
+        let derivedID = AuditRecord.derivedIDWords(of: key)
         var writer = CopyLineWriter(line: line)
         line = []
-        // Where each copy run's bytes start and end in the line, noted as
-        // the line is written (a run's first field starts after its
-        // separator; column 0 has none).
-        withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: copyRuns.count) { ranges in
-            var run = 0
-            var runStart = 0
-            var started: Range<Int>?
-            intentPlan.withUnsafeBufferPointer { steps in
-                intentFixedFields.withUnsafeBufferPointer { fixed in
-                    for index in steps.indices {
-                        if run < copyRuns.count {
-                            if index == copyRuns[run].upperBound {
-                                ranges.initializeElement(at: run, to: runStart..<writer.count)
-                                run += 1
-                            } else if index == copyRuns[run].lowerBound {
-                                runStart = writer.count + (index == 0 ? 0 : 1)
-                            }
-                        }
-                        switch steps[index] {
-                        case .fixed(let range): writer.escaped(UnsafeBufferPointer(rebasing: fixed[range]))
-                        case .written: break
-                        case .value(let value):
-                            switch value {
-                            case .derivedID: writer.unescaped { AuditRecord.appendDerivedID(high: derivedID.high, low: derivedID.low, to: &$0) }
-                            // recorded_at, started_at and finished_at: one instant, formatted once.
-                            case .startedAt: writer.timestamp(startedAt, sameAs: &started)
-                            case .send(let field): field.write(send, to: &writer)
-                            case .relayInstance: writer.text(relayInstance)
-                            case .fixed: preconditionFailure("a fixed column is planned as its field")
-                            }
+        var started: Range<Int>?
+        intentPlan.withUnsafeBufferPointer { steps in
+            intentFixedFields.withUnsafeBufferPointer { fixed in
+                for step in steps {
+                    switch step {
+                    case .fixed(let range): writer.escaped(UnsafeBufferPointer(rebasing: fixed[range]))
+                    case .written: break
+                    case .value(let value):
+                        switch value {
+                        case .derivedID: writer.unescaped { AuditRecord.appendDerivedID(high: derivedID.high, low: derivedID.low, to: &$0) }
+                        // recorded_at, started_at and finished_at: one instant, formatted once.
+                        case .startedAt: writer.timestamp(startedAt, sameAs: &started)
+                        case .send(let field): field.write(send, to: &writer)
+                        case .relayInstance: writer.text(relayInstance)
+                        case .fixed: preconditionFailure("a fixed column is planned as its field")
                         }
                     }
                 }
             }
-            // A run that ends with the line's last column.
-            if run < copyRuns.count {
-                ranges.initializeElement(at: run, to: runStart..<writer.count)
-                run += 1
-            }
-            precondition(run == copyRuns.count, "every copy run ends within the line")
-            line = writer.finish()
-            // Where the runs lie; the buffer itself is attached once every
-            // record sharing it is written (``AuditIntentFields/record``).
-            fields = AuditIntentFields(runs: UnsafeBufferPointer(ranges))
         }
+        line = writer.finish()
     }
 }

@@ -22,9 +22,6 @@ final class AuditRowLayout: Sendable {
     /// What each column holds in a finished send's row, when every column
     /// says (``CopyColumn/completion``); nil: built through ``AuditRecord`` instead.
     let completionPlan: [AuditCompletionValue]?
-    /// The columns a completion's line copies from its intent's
-    /// (``AuditIntentFields``), in runs of adjacent columns.
-    let copyRuns: [Range<Int>]
 
     init(columns: [AuditColumn]) {
         precondition(Set(columns.map(\.name)).count == columns.count, "audit column names must be unique")
@@ -46,7 +43,6 @@ final class AuditRowLayout: Sendable {
         intentPlan = intent?.steps
         intentFixedFields = intent?.fixed ?? []
         completionPlan = completion
-        copyRuns = Self.copyRuns(intent: intent?.steps, completion: completion)
     }
 
     /// The column names of lines in `format` (nil for a format newer than this build knows).

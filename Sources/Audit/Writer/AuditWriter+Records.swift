@@ -8,6 +8,7 @@ extension AuditWriter {
         var kind: AuditSpool.Kind
         /// The layout `line` was written in: older than the writer's for rows replayed from the spool.
         var format: AuditRowFormat
+        /// Empty while ``pending`` holds the values it is formatted from.
         var line: [UInt8]
         var journalSegment: Int?
         /// Its completion could not be journaled: until it is written or
@@ -15,12 +16,48 @@ extension AuditWriter {
         /// intent's, held so the send is at least recovered as `unknown`),
         /// and the relay takes no new sends.
         var undurable = false
+        /// A finished send's row as the sending task left it: its values,
+        /// formatted into ``line`` by the writer thread when it takes the
+        /// row (``formatted(layout:relayInstance:)``), not on the pool.
+        var pending: PendingCompletion?
+
+        /// The row with ``line`` formatted from ``pending`` (the same row when there is none).
+        func formatted(layout: AuditRowLayout, relayInstance: String) -> Row {
+            guard let pending else { return self }
+            var row = self
+            var line: [UInt8] = []
+            line.reserveCapacity(640)
+            layout.appendCompletionLine(pending.event, id: pending.id, relayInstance: relayInstance, to: &line)
+            row.line = line
+            row.pending = nil
+            return row
+        }
+
+        /// The row's apns-id, for a log line.
+        func apnsID(layout: AuditRowLayout) -> String {
+            if let pending { return pending.event.send.apnsID.value }
+            return layout.field("apns_id", of: line, in: format) ?? ""
+        }
+    }
+
+    /// A finished send's values, between its journal record and its line:
+    /// a class, so the queue's rows copy one reference, not the event's
+    /// twenty-odd strings.
+    final class PendingCompletion {
+        let event: SendEvent
+        /// The row's id, as its journal record holds it: a row recovered
+        /// from the journal after being written keeps it, and lands once.
+        let id: AuditRowID.Words
+
+        init(event: SendEvent, id: AuditRowID.Words) {
+            self.event = event
+            self.id = id
+        }
     }
 
     /// An intent in the ledger (``openIntents``).
     struct OpenIntent {
         var segment: Int
-        var fields: AuditIntentFields?
     }
 
     /// What the journal thread is asked to make durable (`.always`).
@@ -41,10 +78,9 @@ extension AuditWriter {
     struct JournalItem {
         var key: AuditJournalKey
         var intent: Bool
-        var audit: [UInt8] = []
+        /// A completion's row, formatted by the writer thread.
+        var completion: PendingCompletion?
         var dead: [UInt8]?
-        /// An intent's: the send's fields of its line, for its completion's.
-        var fields: AuditIntentFields?
     }
 
     /// `key TAB`, the prefix of an intent's or a completion's line.

@@ -45,7 +45,7 @@ final class AuditWriterShared: @unchecked Sendable {
     func giveUp(_ rows: some Collection<AuditWriter.Row>, layout: AuditRowLayout, logger: Logger) {
         guard !rows.isEmpty else { return }
         for row in rows where row.kind != .deadToken {
-            let apnsID = layout.field("apns_id", of: row.line, in: row.format) ?? ""
+            let apnsID = row.apnsID(layout: layout)
             logger.critical(
                 "audit row given up: the journal refused it and it could be neither written to Postgres nor spooled",
                 metadata: [

@@ -209,7 +209,7 @@ extension AuditWriterState {
             return
         }
         guard let segment else { return enterUndurable(item, format: format) }
-        queue.append(Row(kind: .audit, format: format, line: item.audit, journalSegment: segment))
+        queue.append(Row(kind: .audit, format: format, line: [], journalSegment: segment, pending: item.completion))
         if let dead = item.dead {
             queue.append(Row(kind: .deadToken, format: format, line: dead, journalSegment: segment))
         }
@@ -223,7 +223,7 @@ extension AuditWriterState {
     private mutating func enterUndurable(_ item: AuditWriter.JournalItem, format: AuditRowFormat) {
         // The intent's hold on its segment passes to the rows.
         let hold = ledger.openIntents.removeValue(forKey: item.key)?.segment
-        var rows = [Row(kind: .audit, format: format, line: item.audit, journalSegment: hold, undurable: true)]
+        var rows = [Row(kind: .audit, format: format, line: [], journalSegment: hold, undurable: true, pending: item.completion)]
         if let dead = item.dead { rows.append(Row(kind: .deadToken, format: format, line: dead, journalSegment: hold, undurable: true)) }
         if let hold { ledger.outstanding[hold, default: 0] += rows.count - 1 }
         counters.undurableRows += rows.count

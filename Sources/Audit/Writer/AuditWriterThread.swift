@@ -79,6 +79,7 @@ final class AuditWriterThread: @unchecked Sendable {
         while true {
             let take = takeBatch()
             var batch = take.batch
+            formatLines(of: &batch)
             if !unsettled.isEmpty {
                 batch = unsettled + batch
                 unsettled = []
@@ -108,6 +109,18 @@ final class AuditWriterThread: @unchecked Sendable {
             if take.exiting { break }
         }
         finish()
+    }
+
+    /// Formats the lines of the finished sends' rows, which the sending
+    /// tasks queued as values (``AuditWriter/Row/pending``): here, a batch
+    /// at a time on this thread, the formatting code stays in the cache from
+    /// one row to the next, and the pool's two threads never run it.
+    private func formatLines(of batch: inout [Row]) {
+        let layout = configuration.rowLayout
+        let relayInstance = configuration.relayInstance
+        for index in batch.indices where batch[index].pending != nil {
+            batch[index] = batch[index].formatted(layout: layout, relayInstance: relayInstance)
+        }
     }
 
     /// Waits as the state says, then takes a batch.

@@ -157,7 +157,7 @@ struct CopyLineWriter {
     }
 
     /// Fields already in COPY text, tabs between them (a run of an
-    /// intent's line, ``AuditIntentFields``), copied as they are.
+    /// intent's fixed fields, ``AuditRowLayout/intentFixedFields``), copied as they are.
     mutating func escaped(_ fields: UnsafeBufferPointer<UInt8>) {
         separate()
         line.append(contentsOf: fields)
