@@ -131,14 +131,9 @@ struct AuditJournalTests {
         // 0..<200 started; 0..<150 of them answered; 250..<300 answered without an intent (refusals).
         let records = Self.journalRecords(intents: Array(events[0..<200]), completions: Array(events[0..<150]) + Array(events[250..<300]))
         let directory = temporaryDirectory()
-        let journal = try AuditSpool(directory: directory, prefix: "journal-", suffix: ".journal")
-        try journal.append(Array(records[0..<120]))
-        journal.sealCurrent()
-        try journal.append(Array(records[120...]))
-        journal.sealCurrent()
-        // The same journal again later: as if the first recovery's spool
-        // append succeeded and the relay died before deleting the journal.
-        let copies = journal.segments().map { ($0, try! Data(contentsOf: $0)) }
+        // The copies: the same journal again later, as if the first recovery's
+        // spool append succeeded and the relay died before deleting the journal.
+        let (journal, copies) = try AuditSpool.leaveJournal(records, splitAt: 120, in: directory)
 
         let first = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "next"), logger: quietLogger())
         await first.shutdown()

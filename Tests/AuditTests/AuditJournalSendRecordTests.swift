@@ -45,12 +45,7 @@ struct AuditJournalSendRecordTests {
         records += events[40..<50].indices.map { Self.completion(events[$0], id: ids[$0]) }
         records += AuditJournalTests.journalRecords(intents: Array(events[50..<60]), completions: Array(events[50..<55]))
         let directory = temporaryDirectory()
-        let journal = try AuditSpool(directory: directory, prefix: "journal-", suffix: ".journal")
-        try journal.append(Array(records[0..<33]))
-        journal.sealCurrent()
-        try journal.append(Array(records[33...]))
-        journal.sealCurrent()
-        let copies = try journal.segments().map { ($0, try Data(contentsOf: $0)) }
+        let copies = try AuditSpool.leaveJournal(records, splitAt: 33, in: directory).copies
 
         let first = try AuditWriter.started(configuration: .init(conninfo: database.conninfo, spoolDirectory: directory, relayInstance: "next"), logger: quietLogger())
         await first.shutdown()

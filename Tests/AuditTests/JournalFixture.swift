@@ -16,6 +16,19 @@ extension AuditSpool {
         let written = try journal.segments().flatMap { try journal.read($0).records }
         return written + staged.filter { !written.contains($0) }
     }
+
+    /// Writes `records` into `directory` as a killed relay's journal, in two
+    /// segments (the first ending before record `split`), and returns each
+    /// segment's bytes: written back after a recovery, they are the journal
+    /// of a relay that died before deleting it.
+    static func leaveJournal(_ records: [AuditSpool.Record], splitAt split: Int, in directory: String) throws -> (journal: AuditSpool, copies: [(URL, Data)]) {
+        let journal = try AuditSpool(directory: directory, prefix: "journal-", suffix: ".journal")
+        try journal.append(Array(records[..<split]))
+        journal.sealCurrent()
+        try journal.append(Array(records[split...]))
+        journal.sealCurrent()
+        return (journal, try journal.segments().map { ($0, try Data(contentsOf: $0)) })
+    }
 }
 
 extension AuditSpool.Record {
