@@ -20,6 +20,31 @@ public enum DecimalDigits {
         }
     }
 
+    /// How many digits ``append(_:to:)-(UInt64,_)`` writes for `value`: for
+    /// a writer that sizes its buffer first (``write(_:count:to:)``).
+    @inlinable
+    public static func count(_ value: UInt64) -> Int {
+        var count = 1
+        var rest = value
+        while rest >= 10 {
+            rest /= 10
+            count += 1
+        }
+        return count
+    }
+
+    /// Writes `value`'s `count` (``count(_:)``) digits at `start`.
+    @inlinable
+    public static func write(_ value: UInt64, count: Int, to start: UnsafeMutablePointer<UInt8>) {
+        var rest = value
+        var index = count
+        repeat {
+            index -= 1
+            start[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+            rest /= 10
+        } while index > 0
+    }
+
     /// `value`'s digits after a `-` when it is negative (`Int.min` too: its
     /// magnitude fits a `UInt64`).
     @inlinable

@@ -26,6 +26,18 @@ struct DecimalDigitsTests {
         }
     }
 
+    @Test("counted first, then written at a pointer: the same digits, exactly as many as counted")
+    func countedDigits() {
+        for value in Self.unsigned {
+            let count = DecimalDigits.count(value)
+            #expect(count == "\(value)".utf8.count)
+            // A byte either side, to see the write stays inside its count.
+            var buffer = [UInt8](repeating: UInt8(ascii: "#"), count: count + 2)
+            buffer.withUnsafeMutableBufferPointer { DecimalDigits.write(value, count: count, to: $0.baseAddress! + 1) }
+            #expect(String(decoding: buffer, as: UTF8.self) == "#\(value)#")
+        }
+    }
+
     @Test("a COPY line's integer field: the same digits, NULL as \\N")
     func copyIntegers() {
         var writer = CopyLineWriter(line: [])

@@ -131,4 +131,41 @@ struct JournalSendCodecTests {
         let endless: [UInt8] = [JournalSendCodec.version] + [UInt8](repeating: 0, count: 16) + [UInt8](repeating: 0x80, count: 40)
         #expect(throws: JournalSendCodec.Unreadable.self) { try JournalSendCodec.readCompletion(endless[...]) }
     }
+
+    /// A record framed the way every other spool record is: its head, then
+    /// `key TAB` and the values, appended piece by piece.
+    static func framed(_ kind: AuditSpool.Kind, key: AuditJournalKey, values: [UInt8]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        let start = AuditSpool.startRecord(kind: kind, format: .current, into: &bytes)
+        key.append(to: &bytes)
+        bytes.append(0x09)
+        bytes.append(contentsOf: values)
+        AuditSpool.finishRecord(startingAt: start, in: &bytes)
+        return bytes
+    }
+
+    @Test("a whole record written into one buffer is the record framed piece by piece, and the spool reads it whole")
+    func wholeRecords() throws {
+        // Starts of every digit count, the key's decimal part.
+        let starts: [UInt64] = [0, 9, 10, 99, 100, Self.startedAt, UInt64.max]
+        var compared = 0
+        for (index, send) in Lines.sends().enumerated() {
+            let startedAt = starts[index % starts.count]
+            let key = AuditJournalKey(apnsID: send.apnsID.value, startedAt: startedAt)
+            let intent = JournalSendCodec.intentRecord(send, startedAt: startedAt, attempts: 2, relayInstance: "relay-a", key: key, format: .current)
+            var values: [UInt8] = []
+            JournalSendCodec.appendIntent(send, startedAt: startedAt, attempts: 2, relayInstance: "relay-a", to: &values)
+            #expect(intent == Self.framed(.sendIntent, key: key, values: values))
+            for event in Lines.events(of: send) {
+                let record = JournalSendCodec.completionRecord(event, id: Lines.rowID, relayInstance: "relay\tb", key: key, format: .current)
+                #expect(record == Self.framed(.sendCompletion, key: key, values: Self.completionBytes(event, relayInstance: "relay\tb")))
+                let contents = AuditSpool.parse(intent + record)
+                #expect(contents.tornBytes == 0)
+                #expect(contents.records.map(\.kind) == [.sendIntent, .sendCompletion])
+                #expect(contents.records.last?.line.starts(with: key.bytes + [0x09]) == true)
+                compared += 1
+            }
+        }
+        #expect(compared > 100)
+    }
 }

@@ -267,13 +267,35 @@ final class AuditSpool: @unchecked Sendable {
     static func startRecord(kind: Kind, format: AuditRowFormat, into bytes: inout [UInt8]) -> Int {
         precondition(format.rawValue > 0 && format.rawValue < formatLimit, "a format byte must not read as a kind")
         let start = bytes.count
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 10) { head in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: recordHeadSize) { head in
             head.initialize(repeating: 0)
             head[8] = format.rawValue
             head[9] = kind.rawValue
             bytes.append(contentsOf: UnsafeBufferPointer(head))
         }
         return start
+    }
+
+    /// Bytes of a record's head: its length and checksum (4 each, little
+    /// endian), its format and its kind.
+    static let recordHeadSize = 10
+
+    /// Frames a record written in place: `record` is the whole record, its
+    /// body (line) already after its first ``recordHeadSize`` bytes; fills
+    /// in the head as ``startRecord(kind:format:into:)`` and
+    /// ``finishRecord(startingAt:in:)`` do. For a writer that sizes the
+    /// record first and writes it into one buffer (``JournalSendCodec``).
+    static func frameRecord(kind: Kind, format: AuditRowFormat, in record: UnsafeMutableBufferPointer<UInt8>) {
+        precondition(format.rawValue > 0 && format.rawValue < formatLimit, "a format byte must not read as a kind")
+        precondition(record.count >= recordHeadSize, "a record is at least its head")
+        record[8] = format.rawValue
+        record[9] = kind.rawValue
+        let length = UInt32(record.count - 8)
+        let checksum = crc(UnsafeBufferPointer(rebasing: record[8...]))
+        for index in 0..<4 {
+            record[index] = UInt8(truncatingIfNeeded: length >> UInt32(index * 8))
+            record[4 + index] = UInt8(truncatingIfNeeded: checksum >> UInt32(index * 8))
+        }
     }
 
     /// Fills in the length and checksum of the record that starts at `start`

@@ -20,11 +20,11 @@ extension AuditJournal {
     /// `attempts` above 1 is a retry's record.
     func encodeIntent(_ send: SendDescriptor, startedAt: UInt64, attempts: Int = 1, into bytes: inout [UInt8]) -> AuditWriter.JournalItem {
         let key = AuditJournalKey(apnsID: send.apnsID.value, startedAt: startedAt)
-        let start = AuditSpool.startRecord(kind: .sendIntent, format: configuration.rowLayout.format, into: &bytes)
-        key.append(to: &bytes)
-        bytes.append(0x09)
-        JournalSendCodec.appendIntent(send, startedAt: startedAt, attempts: attempts, relayInstance: configuration.relayInstance, to: &bytes)
-        AuditSpool.finishRecord(startingAt: start, in: &bytes)
+        Self.add(
+            JournalSendCodec.intentRecord(
+                send, startedAt: startedAt, attempts: attempts, relayInstance: configuration.relayInstance, key: key,
+                format: configuration.rowLayout.format),
+            to: &bytes)
         return AuditWriter.JournalItem(key: key, intent: true)
     }
 
@@ -39,13 +39,18 @@ extension AuditJournal {
         // Asked first: the failable init copied the whole event (a retain of
         // each of its strings) only to find no dead token, on every send.
         let dead = event.deadToken == nil ? nil : DeadTokenRecord(event: event)?.copyLine()
-        let start = AuditSpool.startRecord(kind: .sendCompletion, format: format, into: &bytes)
-        key.append(to: &bytes)
-        bytes.append(0x09)
-        JournalSendCodec.appendCompletion(event, id: id, relayInstance: configuration.relayInstance, to: &bytes)
-        AuditSpool.finishRecord(startingAt: start, in: &bytes)
+        Self.add(
+            JournalSendCodec.completionRecord(event, id: id, relayInstance: configuration.relayInstance, key: key, format: format),
+            to: &bytes)
         if let dead { AuditSpool.encode(AuditSpool.Record(kind: .deadToken, format: format, line: dead), into: &bytes) }
         return AuditWriter.JournalItem(key: key, intent: false, completion: AuditWriter.PendingCompletion(event: event, id: id), dead: dead)
+    }
+
+    /// Adds a whole record to `bytes`: the record becomes the buffer when
+    /// nothing made room in it yet (a single send's append, most of them),
+    /// so the record's bytes are not copied once more on the sending task.
+    private static func add(_ record: [UInt8], to bytes: inout [UInt8]) {
+        if bytes.capacity == 0 { bytes = record } else { bytes.append(contentsOf: record) }
     }
 
     /// `.interval`: encodes a send's intent (`attempts` above 1: a retry's)
@@ -56,7 +61,6 @@ extension AuditJournal {
     @discardableResult
     func appendIntent(_ send: SendDescriptor, startedAt: UInt64, attempts: Int = 1) -> Bool {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(512)
         let item = encodeIntent(send, startedAt: startedAt, attempts: attempts, into: &bytes)
         return append(encoded: bytes, items: CollectionOfOne(item), intents: true)
     }
@@ -64,7 +68,6 @@ extension AuditJournal {
     /// ``appendIntent(_:startedAt:attempts:)`` for a finished send's record.
     func appendCompletion(_ event: SendEvent) {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(640)
         let item = encodeCompletion(event, into: &bytes)
         append(encoded: bytes, items: CollectionOfOne(item), intents: false)
     }

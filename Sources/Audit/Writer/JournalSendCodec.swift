@@ -1,5 +1,6 @@
 import APNs
 import Relay
+import RelayJSON
 
 /// The journal's send records (``AuditSpool/Kind/sendIntent``,
 /// ``AuditSpool/Kind/sendCompletion``): the send's and the event's values
@@ -42,19 +43,56 @@ enum JournalSendCodec {
     /// Appends an intent's values: the send, its start, which attempt is
     /// about to leave (1, or a retry's number), and the relay instance.
     static func appendIntent(_ send: SendDescriptor, startedAt: UInt64, attempts: Int, relayInstance: String, to bytes: inout [UInt8]) {
-        let size = 1 + 8 + 8 + Writer.size(relayInstance) + Writer.size(send)
-        Writer.append(size, to: &bytes) { writer in
-            writer.byte(version)
-            writer.number(startedAt)
-            writer.number(UInt64(bitPattern: Int64(attempts)))
-            writer.string(relayInstance)
-            writer.send(send)
+        Writer.append(intentSize(send, relayInstance: relayInstance), to: &bytes) { writer in
+            writeIntent(send, startedAt: startedAt, attempts: attempts, relayInstance: relayInstance, to: &writer)
         }
     }
 
     /// Appends a finished send's values: the row's id, the relay instance,
     /// the send and every value of the event its row holds.
     static func appendCompletion(_ event: SendEvent, id: AuditRowID.Words, relayInstance: String, to bytes: inout [UInt8]) {
+        Writer.append(completionSize(event, relayInstance: relayInstance), to: &bytes) { writer in
+            writeCompletion(event, id: id, relayInstance: relayInstance, to: &writer)
+        }
+    }
+
+    /// A whole intent record, ready for the journal: the spool's framing
+    /// (``AuditSpool/frameRecord(kind:format:in:)``), `key TAB` and the
+    /// values of ``appendIntent(_:startedAt:attempts:relayInstance:to:)``,
+    /// sized first and written into one buffer of that size, so the sending
+    /// task makes one allocation and no copy of them (issue 26: the values'
+    /// own buffer and its copy into the record were ~900 instructions a record).
+    static func intentRecord(
+        _ send: SendDescriptor, startedAt: UInt64, attempts: Int, relayInstance: String, key: AuditJournalKey, format: AuditRowFormat
+    ) -> [UInt8] {
+        Writer.record(kind: .sendIntent, format: format, key: key, size: intentSize(send, relayInstance: relayInstance)) { writer in
+            writeIntent(send, startedAt: startedAt, attempts: attempts, relayInstance: relayInstance, to: &writer)
+        }
+    }
+
+    /// ``intentRecord(_:startedAt:attempts:relayInstance:key:format:)`` for
+    /// a finished send: the values of ``appendCompletion(_:id:relayInstance:to:)``.
+    static func completionRecord(
+        _ event: SendEvent, id: AuditRowID.Words, relayInstance: String, key: AuditJournalKey, format: AuditRowFormat
+    ) -> [UInt8] {
+        Writer.record(kind: .sendCompletion, format: format, key: key, size: completionSize(event, relayInstance: relayInstance)) { writer in
+            writeCompletion(event, id: id, relayInstance: relayInstance, to: &writer)
+        }
+    }
+
+    private static func intentSize(_ send: SendDescriptor, relayInstance: String) -> Int {
+        1 + 8 + 8 + Writer.size(relayInstance) + Writer.size(send)
+    }
+
+    private static func writeIntent(_ send: SendDescriptor, startedAt: UInt64, attempts: Int, relayInstance: String, to writer: inout Writer) {
+        writer.byte(version)
+        writer.number(startedAt)
+        writer.number(UInt64(bitPattern: Int64(attempts)))
+        writer.string(relayInstance)
+        writer.send(send)
+    }
+
+    private static func completionSize(_ event: SendEvent, relayInstance: String) -> Int {
         var size = 1 + 16 + Writer.size(relayInstance) + Writer.size(event.send)
         size += Writer.size(event.outcome.rawValue) + Writer.size(event.status) + Writer.size(event.reason) + Writer.size(event.errorType) + 8
         size += Writer.lengthSize(event.trapHits.count)
@@ -62,31 +100,33 @@ enum JournalSendCodec {
         size += 8 + 8 + 8 + Writer.size(event.apnsUniqueID) + Writer.size(event.unregisteredAt.map(Int.init)) + 1
         size += Writer.lengthSize(event.attemptLog.count)
         for attempt in event.attemptLog { size += Writer.size(attempt.status) + Writer.size(attempt.reason) + 8 }
-        Writer.append(size, to: &bytes) { writer in
-            writer.byte(version)
-            writer.number(id.high)
-            writer.number(id.low)
-            writer.string(relayInstance)
-            writer.send(event.send)
-            writer.string(event.outcome.rawValue)
-            writer.optional(event.status)
-            writer.string(event.reason)
-            writer.string(event.errorType)
-            writer.number(UInt64(bitPattern: Int64(event.attempts)))
-            writer.length(event.trapHits.count)
-            for trap in event.trapHits { writer.string(trap.rawValue) }
-            writer.number(event.latencySeconds.bitPattern)
-            writer.number(event.startedAt)
-            writer.number(event.finishedAt)
-            writer.string(event.apnsUniqueID)
-            writer.optional(event.unregisteredAt.map(Int.init))
-            writer.byte(event.dropsToken ? 1 : 0)
-            writer.length(event.attemptLog.count)
-            for attempt in event.attemptLog {
-                writer.optional(attempt.status)
-                writer.string(attempt.reason)
-                writer.number(attempt.durationSeconds.bitPattern)
-            }
+        return size
+    }
+
+    private static func writeCompletion(_ event: SendEvent, id: AuditRowID.Words, relayInstance: String, to writer: inout Writer) {
+        writer.byte(version)
+        writer.number(id.high)
+        writer.number(id.low)
+        writer.string(relayInstance)
+        writer.send(event.send)
+        writer.string(event.outcome.rawValue)
+        writer.optional(event.status)
+        writer.string(event.reason)
+        writer.string(event.errorType)
+        writer.number(UInt64(bitPattern: Int64(event.attempts)))
+        writer.length(event.trapHits.count)
+        for trap in event.trapHits { writer.string(trap.rawValue) }
+        writer.number(event.latencySeconds.bitPattern)
+        writer.number(event.startedAt)
+        writer.number(event.finishedAt)
+        writer.string(event.apnsUniqueID)
+        writer.optional(event.unregisteredAt.map(Int.init))
+        writer.byte(event.dropsToken ? 1 : 0)
+        writer.length(event.attemptLog.count)
+        for attempt in event.attemptLog {
+            writer.optional(attempt.status)
+            writer.string(attempt.reason)
+            writer.number(attempt.durationSeconds.bitPattern)
         }
     }
 
@@ -109,6 +149,26 @@ enum JournalSendCodec {
                 count = size
             }
             bytes.append(contentsOf: values)
+        }
+
+        /// A whole record of `kind`: its head, `key TAB`, then `size` bytes
+        /// of values written by `body`, which must write exactly that many.
+        static func record(kind: AuditSpool.Kind, format: AuditRowFormat, key: AuditJournalKey, size: Int, _ body: (inout Writer) -> Void) -> [UInt8] {
+            // The key's text as ``AuditJournalKey/append(to:)`` writes it: `apns-id/started-at`.
+            let digits = DecimalDigits.count(key.startedAt)
+            let total = AuditSpool.recordHeadSize + key.apnsID.utf8.count + 1 + digits + 1 + size
+            return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
+                let base = buffer.baseAddress!
+                var writer = Writer(cursor: base + AuditSpool.recordHeadSize, end: base + total)
+                writer.raw(key.apnsID)
+                writer.byte(UInt8(ascii: "/"))
+                writer.digits(key.startedAt, count: digits)
+                writer.byte(0x09)
+                body(&writer)
+                precondition(writer.cursor == writer.end, "a journal record's size was miscounted")
+                AuditSpool.frameRecord(kind: kind, format: format, in: UnsafeMutableBufferPointer(start: base, count: total))
+                count = total
+            }
         }
 
         static func lengthSize(_ count: Int) -> Int {
@@ -174,8 +234,26 @@ enum JournalSendCodec {
             if lent == nil { bytes(Array(string.utf8)[...]) }
         }
 
+        /// A string's bytes with no length before them (the key's apns-id).
+        mutating func raw(_ string: String) {
+            let lent: Void? = string.utf8.withContiguousStorageIfAvailable { utf8 in
+                copy(utf8)
+            }
+            if lent == nil { copy(Array(string.utf8)[...]) }
+        }
+
+        mutating func digits(_ value: UInt64, count: Int) {
+            precondition(end - cursor >= count, "a journal record's size was miscounted")
+            DecimalDigits.write(value, count: count, to: cursor)
+            cursor += count
+        }
+
         private mutating func bytes(_ utf8: some Collection<UInt8>) {
             length(utf8.count)
+            copy(utf8)
+        }
+
+        private mutating func copy(_ utf8: some Collection<UInt8>) {
             precondition(end - cursor >= utf8.count, "a journal record's size was miscounted")
             let written = UnsafeMutableBufferPointer(start: cursor, count: utf8.count).initialize(fromContentsOf: utf8)
             cursor += written
