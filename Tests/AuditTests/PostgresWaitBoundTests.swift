@@ -150,15 +150,34 @@ struct PostgresWaitBoundTests {
 }
 
 /// libpq looks a host name up with a blocking `getaddrinfo`; the relay looks
-/// it up first (``HostLookup``), within the bound, and hands libpq the addresses.
+/// the names up first (``HostLookup``), within the bound, and hands libpq the addresses.
 @Suite("Postgres host names looked up within the bound", .timeLimit(.minutes(1)))
 struct PostgresHostLookupTests {
+    typealias Server = PostgresConninfo.Server
+
+    /// Waits for `lookups` of `servers` as a connect begun at `started` with `deadline` does.
+    static func resolve(
+        _ servers: [Server], _ lookups: [HostLookup?], started: UInt64 = MonotonicClock.now(), deadline: UInt64, seconds: Double,
+        cutoff: PostgresCutoff? = nil
+    ) throws(PostgresError) -> [PostgresConninfo.Resolved] {
+        try PostgresConnection.resolve(servers, lookups: lookups, started: started, deadline: deadline, seconds: seconds, cutoff: cutoff)
+    }
+
+    /// A lookup of `host` that ends with the addresses of 127.0.0.1.
+    static func found(_ host: String) throws -> HostLookup {
+        guard case .addresses(let addresses)? = HostLookup.start(host: "127.0.0.1", port: 5432).outcome else {
+            throw PostgresError(message: "no numeric lookup", sqlState: nil)
+        }
+        let lookup = HostLookup.pendingForTesting(host: host, port: 5432)
+        lookup.finishForTesting(.addresses(addresses))
+        return lookup
+    }
+
     @Test("a resolver that does not answer ends the lookup at the bound, as a timeout that names it")
     func stalledResolver() throws {
         let lookup = HostLookup.pendingForTesting(host: "db.stalled.test", port: 5432)
         let error = #expect(throws: PostgresError.self) {
-            _ = try PostgresConnection.addresses(
-                of: lookup, deadline: MonotonicClock.now() + 300_000_000, seconds: 0.3, cutoff: nil)
+            _ = try Self.resolve([Server(host: "db.stalled.test")], [lookup], deadline: MonotonicClock.now() + 300_000_000, seconds: 0.3)
         }
         #expect(error?.timedOut == true)
         #expect(error?.message.contains("did not answer within 0.3 s (the resolver, looking up the host name \"db.stalled.test\")") == true,
@@ -171,7 +190,8 @@ struct PostgresHostLookupTests {
         let cutoff = PostgresCutoff()
         cutoff.cut(at: MonotonicClock.now() + 200_000_000)
         let error = #expect(throws: PostgresError.self) {
-            _ = try PostgresConnection.addresses(of: lookup, deadline: MonotonicClock.now() + 600_000_000_000, seconds: 600, cutoff: cutoff)
+            _ = try Self.resolve(
+                [Server(host: "db.stalled.test")], [lookup], deadline: MonotonicClock.now() + 600_000_000_000, seconds: 600, cutoff: cutoff)
         }
         #expect(error?.timedOut == true)
         #expect(error?.message.contains("drain's end") == true, "\(String(describing: error))")
@@ -182,21 +202,80 @@ struct PostgresHostLookupTests {
         let lookup = HostLookup.pendingForTesting(host: "db.missing.test", port: 5432)
         lookup.finishForTesting(.failed("Name or service not known"))
         let error = #expect(throws: PostgresError.self) {
-            _ = try PostgresConnection.addresses(of: lookup, deadline: MonotonicClock.now() + 300_000_000, seconds: 0.3, cutoff: nil)
+            _ = try Self.resolve([Server(host: "db.missing.test")], [lookup], deadline: MonotonicClock.now() + 300_000_000, seconds: 0.3)
         }
         #expect(error?.timedOut == false)
         #expect(error?.message == "could not translate host name \"db.missing.test\" to address: Name or service not known")
     }
 
-    @Test("which conninfos have their host looked up by the relay")
-    func hostToLookUp() {
-        #expect(PostgresConninfo("postgresql://a@db.example:5433/b")?.hostNameToLookUp == "db.example")
-        #expect(PostgresConninfo("host=db.example dbname=b")?.hostNameToLookUp == "db.example")
-        #expect(PostgresConninfo("host=db.example hostaddr=10.0.0.1")?.hostNameToLookUp == nil)
-        #expect(PostgresConninfo("host=/var/run/postgresql")?.hostNameToLookUp == nil)
-        #expect(PostgresConninfo("host=a.example,b.example")?.hostNameToLookUp == nil)
-        #expect(PostgresConninfo("dbname=b")?.hostNameToLookUp == nil)
+    @Test("a list of servers: one whose resolver hangs is left out once another is found, with half the bound left to connect")
+    func stalledServerLeftOut() throws {
+        let servers = [Server(host: "db.stalled.test", port: "5432"), Server(host: "db.found.test", port: "5433")]
+        let stalled = HostLookup.pendingForTesting(host: "db.stalled.test", port: 5432)
+        // Begun 300 s ago with a bound of 600 s: half the bound has passed,
+        // so the stalled lookup gets no more time. Waiting it out to the
+        // deadline would take 300 s, past the suite's limit.
+        let now = MonotonicClock.now()
+        let resolved = try Self.resolve(
+            servers, [stalled, try Self.found("db.found.test")], started: now - 300_000_000_000, deadline: now + 300_000_000_000, seconds: 600)
+        #expect(resolved.map(\.server) == servers)
+        #expect(resolved[0].addresses == nil)
+        #expect(resolved[1].addresses?.map(\.numericHost) == ["127.0.0.1"])
+        let parameters = try #require(PostgresConninfo("host=db.stalled.test,db.found.test port=5432,5433 dbname=audit")?.connectParameters(resolved))
+        #expect(Dictionary(parameters, uniquingKeysWith: { $1 }) == ["dbname": "audit", "host": "db.found.test", "hostaddr": "127.0.0.1", "port": "5433"])
+    }
+
+    @Test("a list of servers none of whose names is answered is a timeout that names them all")
+    func everyServerStalled() throws {
+        let servers = [Server(host: "a.stalled.test"), Server(host: "b.stalled.test")]
+        let lookups = servers.map { HostLookup.pendingForTesting(host: $0.host, port: 5432) }
+        let error = #expect(throws: PostgresError.self) {
+            _ = try Self.resolve(servers, lookups, deadline: MonotonicClock.now() + 300_000_000, seconds: 0.3)
+        }
+        #expect(error?.timedOut == true)
+        #expect(error?.message.contains("the resolver, looking up the host names \"a.stalled.test\", \"b.stalled.test\"") == true,
+                "\(String(describing: error))")
+    }
+
+    @Test("a failed name beside a socket directory: the socket is still tried; failed names alone give each message")
+    func failedBesideSocket() throws {
+        let failed = HostLookup.pendingForTesting(host: "db.missing.test", port: 5432)
+        failed.finishForTesting(.failed("Name or service not known"))
+        let servers = [Server(host: "db.missing.test"), Server(host: "/var/run/postgresql")]
+        let resolved = try Self.resolve(servers, [failed, nil], deadline: MonotonicClock.now() + 300_000_000, seconds: 0.3)
+        let parameters = try #require(PostgresConninfo("host=db.missing.test,/var/run/postgresql")?.connectParameters(resolved))
+        #expect(Dictionary(parameters, uniquingKeysWith: { $1 }) == ["host": "/var/run/postgresql", "hostaddr": ""])
+
+        let other = HostLookup.pendingForTesting(host: "db.gone.test", port: 5432)
+        other.finishForTesting(.failed("Temporary failure in name resolution"))
+        let error = #expect(throws: PostgresError.self) {
+            _ = try Self.resolve(
+                [Server(host: "db.missing.test"), Server(host: "db.gone.test")], [failed, other], deadline: MonotonicClock.now() + 300_000_000,
+                seconds: 0.3)
+        }
+        #expect(error?.timedOut == false)
+        #expect(error?.message == "could not translate host name \"db.missing.test\" to address: Name or service not known; "
+            + "could not translate host name \"db.gone.test\" to address: Temporary failure in name resolution")
+    }
+
+    @Test("which conninfos have their servers looked up by the relay, each with its port")
+    func serversToLookUp() {
+        #expect(PostgresConninfo("postgresql://a@db.example:5433/b")?.serversToLookUp == [Server(host: "db.example", port: "5433")])
+        #expect(PostgresConninfo("host=db.example dbname=b")?.serversToLookUp == [Server(host: "db.example")])
+        #expect(PostgresConninfo("host=db.example hostaddr=10.0.0.1")?.serversToLookUp == nil)
+        #expect(PostgresConninfo("host=/var/run/postgresql")?.serversToLookUp == nil)
+        #expect(PostgresConninfo("dbname=b")?.serversToLookUp == nil)
         #expect(PostgresConninfo("not a conninfo ===") == nil)
+        // Lists: one port for every server, or one each.
+        #expect(PostgresConninfo("host=a.example,b.example")?.serversToLookUp == [Server(host: "a.example"), Server(host: "b.example")])
+        #expect(PostgresConninfo("host=a.example,b.example port=5433")?.serversToLookUp
+            == [Server(host: "a.example", port: "5433"), Server(host: "b.example", port: "5433")])
+        #expect(PostgresConninfo("postgresql://u@a.example:5433,b.example:5434/d")?.serversToLookUp
+            == [Server(host: "a.example", port: "5433"), Server(host: "b.example", port: "5434")])
+        #expect(PostgresConninfo("host=/tmp,b.example port=5432,")?.serversToLookUp
+            == [Server(host: "/tmp", port: "5432"), Server(host: "b.example", port: "")])
+        // A port list libpq refuses: libpq says why.
+        #expect(PostgresConninfo("host=a.example,b.example,c.example port=1,2")?.serversToLookUp == nil)
     }
 
     @Test("a URL that names the server as localhost connects through the relay's lookup, its options intact")
@@ -207,10 +286,46 @@ struct PostgresHostLookupTests {
         components.host = "localhost"
         components.queryItems = (components.queryItems ?? []) + [URLQueryItem(name: "application_name", value: "host-lookup-test")]
         let conninfo = try #require(components.string)
-        #expect(PostgresConninfo(conninfo)?.hostNameToLookUp == "localhost")
+        #expect(PostgresConninfo(conninfo)?.serversToLookUp?.map(\.host) == ["localhost"])
         let connection = try PostgresConnection(conninfo: conninfo, bound: PostgresWaitBound(seconds: 10))
         let result = try connection.execute("SELECT current_setting('application_name') AS name, current_database() AS database")
         #expect(result.value(0, "name") == "host-lookup-test")
         #expect(result.value(0, "database") == components.path.trimmingCharacters(in: ["/"]))
+    }
+
+    @Test("a list of servers connects through the relay's lookups: a server that refuses is passed over for the next, as libpq does")
+    func connectsThroughList() throws {
+        let database = try TestDatabase()
+        defer { database.drop() }
+        let components = try #require(URLComponents(string: database.conninfo))
+        let port = try #require(components.port)
+        // A port nothing listens on: bound on 0, then closed.
+        let closed = try ClosedPort.take()
+        let user = components.user.map { "\($0)@" } ?? ""
+        let conninfo = "postgresql://\(user)127.0.0.1:\(closed),localhost:\(port)\(components.path)?application_name=host-list-test"
+        #expect(PostgresConninfo(conninfo)?.serversToLookUp?.map(\.host) == ["127.0.0.1", "localhost"])
+        let connection = try PostgresConnection(conninfo: conninfo, bound: PostgresWaitBound(seconds: 10))
+        let result = try connection.execute("SELECT current_setting('application_name') AS name, inet_server_port() AS port")
+        #expect(result.value(0, "name") == "host-list-test")
+        #expect(result.value(0, "port") == "\(port)")
+    }
+}
+
+/// A loopback TCP port nothing listens on: bound on port 0 to be given a free one, then closed.
+enum ClosedPort {
+    static func take() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw PostgresError(message: "socket failed", sqlState: nil) }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+        }
+        guard bound else { throw PostgresError(message: "bind failed", sqlState: nil) }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

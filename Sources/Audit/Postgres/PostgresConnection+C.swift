@@ -91,12 +91,13 @@ final class PostgresConnection: @unchecked Sendable {
         let parsed = PostgresConninfo(conninfo)
         let seconds = connectSeconds(parsed, bound: bound.seconds)
         let deadline = started &+ MonotonicClock.nanoseconds(seconds)
-        // A host name is looked up here, within the bound: libpq's own lookup blocks.
+        // Host names are looked up here, within the bound: libpq's own lookup blocks.
         let startedConnect: OpaquePointer?
-        if let parsed, let host = parsed.hostNameToLookUp {
-            let lookup = HostLookup.start(host: host, port: Int(parsed.value("port") ?? "") ?? 5432)
-            let addresses = try addresses(of: lookup, deadline: deadline, seconds: seconds, cutoff: bound.cutoff)
-            startedConnect = parsed.startConnect(to: addresses, of: host)
+        if let parsed, let servers = parsed.serversToLookUp {
+            let lookups = servers.map { $0.looksUp ? HostLookup.start(host: $0.host, port: Int($0.port ?? "") ?? 5432) : nil }
+            let resolved = try resolve(servers, lookups: lookups, started: started, deadline: deadline, seconds: seconds, cutoff: bound.cutoff)
+            // `resolve` returns only with a server left to connect to.
+            startedConnect = parsed.connectParameters(resolved).flatMap(PostgresConninfo.startConnect)
         } else {
             startedConnect = PQconnectStart(conninfo)
         }
@@ -122,19 +123,51 @@ final class PostgresConnection: @unchecked Sendable {
         throw PostgresError(message: message, sqlState: nil)
     }
 
-    /// The addresses `lookup` finds, waited for until `deadline`
-    /// or the cutoff; a resolver that does not answer by then is a timeout,
-    /// as a Postgres that does not.
-    static func addresses(of lookup: HostLookup, deadline: UInt64, seconds: Double, cutoff: PostgresCutoff?) throws(PostgresError) -> [HostLookup.Address] {
-        let host = lookup.host
-        switch lookup.outcome(waitingWith: { waitForSocket($0, writing: false, reading: true, deadline: deadline, cutoff: cutoff) }) {
-        case .addresses(let addresses)?:
-            return addresses
-        case .failed(let message)?:
-            throw PostgresError(message: "could not translate host name \"\(host)\" to address: \(message)", sqlState: nil)
-        case nil:
-            throw timedOut("the resolver, looking up the host name \"\(host)\"", seconds: seconds, cutoff: cutoff)
+    /// Waits for the servers' lookups (`lookups`: one per server, nil for
+    /// a server not looked up), all running at once, until each has ended or
+    /// `deadline` (or the cutoff) has passed; once one has found addresses,
+    /// the others get until half the bound from `started`, so a name whose
+    /// resolver hangs leaves the connect the other half for the servers
+    /// found. A server whose lookup failed or did not answer is left out
+    /// (nil addresses), as libpq leaves out a name it cannot look up. Throws
+    /// when no server is left: a timeout naming the names not answered, else
+    /// libpq's message for each failed lookup.
+    static func resolve(
+        _ servers: [PostgresConninfo.Server], lookups: [HostLookup?], started: UInt64, deadline: UInt64, seconds: Double,
+        cutoff: PostgresCutoff?
+    ) throws(PostgresError) -> [PostgresConninfo.Resolved] {
+        func found(_ lookup: HostLookup?) -> Bool {
+            if case .addresses(let addresses)? = lookup?.outcome { return !addresses.isEmpty }
+            return false
         }
+        let halfway = started &+ (deadline &- started) / 2
+        while true {
+            let running = lookups.compactMap { $0 }.filter { $0.outcome == nil }
+            guard !running.isEmpty else { break }
+            let until = lookups.contains(where: found) ? min(halfway, deadline) : deadline
+            guard waitForAnyReadable(running.map(\.readyDescriptor), deadline: until, cutoff: cutoff) else { break }
+        }
+        var resolved: [PostgresConninfo.Resolved] = []
+        var failures: [String] = []
+        var unanswered: [String] = []
+        for (server, lookup) in zip(servers, lookups) {
+            switch lookup?.outcome {
+            case .addresses(let addresses)? where !addresses.isEmpty:
+                resolved.append(PostgresConninfo.Resolved(server: server, addresses: addresses))
+                continue
+            case .addresses?: failures.append("could not translate host name \"\(server.host)\" to address: no address")
+            case .failed(let message)?: failures.append("could not translate host name \"\(server.host)\" to address: \(message)")
+            case nil where lookup != nil: unanswered.append("\"\(server.host)\"")
+            case nil: break
+            }
+            resolved.append(PostgresConninfo.Resolved(server: server, addresses: nil))
+        }
+        if resolved.contains(where: { !$0.server.looksUp || $0.addresses != nil }) { return resolved }
+        if !unanswered.isEmpty {
+            let names = unanswered.count == 1 ? "the host name \(unanswered[0])" : "the host names \(unanswered.joined(separator: ", "))"
+            throw timedOut("the resolver, looking up \(names)", seconds: seconds, cutoff: cutoff)
+        }
+        throw PostgresError(message: failures.joined(separator: "; "), sqlState: nil)
     }
 
     /// Seconds a bounded connect may take: `bound`, or the conninfo's own
@@ -178,6 +211,27 @@ final class PostgresConnection: @unchecked Sendable {
             let result = poll(&descriptor, 1, milliseconds)
             if result > 0 { return true }
             if result < 0, errno != EINTR { return true }  // the next libpq call reports it
+        }
+    }
+
+    /// Waits until one of `descriptors` can be read; false when `deadline`
+    /// or the cutoff passed first. Slices of 100 ms with a cutoff, as
+    /// ``waitForSocket(_:writing:reading:deadline:cutoff:)``.
+    private static func waitForAnyReadable(_ descriptors: [Int32], deadline: UInt64, cutoff: PostgresCutoff?) -> Bool {
+        var entries = descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        while true {
+            let now = MonotonicClock.now()
+            let end = min(deadline, cutoff?.current ?? .max)
+            guard now < end else { return false }
+            var milliseconds: Int32 = -1
+            if end != .max {
+                var left = (end - now + 999_999) / 1_000_000
+                if cutoff != nil { left = min(left, 100) }
+                milliseconds = Int32(min(left, UInt64(Int32.max)))
+            }
+            let result = poll(&entries, nfds_t(entries.count), milliseconds)
+            if result > 0 { return true }
+            if result < 0, errno != EINTR { return true }  // the caller reads the outcomes
         }
     }
 
