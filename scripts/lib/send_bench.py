@@ -64,6 +64,29 @@ def process_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def thread_seconds(pid):
+    """CPU seconds (user + system) of each thread group of one live process,
+    by thread name (/proc/PID/task/*/comm: Swift's pool threads share one):
+    where a configuration's CPU went, thread by thread."""
+    groups = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/comm") as f: name = f.read().strip()
+            with open(f"/proc/{pid}/task/{task}/stat") as f: fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended meanwhile
+        groups[name] = groups.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return groups
+
+
+def thread_share(name):
+    """The part of the relay a thread name belongs to, for the audit share's breakdown."""
+    if name in ("relay-audit", "relay-journal"): return "audit threads"
+    if "qos" in name: return "Swift's pool"
+    if name.startswith("MHD"): return "ingress thread"
+    return "other threads"
+
+
 class Mock:
     """`apns-relay mock-apns` in a process of its own (launcher.start_mock)."""
 
@@ -202,10 +225,12 @@ class Bench:
             return (process_cpu_seconds(relay.mock.process.pid), cluster.cpu_seconds() if cluster else 0.0,
                     children.ru_utime, children.ru_stime)
         sends_before, cpu_before, others_before = relay.succeeded_sends(), relay.cpu_seconds(), others()
+        threads_before = thread_seconds(relay.process.pid)
         started = time.monotonic()
         result = run()
         elapsed = time.monotonic() - started
         cpu, sends = relay.cpu_seconds() - cpu_before, relay.succeeded_sends() - sends_before
+        threads_after = thread_seconds(relay.process.pid)
         if cluster: time.sleep(0.3)  # the writer's last partial batch (flushed every 50 ms) reaches Postgres
         mock_cpu, postgres_cpu, load_user, load_system = (after - before for after, before in zip(others(), others_before))
         load_cpu = load_user + load_system
@@ -214,6 +239,11 @@ class Bench:
                       mock_us=mock_cpu * per_send, postgres_us=postgres_cpu * per_send, load_us=load_cpu * per_send,
                       load_user_us=load_user * per_send, load_sys_us=load_system * per_send,
                       machine_us=(cpu + mock_cpu + postgres_cpu + load_cpu) * per_send)
+        parts = {}
+        for name, seconds in threads_after.items():
+            part = thread_share(name)
+            parts[part] = parts.get(part, 0.0) + (seconds - threads_before.get(name, 0.0)) * per_send
+        result["parts_us"] = parts
         return result
 
     def postgres_cluster(self, database_url):
@@ -320,6 +350,19 @@ class Bench:
                f"target <= 1.1; median, {spread(otlp_over_defaults)}; spans dropped in the otlp runs: {dropped}")
         figure("audit share of relay CPU per send (audit, quiet - quiet)", statistics.median(audit_share), "us",
                f"target <= 10 us; median, {spread(audit_share)}")
+        # What the share was spent on, round by round: the audit's own
+        # threads, and the threads that do the same work with the audit off
+        # (the ingress thread above all), which run slower beside Postgres on
+        # the same cores; and Postgres' own CPU per send in the audit rounds.
+        part_names = ("audit threads", "Swift's pool", "ingress thread", "other threads")
+        part_shares = {part: [a["parts_us"].get(part, 0.0) - q["parts_us"].get(part, 0.0)
+                              for a, q in zip(results["audit, quiet"], results["quiet"])] for part in part_names}
+        figure("audit share by thread: audit threads, pool, ingress thread, other",
+               " ".join(f"{statistics.median(part_shares[part]):.1f}" for part in part_names), "us",
+               "medians of the rounds' differences, audit, quiet - quiet; rounds: " + "; ".join(
+                   " ".join(f"{part_shares[part][index]:.1f}" for part in part_names) for index in range(len(audit_share))))
+        figure("Postgres CPU per send, audit rounds", median("audit, quiet", "postgres_us"), "us",
+               "median; the audit's database on the same two cores (not the relay's CPU)")
 
     def agree(self):
         """Single sends, audit on: the built-in load generator and wrk against the same relay."""
@@ -967,7 +1010,8 @@ def main():
                     "single sends/s, wrk (audit on, 8 conn)", "relay CPU per send, wrk", "agreement sends/s (built-in / wrk)",
                     "agreement CPU/send (built-in / wrk)", "relay CPU per send, defaults", "relay CPU per send, quiet",
                     "defaults / quiet, relay CPU per send", "otlp / defaults, relay CPU per send",
-                    "audit share of relay CPU per send (audit, quiet - quiet)", "h2ingress relay CPU per send, h2c",
+                    "audit share of relay CPU per send (audit, quiet - quiet)",
+                    "audit share by thread: audit threads, pool, ingress thread, other", "Postgres CPU per send, audit rounds", "h2ingress relay CPU per send, h2c",
                     "h2ingress relay CPU per send, h2 tls", "h2ingress h2c / http1, relay CPU per send", "h2ingress h2c / http1, sends/s"]
         missing = [name for name in expected if name not in names]
         if bad or missing:
