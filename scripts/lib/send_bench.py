@@ -87,6 +87,50 @@ def thread_share(name):
     return "other threads"
 
 
+class PostgresLoad:
+    """Keeps the audit's database as busy as a relay's audit writer keeps it,
+    for a relay with the audit off: the writer's own COPY lines (`apns-relay
+    bench audit --rows-out`) at `rate` rows/s, one COPY every 50 ms (the
+    writer's flush interval), through one psql session. Beside "audit,
+    quiet", the relay then differs from it only by its own audit work, not by
+    the Postgres it shares two cores with."""
+
+    INTERVAL = 0.05
+
+    def __init__(self, database_url, columns, lines, rate):
+        self.columns, self.lines, self.rate = columns, lines, rate
+        self.written = 0
+        self.process = subprocess.Popen(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", database_url], stdin=subprocess.PIPE,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        started = time.monotonic()
+        while not self.stopping.is_set():
+            due = min(len(self.lines), int((time.monotonic() - started) * self.rate))
+            if due > self.written:
+                self.process.stdin.write(f"COPY apns_audit ({self.columns}) FROM STDIN;\n")
+                self.process.stdin.writelines(self.lines[self.written:due])
+                self.process.stdin.write("\\.\n")
+                self.process.stdin.flush()
+                self.written = due
+            self.stopping.wait(self.INTERVAL)
+
+    def stop(self):
+        """Stops feeding, waits for psql to finish what it was given; the rows written."""
+        self.stopping.set()
+        self.thread.join()
+        self.process.stdin.close()
+        error = self.process.stderr.read()
+        if self.process.wait() != 0:
+            sys.exit(f"send_bench: the Postgres load's psql failed: {error.strip()}")
+        if self.written >= len(self.lines):
+            log("  the Postgres load ran out of rows: its rate fell short at the end")
+        return self.written
+
+
 class Mock:
     """`apns-relay mock-apns` in a process of its own (launcher.start_mock)."""
 
@@ -212,14 +256,14 @@ class Bench:
         line = next(l for l in out.splitlines() if l.startswith("load: "))
         return {k: float(v) for k, v in (f.split("=") for f in line[6:].split())}
 
-    def measured(self, relay, run):
+    def measured(self, relay, run, watch_postgres=False):
         """Runs `run()` between two reads of the relay's CPU time and success
         counter. Also reads, per send, the CPU of the other processes on the
         machine that the sends cost: the mock APNs, the Postgres processes of
         the audit database, and the load generators `run()` started and
         waited for (RUSAGE_CHILDREN), so a rate that is CPU-bound shows
         where the two cores went."""
-        cluster = self.postgres_cluster(relay.database_url) if relay.audit else None
+        cluster = self.postgres_cluster(relay.database_url or self.args.database_url) if relay.audit or watch_postgres else None
         def others():
             children = resource.getrusage(resource.RUSAGE_CHILDREN)
             return (process_cpu_seconds(relay.mock.process.pid), cluster.cpu_seconds() if cluster else 0.0,
@@ -308,8 +352,17 @@ class Bench:
             ("otlp", dict(shipped={"tracing": {"exporter": "otlp"}}, audit=True, otlp=True)),
             ("audit, quiet", dict(shipped={"log_level": "error", "tracing": {"exporter": "none"}}, audit=True)),
             ("quiet", dict(shipped={"log_level": "error", "tracing": {"exporter": "none"}}, audit=False)),
+            # Quiet, with Postgres kept as busy as "audit, quiet" kept it.
+            ("quiet, Postgres busy", dict(shipped={"log_level": "error", "tracing": {"exporter": "none"}}, audit=False, postgres_busy=True)),
         ]
         results = {name: [] for name, _ in configurations}
+        # The writer's own lines for the Postgres load, enough for every round.
+        rows_path = os.path.join(self.work, "postgres-load.copy")
+        listed = subprocess.run([self.binary, "bench", "audit", "--rows", str(rounds * (sends + 20000)), "--rows-out", rows_path],
+                                check=True, capture_output=True, text=True).stdout.strip().splitlines()
+        columns = listed[-1]
+        with open(rows_path) as f:
+            load_rows = f.read().splitlines(keepends=True)
         mock = Mock(self.binary, self.work, self.key)
         try:
             for round_ in range(rounds):
@@ -322,7 +375,18 @@ class Bench:
                     try:
                         self.load(relay, 200 if self.smoke else 2000, connections=connections)
                         log_before = relay.log_bytes()
-                        run = self.measured(relay, lambda: self.load(relay, sends, connections=connections))
+                        postgres_load = None
+                        if options.get("postgres_busy"):
+                            # At the rows/s of the latest "audit, quiet" run (earlier in this round, or the last round's).
+                            rate = results["audit, quiet"][-1]["sends_per_s"]
+                            postgres_load = PostgresLoad(self.args.database_url, columns, load_rows, rate)
+                        try:
+                            run = self.measured(relay, lambda: self.load(relay, sends, connections=connections),
+                                                watch_postgres=postgres_load is not None)
+                        finally:
+                            if postgres_load:
+                                written = postgres_load.stop()
+                                load_rows = load_rows[written:]
                         run["log_bytes_per_send"] = (relay.log_bytes() - log_before) / max(run["relay_sends"], 1)
                         run["spans_dropped"] = relay.metric_sum("apns_relay_spans_dropped_total")
                     finally:
@@ -363,6 +427,14 @@ class Bench:
                    " ".join(f"{part_shares[part][index]:.1f}" for part in part_names) for index in range(len(audit_share))))
         figure("Postgres CPU per send, audit rounds", median("audit, quiet", "postgres_us"), "us",
                "median; the audit's database on the same two cores (not the relay's CPU)")
+        # The same share against a relay that shares the cores with an equally
+        # busy Postgres: what the relay's own audit work costs it.
+        own_share = [a["cpu_us"] - b["cpu_us"] for a, b in zip(results["audit, quiet"], results["quiet, Postgres busy"])]
+        figure("audit's own share (audit, quiet - quiet with Postgres as busy)", statistics.median(own_share), "us",
+               f"median, {spread(own_share)}; Postgres fed the writer's lines at the audit runs' rows/s by psql")
+        def cores(run): return run["postgres_us"] * run["sends_per_s"] / 1e6
+        figure("Postgres load, audit rounds / busy rounds", f"{statistics.median(cores(r) for r in results['audit, quiet']):.3f} "
+               f"{statistics.median(cores(r) for r in results['quiet, Postgres busy']):.3f}", "cores", "medians; a core is 1")
 
     def agree(self):
         """Single sends, audit on: the built-in load generator and wrk against the same relay."""
@@ -1011,7 +1083,8 @@ def main():
                     "agreement CPU/send (built-in / wrk)", "relay CPU per send, defaults", "relay CPU per send, quiet",
                     "defaults / quiet, relay CPU per send", "otlp / defaults, relay CPU per send",
                     "audit share of relay CPU per send (audit, quiet - quiet)",
-                    "audit share by thread: audit threads, pool, ingress thread, other", "Postgres CPU per send, audit rounds", "h2ingress relay CPU per send, h2c",
+                    "audit share by thread: audit threads, pool, ingress thread, other", "Postgres CPU per send, audit rounds",
+                    "audit's own share (audit, quiet - quiet with Postgres as busy)", "Postgres load, audit rounds / busy rounds", "h2ingress relay CPU per send, h2c",
                     "h2ingress relay CPU per send, h2 tls", "h2ingress h2c / http1, relay CPU per send", "h2ingress h2c / http1, sends/s"]
         missing = [name for name in expected if name not in names]
         if bad or missing:
