@@ -41,7 +41,10 @@ enum JournalSendCodec {
     // MARK: - Writing
 
     /// Appends an intent's values: the send, its start, which attempt is
-    /// about to leave (1, or a retry's number), and the relay instance.
+    /// about to leave (1, or a retry's number), and the relay instance. The
+    /// values alone, as a record holds them after its `key TAB`: the journal
+    /// writes whole records (``intentRecord(_:startedAt:attempts:relayInstance:key:format:)``);
+    /// the recovery tests build journals of their own shapes from these.
     static func appendIntent(_ send: SendDescriptor, startedAt: UInt64, attempts: Int, relayInstance: String, to bytes: inout [UInt8]) {
         Writer.append(intentSize(send, relayInstance: relayInstance), to: &bytes) { writer in
             writeIntent(send, startedAt: startedAt, attempts: attempts, relayInstance: relayInstance, to: &writer)
@@ -49,7 +52,8 @@ enum JournalSendCodec {
     }
 
     /// Appends a finished send's values: the row's id, the relay instance,
-    /// the send and every value of the event its row holds.
+    /// the send and every value of the event its row holds (the values
+    /// alone, as ``appendIntent(_:startedAt:attempts:relayInstance:to:)``).
     static func appendCompletion(_ event: SendEvent, id: AuditRowID.Words, relayInstance: String, to bytes: inout [UInt8]) {
         Writer.append(completionSize(event, relayInstance: relayInstance), to: &bytes) { writer in
             writeCompletion(event, id: id, relayInstance: relayInstance, to: &writer)

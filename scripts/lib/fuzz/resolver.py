@@ -3,8 +3,11 @@ own (`unshare --mount`, needs root) whose /etc/resolv.conf names a DNS
 server of the campaign's (`options timeout:30 attempts:2`: glibc's
 `getaddrinfo` waits a minute and more for each name) and whose /etc/hosts
 does not name localhost, so the APNs origins (`localhost:PORT`, the mock's
-certificate names it) and Postgres (`localhost:PORT`, through a cuttable
-proxy) are looked up through that server. The mock APNs sends GOAWAY every
+certificate names it) and Postgres are looked up through that server.
+Postgres is named as a list of two servers, as a conninfo with a standby
+names them (`standby.invalid:PORT,localhost:PORT`, both through a cuttable
+proxy): the first is a name the server says does not exist, so the relay
+connects to the second. The mock APNs sends GOAWAY every
 few streams, so the relay connects again and again.
 
 The server answers first: serve starts, migrates and sends. Then it stops
@@ -52,6 +55,7 @@ class Resolver:
         self.answering.set()
         self.queries = 0
         self.dropped = 0
+        self.names = set()  # every name asked, answering or not
         self.stopped = False
         threading.Thread(target=self._serve, daemon=True).start()
 
@@ -62,6 +66,9 @@ class Resolver:
             except OSError:
                 return
             self.queries += 1
+            name = self.question(query)[0]
+            if name is not None:
+                self.names.add(name)
             if not self.answering.is_set():
                 self.dropped += 1
                 continue
@@ -70,12 +77,13 @@ class Resolver:
                 self.socket.sendto(answer, peer)
 
     @staticmethod
-    def answer(query):
+    def question(query):
+        """The query's one question: (name, type, its bytes), or Nones."""
         if len(query) < 12:
-            return None
-        identifier, _, questions = struct.unpack("!HHH", query[:6])
+            return None, None, None
+        _, _, questions = struct.unpack("!HHH", query[:6])
         if questions != 1:
-            return None
+            return None, None, None
         labels, offset = [], 12
         while offset < len(query) and query[offset] != 0:
             length = query[offset]
@@ -83,10 +91,15 @@ class Resolver:
             offset += 1 + length
         offset += 1
         if offset + 4 > len(query):
+            return None, None, None
+        return ".".join(labels), struct.unpack("!H", query[offset:offset + 2])[0], query[12:offset + 4]
+
+    @staticmethod
+    def answer(query):
+        name, qtype, question = Resolver.question(query)
+        if name is None:
             return None
-        qtype = struct.unpack("!H", query[offset:offset + 2])[0]
-        question = query[12:offset + 4]
-        name = ".".join(labels)
+        identifier = struct.unpack("!H", query[:2])[0]
         if name != "localhost":
             return struct.pack("!HHHHHH", identifier, 0x8183, 1, 0, 0, 0) + question  # NXDOMAIN
         if qtype != 1:
@@ -139,7 +152,11 @@ def run(context):
     proxy = CuttableProxy(target.hostname, target.port or 5432).start()
 
     def by_name(url):
-        return proxy.url(url).replace("@127.0.0.1:", "@localhost:").replace("//127.0.0.1:", "//localhost:")
+        # Two servers by name: libpq's list syntax, each name looked up by the relay within its bound.
+        proxied = urllib.parse.urlsplit(proxy.url(url))
+        user = proxied.netloc.rsplit("@", 1)[0] + "@" if "@" in proxied.netloc else ""
+        servers = f"standby.invalid:{proxied.port},localhost:{proxied.port}"
+        return urllib.parse.urlunsplit((proxied.scheme, user + servers, proxied.path, proxied.query, proxied.fragment))
 
     options = Options(serve_database_url=by_name, apns_host="localhost", mock_goaway_after=3,
                       send_deadline_seconds=SEND_DEADLINE_SECONDS, drain_timeout_seconds=DRAIN_TIMEOUT_SECONDS)
@@ -227,10 +244,13 @@ def run(context):
         if resolver.dropped == 0:
             tally.violation(COMPONENT, "the resolver was never asked while silent", case,
                             "nothing was checked: the relay looked no name up while the server was silent")
+        if "standby.invalid" not in resolver.names:
+            tally.violation(COMPONENT, "the server list's first name was never looked up", case,
+                            f"nothing was checked of the list: names asked {sorted(resolver.names)}")
         tally.figure(COMPONENT, f"{case}: answered {len(answered)}; while silent {sum(1 for s, _ in silent if s == 200)} × 200, "
                                 f"{sum(1 for s, _ in silent if s != 200)} other, slowest {max((t for _, t in silent), default=0):.1f} s, "
                                 f"/healthz {health_seconds:.2f} s, drain exit {status} in {drain_seconds:.1f} s, "
-                                f"queries {resolver.queries} ({resolver.dropped} dropped), rows missing {len(missing)} duplicates {len(duplicates)}")
+                                f"queries {resolver.queries} ({resolver.dropped} dropped; names {', '.join(sorted(resolver.names))}), rows missing {len(missing)} duplicates {len(duplicates)}")
     except Exception as error:  # noqa: BLE001 - a harness failure is a loud failure, not a pass
         tally.violation(COMPONENT, "harness error", case, f"{type(error).__name__}: {error}; log: {relay.log_tail(3)}")
     finally:
