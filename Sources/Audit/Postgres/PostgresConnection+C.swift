@@ -193,32 +193,25 @@ final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Waits until `socket` can be written (`writing`) or read (`reading`),
-    /// or it failed; false when `deadline` or the cutoff passed first. With a
-    /// cutoff, waits in slices of 100 ms so one set meanwhile is seen.
+    /// or it failed; false when `deadline` or the cutoff passed first.
     private static func waitForSocket(_ socket: Int32, writing: Bool, reading: Bool, deadline: UInt64, cutoff: PostgresCutoff?) -> Bool {
         guard socket >= 0 else { return true }  // libpq reports the broken connection itself
-        while true {
-            let now = MonotonicClock.now()
-            let end = min(deadline, cutoff?.current ?? .max)
-            guard now < end else { return false }
-            var milliseconds: Int32 = -1
-            if end != .max {
-                var left = (end - now + 999_999) / 1_000_000
-                if cutoff != nil { left = min(left, 100) }
-                milliseconds = Int32(min(left, UInt64(Int32.max)))
-            }
-            var descriptor = pollfd(fd: socket, events: Int16((writing ? POLLOUT : 0) | (reading ? POLLIN : 0)), revents: 0)
-            let result = poll(&descriptor, 1, milliseconds)
-            if result > 0 { return true }
-            if result < 0, errno != EINTR { return true }  // the next libpq call reports it
-        }
+        // A failed poll is true too: the next libpq call reports it.
+        var entries = [pollfd(fd: socket, events: Int16((writing ? POLLOUT : 0) | (reading ? POLLIN : 0)), revents: 0)]
+        return poll(&entries, deadline: deadline, cutoff: cutoff)
     }
 
     /// Waits until one of `descriptors` can be read; false when `deadline`
-    /// or the cutoff passed first. Slices of 100 ms with a cutoff, as
-    /// ``waitForSocket(_:writing:reading:deadline:cutoff:)``.
+    /// or the cutoff passed first (a failed poll is true: the caller reads the outcomes).
     private static func waitForAnyReadable(_ descriptors: [Int32], deadline: UInt64, cutoff: PostgresCutoff?) -> Bool {
         var entries = descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        return poll(&entries, deadline: deadline, cutoff: cutoff)
+    }
+
+    /// `poll(2)` on `entries` until one is ready (true; a failure other than
+    /// EINTR is true too) or `deadline` or the cutoff passed (false). With a
+    /// cutoff, waits in slices of 100 ms so one set meanwhile is seen.
+    private static func poll(_ entries: inout [pollfd], deadline: UInt64, cutoff: PostgresCutoff?) -> Bool {
         while true {
             let now = MonotonicClock.now()
             let end = min(deadline, cutoff?.current ?? .max)
@@ -229,9 +222,9 @@ final class PostgresConnection: @unchecked Sendable {
                 if cutoff != nil { left = min(left, 100) }
                 milliseconds = Int32(min(left, UInt64(Int32.max)))
             }
-            let result = poll(&entries, nfds_t(entries.count), milliseconds)
+            let result = Glibc.poll(&entries, nfds_t(entries.count), milliseconds)
             if result > 0 { return true }
-            if result < 0, errno != EINTR { return true }  // the caller reads the outcomes
+            if result < 0, errno != EINTR { return true }
         }
     }
 
