@@ -1,4 +1,5 @@
 import APNs
+import Foundation
 import Relay
 
 extension ServerConfiguration {
@@ -48,30 +49,99 @@ extension ServerConfiguration {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// `postgres://user:secret@host/db` → `postgres://user:****@host/db`;
-    /// `host=x password=secret` → `host=x password=****`.
+    /// A conninfo with its password masked, in either of libpq's forms:
+    /// `postgres://user:secret@host/db` → `postgres://user:****@host/db`
+    /// (a `password=` query parameter too: `?password=****`), and
+    /// `host=x password=secret` → `host=x password=****` (spaces around `=`
+    /// and a quoted value, `password = 'a b\'c'`, as libpq reads them).
+    /// A key/value conninfo libpq could not read is masked whole: where its
+    /// password ends is not known, so none of it is shown.
     public static func maskPassword(_ conninfo: String) -> String {
-        if let scheme = conninfo.range(of: "://") {
-            let rest = conninfo[scheme.upperBound...]
-            guard let at = rest.firstIndex(of: "@") else { return conninfo }
-            let userInfo = rest[..<at]
-            guard let colon = userInfo.firstIndex(of: ":") else { return conninfo }
-            return String(conninfo[..<scheme.upperBound]) + userInfo[..<colon] + ":****" + rest[at...]
-        }
-        var words: [String] = []
-        var maskNext = false
-        for word in conninfo.split(separator: " ", omittingEmptySubsequences: false) {
-            if maskNext {
-                words.append("****")
-                maskNext = false
-            } else if word.lowercased().hasPrefix("password") {
-                let parts = word.split(separator: "=", maxSplits: 1)
-                if parts.count == 2, !parts[1].isEmpty { words.append("\(parts[0])=****") } else { words.append(String(word)); maskNext = parts.count == 1 }
+        let text = Array(conninfo.utf8)
+        guard let scheme = conninfo.range(of: "://") else { return maskKeywordPassword(text) ?? "****" }
+        let start = conninfo.utf8.distance(from: conninfo.utf8.startIndex, to: scheme.upperBound)
+        return String(decoding: maskURIPassword(text, after: start), as: UTF8.self)
+    }
+
+    /// The URI form: the user info's password (the user info ends at the
+    /// first `@` before any `/`, as libpq reads it) and every `password`
+    /// query parameter.
+    private static func maskURIPassword(_ text: [UInt8], after start: Int) -> [UInt8] {
+        var masked = Array(text[..<start])
+        var index = start
+        let authorityEnd = text[start...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? text.endIndex
+        if let at = text[start..<authorityEnd].firstIndex(of: UInt8(ascii: "@")) {
+            if let colon = text[start..<at].firstIndex(of: UInt8(ascii: ":")) {
+                masked += text[start...colon] + [UInt8]("****".utf8)
             } else {
-                words.append(String(word))
+                masked += text[start..<at]
+            }
+            index = at
+        }
+        guard let question = text[index...].firstIndex(of: UInt8(ascii: "?")) else { return masked + text[index...] }
+        masked += text[index...question]
+        let parameters = text[(question + 1)...].split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false)
+        for (number, parameter) in parameters.enumerated() {
+            if number > 0 { masked.append(UInt8(ascii: "&")) }
+            let name = parameter.prefix { $0 != UInt8(ascii: "=") }
+            // Percent-decoded, as libpq decodes a parameter's name.
+            let decoded = String(decoding: name, as: UTF8.self).removingPercentEncoding ?? String(decoding: name, as: UTF8.self)
+            if decoded == "password", name.count < parameter.count {
+                masked += name + [UInt8]("=****".utf8)
+            } else {
+                masked += parameter
             }
         }
-        return words.joined(separator: " ")
+        return masked
+    }
+
+    /// The key/value form, read as libpq reads it: `keyword = value`,
+    /// spaces around `=` optional, a value quoted with `'` (`\'` and `\\`
+    /// inside) or running to the next space. Nil when it cannot be read.
+    private static func maskKeywordPassword(_ text: [UInt8]) -> String? {
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }
+        var masked: [UInt8] = []
+        var index = 0
+        while index < text.count {
+            if isSpace(text[index]) {
+                masked.append(text[index])
+                index += 1
+                continue
+            }
+            let keywordStart = index
+            while index < text.count, !isSpace(text[index]), text[index] != UInt8(ascii: "=") { index += 1 }
+            let keyword = text[keywordStart..<index]
+            while index < text.count, isSpace(text[index]) { index += 1 }
+            guard index < text.count, text[index] == UInt8(ascii: "=") else { return nil }
+            index += 1
+            while index < text.count, isSpace(text[index]) { index += 1 }
+            masked += text[keywordStart..<index]
+            let isPassword = String(decoding: keyword, as: UTF8.self).lowercased() == "password"
+            if index < text.count, text[index] == UInt8(ascii: "'") {
+                let valueStart = index
+                index += 1
+                var closed = false
+                while index < text.count {
+                    if text[index] == UInt8(ascii: "\\") {
+                        index += 2
+                        continue
+                    }
+                    if text[index] == UInt8(ascii: "'") {
+                        closed = true
+                        index += 1
+                        break
+                    }
+                    index += 1
+                }
+                guard closed else { return nil }
+                if isPassword { masked += [UInt8]("'****'".utf8) } else { masked += text[valueStart..<index] }
+            } else {
+                let valueStart = index
+                while index < text.count, !isSpace(text[index]) { index += 1 }
+                if isPassword { masked += [UInt8]("****".utf8) } else { masked += text[valueStart..<index] }
+            }
+        }
+        return String(decoding: masked, as: UTF8.self)
     }
 }
 
