@@ -39,6 +39,9 @@ struct PasswordMaskTests {
         try Self.expectMasked(#"password = 'it\'s a \\ secret' host=db"#, password: #"it's a \ secret"#)
         try Self.expectMasked("host=a.example,b.example port=5432,5433 password=s3cret", password: "s3cret")
         try Self.expectMasked("password= host=db", password: "host=db")
+        // A `://` inside a key/value value does not make the conninfo a URI.
+        try Self.expectMasked("password=s3cret options='-c search_path=x://y'", password: "s3cret")
+        try Self.expectMasked("host=db application_name=a://b password=s3cret", password: "s3cret")
         // The display as it was, where there is no password.
         #expect(ServerConfiguration.maskPassword("postgresql://db:5432/audit?application_name=a@b") == "postgresql://db:5432/audit?application_name=a@b")
         #expect(ServerConfiguration.maskPassword("host=db dbname=audit") == "host=db dbname=audit")

@@ -58,9 +58,20 @@ extension ServerConfiguration {
     /// password ends is not known, so none of it is shown.
     public static func maskPassword(_ conninfo: String) -> String {
         let text = Array(conninfo.utf8)
-        guard let scheme = conninfo.range(of: "://") else { return maskKeywordPassword(text) ?? "****" }
+        // A URI only when it starts with a scheme (`postgresql://`, an
+        // endpoint's `https://`): a `://` inside a key/value value is not one.
+        guard let scheme = conninfo.range(of: "://"), isScheme(conninfo[..<scheme.lowerBound]) else {
+            return maskKeywordPassword(text) ?? "****"
+        }
         let start = conninfo.utf8.distance(from: conninfo.utf8.startIndex, to: scheme.upperBound)
         return String(decoding: maskURIPassword(text, after: start), as: UTF8.self)
+    }
+
+    /// RFC 3986's scheme: a letter, then letters, digits, `+`, `-` and `.`.
+    private static func isScheme(_ text: Substring) -> Bool {
+        func isLetter(_ scalar: Unicode.Scalar) -> Bool { ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) }
+        guard let first = text.unicodeScalars.first, isLetter(first) else { return false }
+        return text.unicodeScalars.allSatisfy { isLetter($0) || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0) }
     }
 
     /// The URI form: the user info's password (the user info ends at the
