@@ -265,11 +265,10 @@ final class AuditSpool: @unchecked Sendable {
     /// own records, whose lines a closure would capture the send to write
     /// (a copy of its descriptor, a retain of each of its strings).
     static func startRecord(kind: Kind, format: AuditRowFormat, into bytes: inout [UInt8]) -> Int {
-        precondition(format.rawValue > 0 && format.rawValue < formatLimit, "a format byte must not read as a kind")
         let start = bytes.count
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: recordHeadSize) { head in
             head.initialize(repeating: 0)
-            head[8] = format.rawValue
+            head[8] = formatByte(format)
             head[9] = kind.rawValue
             bytes.append(contentsOf: UnsafeBufferPointer(head))
         }
@@ -286,26 +285,35 @@ final class AuditSpool: @unchecked Sendable {
     /// ``finishRecord(startingAt:in:)`` do. For a writer that sizes the
     /// record first and writes it into one buffer (``JournalSendCodec``).
     static func frameRecord(kind: Kind, format: AuditRowFormat, in record: UnsafeMutableBufferPointer<UInt8>) {
-        precondition(format.rawValue > 0 && format.rawValue < formatLimit, "a format byte must not read as a kind")
         precondition(record.count >= recordHeadSize, "a record is at least its head")
-        record[8] = format.rawValue
+        record[8] = formatByte(format)
         record[9] = kind.rawValue
-        let length = UInt32(record.count - 8)
-        let checksum = crc(UnsafeBufferPointer(rebasing: record[8...]))
-        for index in 0..<4 {
-            record[index] = UInt8(truncatingIfNeeded: length >> UInt32(index * 8))
-            record[4 + index] = UInt8(truncatingIfNeeded: checksum >> UInt32(index * 8))
-        }
+        fillLengthAndChecksum(of: record)
     }
 
     /// Fills in the length and checksum of the record that starts at `start`
     /// and runs to the end of `bytes`.
     static func finishRecord(startingAt start: Int, in bytes: inout [UInt8]) {
-        let length = UInt32(bytes.count - start - 8)
-        let checksum = crc(bytes[(start + 8)...])
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            fillLengthAndChecksum(of: UnsafeMutableBufferPointer(rebasing: buffer[start...]))
+        }
+    }
+
+    /// The format's byte in a record's head: below ``formatLimit``, so it
+    /// never reads as a kind (a record written before records carried one).
+    private static func formatByte(_ format: AuditRowFormat) -> UInt8 {
+        precondition(format.rawValue > 0 && format.rawValue < formatLimit, "a format byte must not read as a kind")
+        return format.rawValue
+    }
+
+    /// Writes a whole record's first 8 bytes: the length of what follows
+    /// them, and its CRC-32, each 4 bytes little endian.
+    private static func fillLengthAndChecksum(of record: UnsafeMutableBufferPointer<UInt8>) {
+        let length = UInt32(record.count - 8)
+        let checksum = crc(UnsafeBufferPointer(rebasing: record[(record.startIndex + 8)...]))
         for index in 0..<4 {
-            bytes[start + index] = UInt8(truncatingIfNeeded: length >> UInt32(index * 8))
-            bytes[start + 4 + index] = UInt8(truncatingIfNeeded: checksum >> UInt32(index * 8))
+            record[record.startIndex + index] = UInt8(truncatingIfNeeded: length >> UInt32(index * 8))
+            record[record.startIndex + 4 + index] = UInt8(truncatingIfNeeded: checksum >> UInt32(index * 8))
         }
     }
 

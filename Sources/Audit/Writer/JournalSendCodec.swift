@@ -228,18 +228,17 @@ enum JournalSendCodec {
             byte(UInt8(value))
         }
 
+        /// A string: its length (nil: 0), then its bytes (``raw(_:)``).
         mutating func string(_ string: String?) {
             guard let string else { return byte(0) }
-            // Native and small strings lend their bytes without a copy of
-            // the string (`withUTF8` on a `var` copy cost twice as much).
-            let lent: Void? = string.utf8.withContiguousStorageIfAvailable { utf8 in
-                bytes(utf8)
-            }
-            if lent == nil { bytes(Array(string.utf8)[...]) }
+            length(string.utf8.count)
+            raw(string)
         }
 
         /// A string's bytes with no length before them (the key's apns-id).
         mutating func raw(_ string: String) {
+            // Native and small strings lend their bytes without a copy of
+            // the string (`withUTF8` on a `var` copy cost twice as much).
             let lent: Void? = string.utf8.withContiguousStorageIfAvailable { utf8 in
                 copy(utf8)
             }
@@ -250,11 +249,6 @@ enum JournalSendCodec {
             precondition(end - cursor >= count, "a journal record's size was miscounted")
             DecimalDigits.write(value, count: count, to: cursor)
             cursor += count
-        }
-
-        private mutating func bytes(_ utf8: some Collection<UInt8>) {
-            length(utf8.count)
-            copy(utf8)
         }
 
         private mutating func copy(_ utf8: some Collection<UInt8>) {

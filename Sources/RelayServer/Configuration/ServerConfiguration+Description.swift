@@ -75,8 +75,8 @@ extension ServerConfiguration {
     }
 
     /// The URI form: the user info's password (the user info ends at the
-    /// first `@` before any `/`, as libpq reads it) and every `password`
-    /// query parameter.
+    /// first `@` before any `/` or `?`, as libpq reads it) and every
+    /// `password` query parameter.
     private static func maskURIPassword(_ text: [UInt8], after start: Int) -> [UInt8] {
         var masked = Array(text[..<start])
         var index = start
