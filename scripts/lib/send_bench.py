@@ -14,7 +14,7 @@ section prints its ratio against a reference measured in the same run.
 
     scripts/lib/send_bench.py --binary .build/release/apns-relay --database-url URL [--quick] [--sections agree,production,...]
 """
-import argparse, json, os, re, resource, shutil, statistics, subprocess, sys, tempfile, threading, time, urllib.request
+import argparse, glob, json, os, re, resource, shutil, statistics, subprocess, sys, tempfile, threading, time, urllib.request
 
 from audit_pg_cost import Cluster, psql, with_database
 from bench_relay import add_apns_ingress, write_relay_config, write_shipped_config
@@ -64,18 +64,30 @@ def process_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def thread_seconds(pid):
-    """CPU seconds (user + system) of each thread group of one live process,
-    by thread name (/proc/PID/task/*/comm: Swift's pool threads share one):
-    where a configuration's CPU went, thread by thread."""
-    groups = {}
-    for task in os.listdir(f"/proc/{pid}/task"):
+def thread_stats(pid):
+    """Per thread of one live process: its name, user and system ticks,
+    voluntary and involuntary switches, minor page faults (/proc/PID/task/*)."""
+    found = {}
+    for directory in glob.glob(f"/proc/{pid}/task/*"):
         try:
-            with open(f"/proc/{pid}/task/{task}/comm") as f: name = f.read().strip()
-            with open(f"/proc/{pid}/task/{task}/stat") as f: fields = f.read().rsplit(")", 1)[1].split()
+            with open(directory + "/comm") as f: name = f.read().strip()
+            with open(directory + "/stat") as f: fields = f.read().rsplit(")", 1)[1].split()
+            with open(directory + "/status") as f: status = f.read()
         except OSError:
             continue  # the thread ended meanwhile
-        groups[name] = groups.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        voluntary = int(status.split("\nvoluntary_ctxt_switches:")[1].split()[0])
+        involuntary = int(status.split("nonvoluntary_ctxt_switches:")[1].split()[0])
+        found[directory.rsplit("/", 1)[1]] = (name, int(fields[11]), int(fields[12]), voluntary, involuntary, int(fields[7]))
+    return found
+
+
+def thread_seconds(pid):
+    """CPU seconds (user + system) of each thread group of one live process,
+    by thread name (Swift's pool threads share one): where a configuration's
+    CPU went, thread by thread."""
+    groups = {}
+    for name, user, system, *_ in thread_stats(pid).values():
+        groups[name] = groups.get(name, 0.0) + (user + system) / CLOCK_TICKS
     return groups
 
 

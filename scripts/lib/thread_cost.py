@@ -16,28 +16,11 @@ after the measured sends. Clock ticks are 10 ms: over 20,000 sends a tick is
 """
 import argparse
 import collections
-import glob
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import send_bench as sb  # noqa: E402
-
-
-def threads(pid):
-    """Per thread: its name, user and system ticks, voluntary and involuntary switches, minor page faults."""
-    found = {}
-    for directory in glob.glob(f"/proc/{pid}/task/*"):
-        try:
-            with open(directory + "/comm") as f: name = f.read().strip()
-            with open(directory + "/stat") as f: fields = f.read().rsplit(")", 1)[1].split()
-            with open(directory + "/status") as f: status = f.read()
-        except OSError:
-            continue  # the thread ended meanwhile
-        voluntary = int(status.split("\nvoluntary_ctxt_switches:")[1].split()[0])
-        involuntary = int(status.split("nonvoluntary_ctxt_switches:")[1].split()[0])
-        found[directory.rsplit("/", 1)[1]] = (name, int(fields[11]), int(fields[12]), voluntary, involuntary, int(fields[7]))
-    return found
 
 
 def main():
@@ -50,9 +33,9 @@ def main():
     ticks = os.sysconf("SC_CLK_TCK")
     warmed, _ = sb.WARMED_PAIRS[args.pair]
     for label, relay, bench in warmed(args.binary, args.database_url):
-        before, sends_before = threads(relay.process.pid), relay.succeeded_sends()
+        before, sends_before = sb.thread_stats(relay.process.pid), relay.succeeded_sends()
         bench.load(relay, args.sends, connections=16)
-        after, sends = threads(relay.process.pid), relay.succeeded_sends() - sends_before
+        after, sends = sb.thread_stats(relay.process.pid), relay.succeeded_sends() - sends_before
         groups = collections.defaultdict(lambda: [0, 0, 0, 0, 0])
         for tid, (name, user, system, voluntary, involuntary, faults) in after.items():
             was = before.get(tid, (name, 0, 0, 0, 0, 0))
