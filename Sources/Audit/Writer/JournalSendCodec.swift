@@ -228,21 +228,27 @@ enum JournalSendCodec {
             byte(UInt8(value))
         }
 
-        /// A string: its length (nil: 0), then its bytes (``raw(_:)``).
+        /// A string: its length (nil: 0), then its bytes.
         mutating func string(_ string: String?) {
             guard let string else { return byte(0) }
-            length(string.utf8.count)
-            raw(string)
+            Self.withBytes(of: string) { utf8 in
+                length(utf8.count)
+                copy(utf8)
+            }
         }
 
         /// A string's bytes with no length before them (the key's apns-id).
         mutating func raw(_ string: String) {
-            // Native and small strings lend their bytes without a copy of
-            // the string (`withUTF8` on a `var` copy cost twice as much).
-            let lent: Void? = string.utf8.withContiguousStorageIfAvailable { utf8 in
-                copy(utf8)
-            }
-            if lent == nil { copy(Array(string.utf8)[...]) }
+            Self.withBytes(of: string) { copy($0) }
+        }
+
+        /// `body` with `string`'s UTF-8: native and small strings lend their
+        /// bytes without a copy of the string (`withUTF8` on a `var` copy
+        /// cost twice as much); any other is copied first.
+        @inline(__always)
+        private static func withBytes(of string: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+            let lent: Void? = string.utf8.withContiguousStorageIfAvailable(body)
+            if lent == nil { Array(string.utf8).withUnsafeBufferPointer(body) }
         }
 
         mutating func digits(_ value: UInt64, count: Int) {
