@@ -98,6 +98,9 @@ final class PostgresConnection: @unchecked Sendable {
             let resolved = try resolve(servers, lookups: lookups, started: started, deadline: deadline, seconds: seconds, cutoff: bound.cutoff)
             // `resolve` returns only with a server left to connect to.
             startedConnect = parsed.connectParameters(resolved).flatMap(PostgresConninfo.startConnect)
+        } else if let parsed, parsed.entries > 1 {
+            // Servers given by address or socket directory: no lookup, but still a list to take a writable server from.
+            startedConnect = PostgresConninfo.startConnect(PostgresConninfo.requiringWrites(parsed.options, entries: parsed.entries))
         } else {
             startedConnect = PQconnectStart(conninfo)
         }

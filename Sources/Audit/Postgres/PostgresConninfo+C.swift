@@ -1,4 +1,5 @@
 internal import CLibPQ
+import Foundation
 import Glibc
 import RelayBasics
 
@@ -97,7 +98,38 @@ struct PostgresConninfo {
         pairs.append(("hostaddr", addresses.joined(separator: ",")))
         // An empty entry is libpq's default port; none given stays none (PGPORT).
         if ports.contains(where: { !$0.isEmpty }) { pairs.append(("port", ports.joined(separator: ","))) }
-        return pairs
+        return Self.requiringWrites(pairs, entries: hosts.count)
+    }
+
+    /// How many servers libpq may try for this conninfo as it is: entries
+    /// of its `host` list, or of its `hostaddr` list when that is longer.
+    var entries: Int {
+        ["host", "hostaddr"].map { keyword in
+            value(keyword).map { $0.split(separator: ",", omittingEmptySubsequences: false).count } ?? 0
+        }.max() ?? 0
+    }
+
+    /// `pairs` with `target_session_attrs=read-write` added when libpq may
+    /// try more than one server (`entries`) and neither the conninfo nor
+    /// `PGTARGETSESSIONATTRS` says which it takes.
+    ///
+    /// libpq's default takes the first server that answers, a read-only
+    /// standby included; every connection here writes (audit rows,
+    /// idempotency keys, migrations) or reads what was just written, so a
+    /// standby first in the list (an old primary come back after a
+    /// failover) would have every COPY refused, and the rows would wait in
+    /// the spool while the new primary sat further down the list. With
+    /// read-write, libpq passes over a server that does not accept writes
+    /// and tries the next. A conninfo that sets `target_session_attrs`
+    /// itself (`any`, say) keeps it.
+    static func requiringWrites(
+        _ pairs: [(keyword: String, value: String)], entries: Int,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> [(keyword: String, value: String)] {
+        guard entries > 1, !pairs.contains(where: { $0.keyword == "target_session_attrs" }),
+              environment["PGTARGETSESSIONATTRS"]?.isEmpty ?? true
+        else { return pairs }
+        return pairs + [("target_session_attrs", "read-write")]
     }
 
     /// Starts libpq's non-blocking connect with `pairs` (``connectParameters(_:)``).

@@ -39,7 +39,7 @@ extension ServerConfiguration {
             "audit.database_url", \.audit.databaseURL, type: "libpq connection string or URL", secrecy: .password,
             variable: "APNS_RELAY_DATABASE_URL", default: "empty: rows stay in the spool",
             "The Postgres the audit rows go to; better in the environment, so the file holds no password. An empty variable empties it. "
-                + "A list of servers (libpq's host=a,b or postgresql://u@a:5432,b:5432/db) is tried in order, each name looked up within audit.postgres_timeout_ms.",
+                + "A list of servers (libpq's host=a,b or postgresql://u@a:5432,b:5432/db) is tried in order for one that takes writes (target_session_attrs=read-write unless the URL sets it), each name looked up within audit.postgres_timeout_ms.",
             parse: { reader, key, _ throws(ConfigurationError) in
                 guard let url = try reader.string(key), !url.isEmpty else { return nil }
                 return .some(url)
