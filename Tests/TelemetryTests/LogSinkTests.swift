@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Logging
 import Relay
 import RelayBasics
@@ -86,6 +87,77 @@ struct LogSinkTests {
         let lines = String(decoding: held, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count > 1)
         for line in lines.dropLast() { #expect((try? JSONParser.parse(String(line))) != nil) }
+    }
+
+    @Test("a log file whose disk fills mid-line: lines are dropped and counted while it is full; once it has room again the cut line is ended and every later line is written whole, after a report of the drops")
+    func fullDiskThenRoom() async throws {
+        guard let disk = await SmallSpool.mount(megabytes: 1) else {
+            Issue.record("a tmpfs cannot be mounted here (not root?): this case needs one")
+            return
+        }
+        do {
+            try await Self.fullDiskThenRoom(disk)
+        } catch {
+            await disk.unmount()
+            throw error
+        }
+        await disk.unmount()
+    }
+
+    static func fullDiskThenRoom(_ disk: SmallSpool) async throws {
+        let path = disk.path + "/relay.log"
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        // 100 bytes take the file's first page; the filler takes every other
+        // page, so the file has 3,996 bytes of room: a write of more stops
+        // inside a line (lines are 200 bytes) and the next one fails, ENOSPC.
+        let head = Array(#"{"msg":"head","pad":"\#(String(repeating: "h", count: 76))"}"#.utf8) + [UInt8(ascii: "\n")]
+        try #require(head.count == 100 && write(fd, head, head.count) == 100)
+        try await disk.fill()
+        let sink = LogSink(fileDescriptor: fd, capacity: 256 * 1024)
+        for index in 0..<50 { sink.write(line(index)) }
+        #expect(await eventually(30) { sink.linesWritten + sink.linesDropped == 50 }, "written \(sink.linesWritten), dropped \(sink.linesDropped)")
+        // The lines that fit whole in the 3,996 bytes; the next one is cut.
+        var room = 4096 - head.count, fitting = 0
+        while line(fitting).count <= room {
+            room -= line(fitting).count
+            fitting += 1
+        }
+        try #require(room > 0, "the disk fills inside a line")
+        #expect(sink.linesWritten == fitting && sink.linesDropped == 50 - fitting)
+
+        // Room again: every line logged from now on reaches the file.
+        disk.free()
+        for index in 50..<60 { sink.write(line(index)) }
+        #expect(await offPool { sink.flush(within: 30) } == false, "lines were dropped, so not everything was written")
+        #expect(sink.linesWritten == fitting + 10 && sink.linesDropped == 50 - fitting)
+
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.last == "", "the file ends with a whole line")
+        var numbers: [Int] = []
+        var cut = 0
+        var reported = 0
+        var closed = false
+        for line in lines.dropFirst().dropLast() {
+            guard let json = try? JSONParser.parse(String(line)) else {
+                cut += 1
+                #expect(String(line).hasPrefix(#"{"msg":"line","n":\#(fitting),"#), "only the line the disk cut is not JSON: \(line.prefix(80))")
+                continue
+            }
+            if let number = json["n"]?.integerValue {
+                numbers.append(Int(number))
+            } else if json["msg"]?.stringValue == "log sink closed" {
+                closed = true
+                #expect(json["lines_dropped"]?.integerValue == Int64(50 - fitting))
+            } else {
+                reported += Int(json["dropped"]?.integerValue ?? 0)
+            }
+        }
+        #expect(cut == 1, "the cut line is ended, not glued to the next")
+        #expect(numbers == Array(0..<fitting) + Array(50..<60), "the lines before the disk filled and every line after it had room")
+        #expect(reported == 50 - fitting, "the drops are reported once the file takes lines again")
+        #expect(closed)
     }
 
     /// Runs a call that waits (a flush) on a thread of its own, not the cooperative pool.

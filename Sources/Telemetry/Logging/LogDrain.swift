@@ -41,8 +41,10 @@ final class LogDrain: @unchecked Sendable {
     // Written by the drain thread (and `append` for drops), read by scrapes.
     private let written = Atomic<Int>(0)
     private let dropped = Atomic<Int>(0)
-    /// Set (by the drain thread only) when a batch was given up on in the
-    /// middle of a line: nothing more is written, or it would continue that line.
+    /// Set (by the drain thread only) when a write stopped in the middle of
+    /// a line (a disk that filled mid-write, a close's deadline): the next
+    /// write ends that line with a newline first, so it is one cut line and
+    /// the lines after it are whole.
     private var leftPartialLine = false
     /// `MonotonicClock` nanoseconds past which a batch the sink does not take is given up; 0: never.
     private let giveUpAt = Atomic<UInt64>(0)
@@ -125,7 +127,7 @@ final class LogDrain: @unchecked Sendable {
                 var tail: [UInt8] = []
                 if unreported > 0 { tail += Self.reportLine(dropped: unreported, total: totals.dropped) }
                 tail += Self.closingLine(totals)
-                if !leftPartialLine { _ = put(tail) }
+                _ = put(tail)
                 condition.lock()
                 buffer.closed = true
                 condition.broadcast()
@@ -175,31 +177,48 @@ final class LogDrain: @unchecked Sendable {
 
     /// Writes `bytes` from first to last; returns how many lines were not
     /// written whole (0, unless the sink failed or the close's deadline passed).
+    ///
+    /// A sink that failed inside a line (a log file whose disk filled in the
+    /// middle of a write) gets a newline first: the cut line ends there and
+    /// the lines after it are whole. Until it takes that newline, nothing
+    /// else is written. Without it, a disk that filled once would have
+    /// silenced the log for good: every later line would have continued the
+    /// cut one, so none was written.
     private func put(_ bytes: [UInt8]) -> Int {
-        guard !leftPartialLine else { return Self.lineCount(bytes[...]) }
-        var offset = 0
-        bytes.withUnsafeBytes { raw in
-            while offset < raw.count {
-                switch output.write(raw.baseAddress! + offset, count: raw.count - offset) {
-                case .wrote(let count):
-                    offset += count
-                case .full:
-                    let deadline = giveUpAt.load(ordering: .relaxed)
-                    var wait: Int32 = 200
-                    if deadline != 0 {
-                        let now = MonotonicClock.now()
-                        if now >= deadline { return }
-                        wait = Int32(min(200, (deadline - now) / 1_000_000 + 1))
-                    }
-                    output.waitWritable(milliseconds: wait)
-                case .failed:
-                    return
-                }
-            }
+        if leftPartialLine {
+            let newline = [UInt8(ascii: "\n")]
+            guard newline.withUnsafeBytes({ write($0) }) == 1 else { return Self.lineCount(bytes[...]) }
+            leftPartialLine = false
         }
+        let offset = bytes.withUnsafeBytes { write($0) }
         guard offset < bytes.count else { return 0 }
         if offset > 0 && bytes[offset - 1] != UInt8(ascii: "\n") { leftPartialLine = true }
         return Self.lineCount(bytes[offset...])
+    }
+
+    /// Writes `bytes` from first to last, waiting while the sink is full
+    /// (until the close's deadline, if one was set); returns how many were
+    /// written: fewer than all when the sink failed or the deadline passed.
+    private func write(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        while offset < bytes.count {
+            switch output.write(bytes.baseAddress! + offset, count: bytes.count - offset) {
+            case .wrote(let count):
+                offset += count
+            case .full:
+                let deadline = giveUpAt.load(ordering: .relaxed)
+                var wait: Int32 = 200
+                if deadline != 0 {
+                    let now = MonotonicClock.now()
+                    if now >= deadline { return offset }
+                    wait = Int32(min(200, (deadline - now) / 1_000_000 + 1))
+                }
+                output.waitWritable(milliseconds: wait)
+            case .failed:
+                return offset
+            }
+        }
+        return offset
     }
 
     /// Every line ends in the one newline it holds (JSON escapes the rest).
