@@ -34,9 +34,10 @@ struct OTLPExporterTests {
         return (child, found)
     }
 
-    /// otlp_receiver.py writing one JSON line per span to `file`.
-    static func receiver(_ file: String) async throws -> (child: ChildProcess, port: UInt16) {
-        try await python([root.appendingPathComponent("scripts/lib/otlp_receiver.py").path, file], portAfter: "otlp-receiver on ")
+    /// otlp_receiver.py writing one JSON line per span to `file`, on `port` (0: any).
+    static func receiver(_ file: String, port: UInt16 = 0) async throws -> (child: ChildProcess, port: UInt16) {
+        try await python(
+            [root.appendingPathComponent("scripts/lib/otlp_receiver.py").path, file, "--port", String(port)], portAfter: "otlp-receiver on ")
     }
 
     /// A collector that accepts connections (the kernel does, from the backlog) and never reads a byte.
@@ -494,6 +495,34 @@ struct OTLPExporterTests {
         #expect(counts.exported + counts.dropped == counts.recorded, "\(counts)")
         #expect(drops[.queueFull] == counts.droppedQueueFull && drops[.exportFailed] == counts.droppedExportFailed)
         #expect(Self.lines(file).count == counts.exported)
+    }
+
+    @Test("a collector down for a while and started again where it was: the spans of the outage are counted dropped, and export resumes on its own with the next batch")
+    func receiverBack() async throws {
+        let before = NSTemporaryDirectory() + "otlp-back-before-\(UUID().uuidString).jsonl"
+        let after = NSTemporaryDirectory() + "otlp-back-after-\(UUID().uuidString).jsonl"
+        let first = try await Self.receiver(before)
+        let drops = DropCounter()
+        let exporter = Self.exporter(port: first.port, queue: 500, batch: 100, timeout: 500, drops: drops)
+        for index in 0..<200 { exporter.record(Self.record(index)) }
+        #expect(await eventually(30) { exporter.counts.exported == 200 }, "\(exporter.counts)")
+        first.child.terminate()
+        #expect(await first.child.exited() == 0)
+        // The outage: a batch fails against the refused connection, every try of it.
+        for index in 200..<300 { exporter.record(Self.record(index)) }
+        #expect(await eventually(30) { drops[.exportFailed] == 100 }, "\(exporter.counts)")
+
+        let second = try await Self.receiver(after, port: first.port)
+        for index in 300..<500 { exporter.record(Self.record(index)) }
+        #expect(await eventually(30) { exporter.counts.exported == 400 }, "export resumed: \(exporter.counts)")
+        #expect(await Self.finishes { exporter.shutdown(within: 5) } == false, "not everything was exported: the outage's batch was dropped")
+        second.child.terminate()
+        #expect(await second.child.exited() == 0)
+        let counts = exporter.counts
+        #expect(counts.recorded == 500 && counts.dropped == 100 && counts.exported + counts.dropped == counts.recorded, "\(counts)")
+        #expect(Self.lines(before).count == 200)
+        let received = Self.lines(after).compactMap { $0["attributes"]?["apns.attempt"]?.integerValue }.sorted()
+        #expect(received == (300..<500).map(Int64.init), "every span recorded after the collector came back reached it, once")
     }
 
     @Test("a collector that accepts and never reads: recording never waits on it, each stuck batch fails at the export timeout and is counted, the close keeps its bound")

@@ -12,8 +12,9 @@ relay's authors wrote) and appends one JSON line per span to OUTPUT:
 ("attribute_keys" lists the span's keys as they came, repeats included:
 OTLP requires them unique, which "attributes", a dict, would hide.)
 
-Usage: otlp_receiver.py OUTPUT [--status CODE] [--tls CERT KEY]
-Listens on 127.0.0.1, port 0, and prints "otlp-receiver on PORT" once ready.
+Usage: otlp_receiver.py OUTPUT [--status CODE] [--tls CERT KEY] [--port PORT]
+Listens on 127.0.0.1, port 0 (or PORT: a collector started again where it
+was), and prints "otlp-receiver on PORT" once ready.
 OUTPUT /dev/null (the bench's collector) parses every request the same
 way but builds no JSON: the receiver's own CPU stays off the two cores the
 relay is measured on, as a collector on another host would.
@@ -113,7 +114,8 @@ def main():
             self.end_headers()
             self.wfile.write(answer)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = int(sys.argv[sys.argv.index("--port") + 1]) if "--port" in sys.argv else 0
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     if "--tls" in sys.argv:
         index = sys.argv.index("--tls")
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
