@@ -26,9 +26,11 @@ final class RelayProcess: Sendable {
     /// - Parameter standardErrorPipe: standard error into a pipe whose read end is ``standardErrorReader``
     ///   (a log collector the test plays, or stalls).
     /// - Parameter closing: standard descriptors (1, 2) closed before `serve` starts, as `2>&-` in a shell does.
+    /// - Parameter outputReaderGone: standard output into a pipe whose read end is closed at once, as
+    ///   `serve | head -1` leaves it once `head` has its line: every write to it fails (EPIPE).
     init(
         arguments: [String], environment: [String: String] = [:], standardError: String? = nil, standardErrorPipe: Bool = false,
-        closing: [Int32] = []
+        closing: [Int32] = [], outputReaderGone: Bool = false
     ) throws {
         let command = closing.isEmpty
             ? [Self.binary] + arguments
@@ -36,7 +38,11 @@ final class RelayProcess: Sendable {
         child = try ChildProcess(
             command, environment: environment, standardOutput: .pipe,
             standardError: standardErrorPipe ? .pipe : standardError.map { .file($0) } ?? .discard)
-        ChildProcess.collectLines(of: child.standardOutput!) { [collected] line in collected.lines.withLock { $0.append(line) } }
+        if outputReaderGone {
+            try child.standardOutput!.close()
+        } else {
+            ChildProcess.collectLines(of: child.standardOutput!) { [collected] line in collected.lines.withLock { $0.append(line) } }
+        }
     }
 
     var output: [String] { collected.lines.withLock { $0 } }

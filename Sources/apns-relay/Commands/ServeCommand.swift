@@ -29,10 +29,13 @@ struct ConfigurationFailure: Error, CustomStringConvertible {
     var description: String { "configuration error: \(message)" }
 }
 
-/// Writes a line to standard output at once: `print` is block-buffered
-/// when stdout is a pipe, and scripts wait for these lines.
-func printUnbuffered(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+/// Writes a line to standard output at once (`print` is block-buffered
+/// when stdout is a pipe, and scripts wait for these lines), never blocking
+/// and never failing the process (``StandardOutput``); false when standard
+/// output did not take it.
+@discardableResult
+func printUnbuffered(_ line: String) -> Bool {
+    StandardOutput.writeLine(line)
 }
 
 /// A logger writing JSON lines to standard error at `level`.
@@ -98,11 +101,19 @@ struct ServeCommand: AsyncParsableCommand {
         // Plain lines on stdout for people and scripts waiting for the ports:
         // a stable interface, documented in docs/operations.md ("What `serve`
         // writes") and held to it by ServeProcessTests.banners.
-        printUnbuffered("apns-relay ingress on http://\(server.ingressAddress)")
-        printUnbuffered("apns-relay metrics on http://\(server.metricsAddress)/metrics")
+        var banners = [
+            "apns-relay ingress on http://\(server.ingressAddress)", "apns-relay metrics on http://\(server.metricsAddress)/metrics",
+        ]
         // The HTTP/2 APNs ingress, only when apns_ingress.listen is set: https with TLS (ALPN h2), http for cleartext h2.
         if let address = server.apnsIngressAddress {
-            printUnbuffered("apns-relay apns_ingress on \(configuration.apnsIngress.tls ? "https" : "http")://\(address)")
+            banners.append("apns-relay apns_ingress on \(configuration.apnsIngress.tls ? "https" : "http")://\(address)")
+        }
+        // A reader gone (`serve | head -1`) or not reading costs the lines, never the relay.
+        let untaken = banners.filter { !printUnbuffered($0) }.count
+        if untaken > 0 {
+            logger.warning(
+                "standard output did not take the port lines (its reader is gone or not reading); the addresses are in the 'apns-relay serving' line",
+                metadata: ["lines_not_written": "\(untaken)"])
         }
         // Until SIGTERM or SIGINT has drained every part (the relay's
         // ServiceGroup), or a part failed: logged by the server, naming it.
