@@ -107,4 +107,88 @@ struct AuditJournalSyncStallTests {
         await writer.shutdown()
         #expect(writer.statistics.spooled == 3, "events 0, 1 and 3 have rows; the refused send none")
     }
+
+    /// The task's value once it has one, waiting at most `seconds`; nil: it
+    /// still waits (a send held for ever fails the test, not hangs it).
+    static func value(of task: Task<Bool, Never>, within seconds: Double = 30) async -> Bool? {
+        let result = Mutex<Bool?>(nil)
+        Task { let value = await task.value; result.withLock { $0 = value } }
+        _ = await eventually(seconds) { result.withLock { $0 } != nil }
+        return result.withLock { $0 }
+    }
+
+    @Test("journal_sync always, the group's sync held past the stall limit: sends already waiting for their intents are refused with nothing journaled, a batch's too, without a new send to notice; a waiting completion and the held group's send wait for the sync")
+    func alwaysTakesBackWaitingIntents() async throws {
+        let disk = StalledDisk()
+        let directory = temporaryDirectory()
+        var configuration = AuditWriter.Configuration(conninfo: "", spoolDirectory: directory, relayInstance: "stalled-disk-waiting")
+        configuration.spoolOnly = true
+        configuration.journalSync = .always
+        // Never reached on the clock here: the check is run with its time given.
+        configuration.journalStallLimit = 3600
+        configuration.journalSyncWillStart = { disk.willSync() }
+        let writer = try AuditWriter.started(configuration: configuration, logger: quietLogger())
+        let events = (0..<6).map { EventFactory.event($0) }
+        #expect(await writer.sendStarting(events[0].send, startedAt: events[0].startedAt))
+
+        disk.stall()
+        let held = Task { await writer.sendStarting(events[1].send, startedAt: events[1].startedAt) }
+        #expect(await eventually { disk.waiting == 1 }, "the journal thread waits in the group's sync")
+        let single = Task { await writer.sendStarting(events[2].send, startedAt: events[2].startedAt) }
+        let batch = Task {
+            await writer.sendsStarting([events[3], events[4]].map { SendIntent(send: $0.send, startedAt: $0.startedAt) })
+        }
+        let finishing = Task { await writer.sendFinishedDurably(events[0]) }
+        #expect(await eventually { writer.journal.pendingCount == 4 }, "two intents, a batch's two, and a completion wait behind the sync")
+
+        // Not yet past the limit: nothing is taken back.
+        writer.journal.stallWatchFired()
+        #expect(writer.journal.pendingCount == 4)
+        // Past it.
+        writer.journal.stallWatchFired(now: MonotonicClock.now() + MonotonicClock.nanoseconds(3601))
+        #expect(await Self.value(of: single) == false, "the waiting send is refused: nothing was sent")
+        #expect(await Self.value(of: batch) == false, "the waiting batch is refused whole")
+        #expect(writer.journal.pendingCount == 1, "the completion still waits: its send went out")
+
+        disk.release()
+        #expect(await Self.value(of: held) == true, "the held group's send is durable once the sync returns")
+        await finishing.value
+        await writer.sendFinishedDurably(events[1])
+        #expect(await writer.sendStarting(events[5].send, startedAt: events[5].startedAt), "taken again once the sync returned")
+        await writer.sendFinishedDurably(events[5])
+        await writer.shutdown()
+        #expect(writer.statistics.spooled == 3, "events 0, 1 and 5 have rows; the refused sends none")
+        // The next start finds no intent of theirs left open: no `unknown` row for a send never made.
+        var next = AuditWriter.Configuration(conninfo: "", spoolDirectory: directory, relayInstance: "stalled-disk-waiting")
+        next.spoolOnly = true
+        let restarted = try AuditWriter.started(configuration: next, logger: quietLogger())
+        await restarted.shutdown()
+        #expect(restarted.statistics.recoveredUnknown == 0 && restarted.statistics.recoveredCompleted == 0, "\(restarted.statistics)")
+    }
+
+    @Test("journal_sync always, the group's sync held: a send handed over just before the stall limit does not wait for the sync, it is refused once the limit passes")
+    func alwaysWaitingSendEndsAtTheLimit() async throws {
+        let disk = StalledDisk()
+        var configuration = AuditWriter.Configuration(conninfo: "", spoolDirectory: temporaryDirectory(), relayInstance: "stalled-disk-limit")
+        configuration.spoolOnly = true
+        configuration.journalSync = .always
+        configuration.journalStallLimit = 0.3
+        configuration.journalSyncWillStart = { disk.willSync() }
+        let writer = try AuditWriter.started(configuration: configuration, logger: quietLogger())
+        let events = (0..<2).map { EventFactory.event($0) }
+        disk.stall()
+        let held = Task { await writer.sendStarting(events[0].send, startedAt: events[0].startedAt) }
+        #expect(await eventually { disk.waiting == 1 })
+        // Handed over behind the held sync (or, on a slow machine, refused at
+        // once past the limit): either way it ends, with the sync still held.
+        let waiting = Task { await writer.sendStarting(events[1].send, startedAt: events[1].startedAt) }
+        #expect(await Self.value(of: waiting) == false)
+        #expect(writer.journal.pendingCount == 0)
+        #expect(disk.waiting == 1, "the sync is still held")
+        disk.release()
+        #expect(await Self.value(of: held) == true)
+        await writer.sendFinishedDurably(events[0])
+        await writer.shutdown()
+        #expect(writer.statistics.spooled == 1)
+    }
 }

@@ -49,6 +49,7 @@ extension AuditJournal {
         // The group's sends wait on this write and sync: until it returns they count as unsynced.
         if !bytes.isEmpty {
             shared.withState { $0.counters.journalSyncingSince = MonotonicClock.now() }
+            armStallWatch()
             configuration.journalSyncWillStart?()
         }
         do {
@@ -94,5 +95,82 @@ extension AuditJournal {
             lastTrimmedSegment = segment
             trim()
         }
+    }
+
+    /// Schedules ``stallWatchFired()`` a stall limit from now, unless it is
+    /// scheduled already: one check in flight at a time, whatever the rate
+    /// of groups.
+    func armStallWatch(after seconds: Double? = nil) {
+        condition.lock()
+        let arm = !inbox.stallWatchArmed
+        inbox.stallWatchArmed = true
+        condition.unlock()
+        guard arm else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + (seconds ?? configuration.journalStallLimit)) { [self] in stallWatchFired() }
+    }
+
+    /// A group's write and sync that has not returned within the stall
+    /// limit (a stalled device, a hung network volume) holds every send
+    /// handed over after it, and new sends are refused from then on
+    /// (``AuditWriter/syncStalled(now:)``). The sends already waiting for
+    /// their intents, not yet taken into a group, are refused now as well:
+    /// their intents are taken back unwritten, so they end `503` with
+    /// nothing sent and nothing journaled, rather than waiting for a sync
+    /// that may never return. The group being synced cannot be taken back
+    /// (its intents are written), and completions (their sends went out)
+    /// keep waiting: their callers are answered when the sync returns.
+    func stallWatchFired(now: UInt64 = MonotonicClock.now()) {
+        let since = shared.withState { $0.counters.journalSyncingSince }
+        let limit = MonotonicClock.nanoseconds(configuration.journalStallLimit)
+        var refused: [CheckedContinuation<Bool, Never>] = []
+        condition.lock()
+        inbox.stallWatchArmed = false
+        if let since, now >= since &+ limit { refused = takeBackPendingIntents() }
+        condition.unlock()
+        for continuation in refused { continuation.resume(returning: false) }
+        if !refused.isEmpty {
+            logger.error(
+                "audit journal sync has not returned: sends waiting for it refused, nothing sent",
+                metadata: ["refused_waiting": "\(refused.count)", "stall_limit_seconds": "\(configuration.journalStallLimit)"])
+        }
+        // A sync still in flight: look again when it would pass the limit,
+        // or, past it, every second while it stays held.
+        if let since {
+            let deadline = since &+ limit
+            armStallWatch(after: now >= deadline ? 1 : max(0.01, Double(deadline &- now) / 1e9))
+        }
+    }
+
+    /// Under `condition`: removes from `pending` every hand-over made of
+    /// intents only (one send's, or a batch's, whose waiter is on its last
+    /// entry) and returns their waiters. Other entries keep their order.
+    private func takeBackPendingIntents() -> [CheckedContinuation<Bool, Never>] {
+        var kept: [(AuditWriter.JournalEntry, CheckedContinuation<Bool, Never>?)] = []
+        kept.reserveCapacity(inbox.pending.count)
+        var run: [(AuditWriter.JournalEntry, CheckedContinuation<Bool, Never>?)] = []
+        var refused: [CheckedContinuation<Bool, Never>] = []
+        for element in inbox.pending {
+            let isIntent = if case .intent = element.0 { true } else { false }
+            // A hand-over is intents only or none (a batch's intents, its
+            // completions): an entry that is not an intent and has no
+            // waiter (a completion nobody waits on) stands alone.
+            guard isIntent || element.1 != nil else {
+                kept.append(contentsOf: run)
+                kept.append(element)
+                run = []
+                continue
+            }
+            run.append(element)
+            guard let continuation = element.1 else { continue }
+            if isIntent && run.allSatisfy({ if case .intent = $0.0 { true } else { false } }) {
+                refused.append(continuation)
+            } else {
+                kept.append(contentsOf: run)
+            }
+            run = []
+        }
+        kept.append(contentsOf: run)
+        inbox.pending = kept
+        return refused
     }
 }

@@ -36,6 +36,8 @@ final class AuditJournal: @unchecked Sendable {
         /// `.interval`: an append found the journal synced and asks the
         /// journal thread for the next sync.
         var wakeRequested = false
+        /// `.always`: a check for a stalled group sync is scheduled (``armStallWatch()``).
+        var stallWatchArmed = false
     }
 
     /// The segment files. With `.interval` used under the shared lock by

@@ -142,7 +142,8 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// `.always`: also false at once while a group's write and sync has not
     /// returned for ``journalStallLimit`` seconds (a stalled device, a hung
     /// network volume): a send handed over then would wait behind it with no
-    /// bound. Sends already waiting stay until it returns.
+    /// bound. Sends already waiting behind it are refused at the same limit
+    /// (``AuditJournal/stallWatchFired(now:)``); only the group being synced waits for it.
     public func sendStarting(_ send: SendDescriptor, startedAt: UInt64) async -> Bool {
         if configuration.journalSync == .interval { return journal.appendIntent(send, startedAt: startedAt) }
         if syncStalled(now: MonotonicClock.now()) { return false }
