@@ -74,15 +74,22 @@ struct AuditJournalSyncStallTests {
         #expect(writer.statistics.spooled == 20)
     }
 
+    /// A `journal_sync: always` writer, spool only, whose group syncs wait on `disk`.
+    static func alwaysWriter(
+        _ disk: StalledDisk, stallLimit: Double, instance: String, directory: String = temporaryDirectory()
+    ) throws -> AuditWriter {
+        var configuration = AuditWriter.Configuration(conninfo: "", spoolDirectory: directory, relayInstance: instance)
+        configuration.spoolOnly = true
+        configuration.journalSync = .always
+        configuration.journalStallLimit = stallLimit
+        configuration.journalSyncWillStart = { disk.willSync() }
+        return try AuditWriter.started(configuration: configuration, logger: quietLogger())
+    }
+
     @Test("journal_sync always, the group's sync held: past the stall limit new sends are refused at once, nothing journaled; the waiting send is released with the sync")
     func alwaysRefusesBehindStalledSync() async throws {
         let disk = StalledDisk()
-        var configuration = AuditWriter.Configuration(conninfo: "", spoolDirectory: temporaryDirectory(), relayInstance: "stalled-disk-always")
-        configuration.spoolOnly = true
-        configuration.journalSync = .always
-        configuration.journalStallLimit = 0.2
-        configuration.journalSyncWillStart = { disk.willSync() }
-        let writer = try AuditWriter.started(configuration: configuration, logger: quietLogger())
+        let writer = try Self.alwaysWriter(disk, stallLimit: 0.2, instance: "stalled-disk-always")
         let events = (0..<4).map { EventFactory.event($0) }
         #expect(await writer.sendStarting(events[0].send, startedAt: events[0].startedAt), "a healthy disk takes the send")
         await writer.sendFinishedDurably(events[0])
@@ -121,13 +128,8 @@ struct AuditJournalSyncStallTests {
     func alwaysTakesBackWaitingIntents() async throws {
         let disk = StalledDisk()
         let directory = temporaryDirectory()
-        var configuration = AuditWriter.Configuration(conninfo: "", spoolDirectory: directory, relayInstance: "stalled-disk-waiting")
-        configuration.spoolOnly = true
-        configuration.journalSync = .always
-        // Never reached on the clock here: the check is run with its time given.
-        configuration.journalStallLimit = 3600
-        configuration.journalSyncWillStart = { disk.willSync() }
-        let writer = try AuditWriter.started(configuration: configuration, logger: quietLogger())
+        // A limit never reached on the clock here: the check is run with its time given.
+        let writer = try Self.alwaysWriter(disk, stallLimit: 3600, instance: "stalled-disk-waiting", directory: directory)
         let events = (0..<6).map { EventFactory.event($0) }
         #expect(await writer.sendStarting(events[0].send, startedAt: events[0].startedAt))
 
@@ -169,12 +171,7 @@ struct AuditJournalSyncStallTests {
     @Test("journal_sync always, the group's sync held: a send handed over just before the stall limit does not wait for the sync, it is refused once the limit passes")
     func alwaysWaitingSendEndsAtTheLimit() async throws {
         let disk = StalledDisk()
-        var configuration = AuditWriter.Configuration(conninfo: "", spoolDirectory: temporaryDirectory(), relayInstance: "stalled-disk-limit")
-        configuration.spoolOnly = true
-        configuration.journalSync = .always
-        configuration.journalStallLimit = 0.3
-        configuration.journalSyncWillStart = { disk.willSync() }
-        let writer = try AuditWriter.started(configuration: configuration, logger: quietLogger())
+        let writer = try Self.alwaysWriter(disk, stallLimit: 0.3, instance: "stalled-disk-limit")
         let events = (0..<2).map { EventFactory.event($0) }
         disk.stall()
         let held = Task { await writer.sendStarting(events[0].send, startedAt: events[0].startedAt) }
