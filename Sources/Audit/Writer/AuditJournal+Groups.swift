@@ -26,7 +26,11 @@ extension AuditJournal {
             let entries = inbox.pending
             inbox.pending = []
             inbox.busy = true
+            inbox.groupTakenAt = MonotonicClock.now()
+            let arm = !inbox.stallWatchArmed
+            inbox.stallWatchArmed = true
             condition.unlock()
+            if arm { scheduleStallWatch(after: configuration.journalStallLimit) }
             writeGroup(entries)
         }
     }
@@ -49,7 +53,6 @@ extension AuditJournal {
         // The group's sends wait on this write and sync: until it returns they count as unsynced.
         if !bytes.isEmpty {
             shared.withState { $0.counters.journalSyncingSince = MonotonicClock.now() }
-            armStallWatch()
             configuration.journalSyncWillStart?()
         }
         do {
@@ -81,6 +84,7 @@ extension AuditJournal {
         // queue empty, so the rows must be queued before this flips.
         condition.lock()
         inbox.busy = false
+        inbox.groupTakenAt = nil
         condition.unlock()
         for case (let entry, let continuation?) in entries {
             if case .intent = entry {
@@ -97,16 +101,8 @@ extension AuditJournal {
         }
     }
 
-    /// Schedules ``stallWatchFired()`` a stall limit from now, unless it is
-    /// scheduled already: one check in flight at a time, whatever the rate
-    /// of groups.
-    func armStallWatch(after seconds: Double? = nil) {
-        condition.lock()
-        let arm = !inbox.stallWatchArmed
-        inbox.stallWatchArmed = true
-        condition.unlock()
-        guard arm else { return }
-        DispatchQueue.global().asyncAfter(deadline: .now() + (seconds ?? configuration.journalStallLimit)) { [self] in stallWatchFired() }
+    private func scheduleStallWatch(after seconds: Double) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in stallWatchFired() }
     }
 
     /// A group's write and sync that has not returned within the stall
@@ -116,16 +112,26 @@ extension AuditJournal {
     /// their intents, not yet taken into a group, are refused now as well:
     /// their intents are taken back unwritten, so they end `503` with
     /// nothing sent and nothing journaled, rather than waiting for a sync
-    /// that may never return. The group being synced cannot be taken back
+    /// that may never return. The group being written cannot be taken back
     /// (its intents are written), and completions (their sends went out)
     /// keep waiting: their callers are answered when the sync returns.
+    ///
+    /// One check is scheduled at a time: when a group is taken and none is,
+    /// then again for as long as groups are being written, so its cost does
+    /// not grow with the rate of groups. What it reads is the inbox's, under
+    /// its lock: a group that returned meanwhile is not taken for a stalled one.
     func stallWatchFired(now: UInt64 = MonotonicClock.now()) {
-        let since = shared.withState { $0.counters.journalSyncingSince }
         let limit = MonotonicClock.nanoseconds(configuration.journalStallLimit)
         var refused: [CheckedContinuation<Bool, Never>] = []
+        var next: Double?
         condition.lock()
-        inbox.stallWatchArmed = false
-        if let since, now >= since &+ limit { refused = takeBackPendingIntents() }
+        if let taken = inbox.groupTakenAt {
+            let deadline = taken &+ limit
+            if now >= deadline { refused = takeBackPendingIntents() }
+            // Still being written: look again when it would pass the limit, or, past it, every second.
+            next = now >= deadline ? 1 : max(0.01, Double(deadline &- now) / 1e9)
+        }
+        inbox.stallWatchArmed = next != nil
         condition.unlock()
         for continuation in refused { continuation.resume(returning: false) }
         if !refused.isEmpty {
@@ -133,12 +139,7 @@ extension AuditJournal {
                 "audit journal sync has not returned: sends waiting for it refused, nothing sent",
                 metadata: ["refused_waiting": "\(refused.count)", "stall_limit_seconds": "\(configuration.journalStallLimit)"])
         }
-        // A sync still in flight: look again when it would pass the limit,
-        // or, past it, every second while it stays held.
-        if let since {
-            let deadline = since &+ limit
-            armStallWatch(after: now >= deadline ? 1 : max(0.01, Double(deadline &- now) / 1e9))
-        }
+        if let next { scheduleStallWatch(after: next) }
     }
 
     /// Under `condition`: removes from `pending` every hand-over made of

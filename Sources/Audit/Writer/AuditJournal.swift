@@ -36,7 +36,10 @@ final class AuditJournal: @unchecked Sendable {
         /// `.interval`: an append found the journal synced and asks the
         /// journal thread for the next sync.
         var wakeRequested = false
-        /// `.always`: a check for a stalled group sync is scheduled (``armStallWatch()``).
+        /// `.always`: when the journal thread took the group it is writing
+        /// (`busy`), for the check of a stalled sync; nil while idle.
+        var groupTakenAt: UInt64?
+        /// `.always`: that check is scheduled (``AuditJournal/stallWatchFired(now:)``).
         var stallWatchArmed = false
     }
 
