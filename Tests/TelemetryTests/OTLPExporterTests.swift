@@ -51,6 +51,38 @@ struct OTLPExporterTests {
         return try await python(["-c", code], portAfter: "stalled on ")
     }
 
+    /// A collector that reads each request's head and body, answers 200 with
+    /// a chunked body that never ends (64 KiB chunks), and writes to `file`
+    /// how many body bytes it sent before the client closed the connection.
+    static func endlessAnswerCollector(_ file: String) async throws -> (child: ChildProcess, port: UInt16) {
+        let code = """
+            import socket, sys
+            s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+            print("endless on", s.getsockname()[1], flush=True)
+            while True:
+                c, _ = s.accept()
+                head = b""
+                while b"\\r\\n\\r\\n" not in head:
+                    head += c.recv(65536)
+                length = int([l.split(b":")[1] for l in head.split(b"\\r\\n") if l.lower().startswith(b"content-length:")][0])
+                body = head.split(b"\\r\\n\\r\\n", 1)[1]
+                while len(body) < length:
+                    body += c.recv(65536)
+                c.sendall(b"HTTP/1.1 200 OK\\r\\ncontent-type: application/x-protobuf\\r\\ntransfer-encoding: chunked\\r\\n\\r\\n")
+                chunk = b"10000\\r\\n" + b"x" * 65536 + b"\\r\\n"
+                sent = 0
+                try:
+                    while True:
+                        c.sendall(chunk)
+                        sent += 65536
+                except OSError:
+                    pass
+                open(sys.argv[1], "w").write(str(sent))
+                c.close()
+            """
+        return try await python(["-c", code, file], portAfter: "endless on ")
+    }
+
     /// A port nothing listens on: bound by a child that exits at once.
     static func closedPort() async throws -> UInt16 {
         let result = try await ProcessRunner.runOffPool([
@@ -523,6 +555,23 @@ struct OTLPExporterTests {
         #expect(Self.lines(before).count == 200)
         let received = Self.lines(after).compactMap { $0["attributes"]?["apns.attempt"]?.integerValue }.sorted()
         #expect(received == (300..<500).map(Int64.init), "every span recorded after the collector came back reached it, once")
+    }
+
+    @Test("a collector whose answer is a chunked body without end: the export counts as done, the client stops reading past its bound and closes the connection, holding none of it")
+    func endlessAnswer() async throws {
+        let sentFile = NSTemporaryDirectory() + "otlp-endless-\(UUID().uuidString)"
+        let collector = try await Self.endlessAnswerCollector(sentFile)
+        defer { collector.child.terminate() }
+        let drops = DropCounter()
+        // A long export timeout: the old reader held the body until it passed.
+        let exporter = Self.exporter(port: collector.port, queue: 100, batch: 10, timeout: 60_000, drops: drops)
+        for index in 0..<10 { exporter.record(Self.record(index)) }
+        #expect(await eventually(30) { exporter.counts.exported == 10 }, "the collector's 200 counts: \(exporter.counts)")
+        #expect(await eventually(30) { FileManager.default.fileExists(atPath: sentFile) }, "the client closed the connection")
+        let sent = Int((try? String(contentsOfFile: sentFile, encoding: .utf8)) ?? "") ?? -1
+        // The bound (64 KiB) and what the two sockets' buffers take before the close: a few MiB at most.
+        #expect(sent >= 0 && sent < 32 << 20, "the collector sent \(sent) bytes before the client closed")
+        #expect(await Self.finishes { exporter.shutdown(within: 5) })
     }
 
     @Test("a collector that accepts and never reads: recording never waits on it, each stuck batch fails at the export timeout and is counted, the close keeps its bound")

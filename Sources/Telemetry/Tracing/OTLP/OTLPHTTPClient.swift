@@ -118,16 +118,27 @@ final class OTLPHTTPClient {
             default: break
             }
         }
-        // The body (an ExportTraceServiceResponse, maybe partial_success) is read and discarded.
+        // The body (an ExportTraceServiceResponse, maybe partial_success) is
+        // read and discarded, only so the connection can be used again; one
+        // longer than `answerBodyLimit` is not read at all (the connection
+        // is closed instead), and none is held.
         var body = response.count - end
         if chunked {
-            while !Self.endsChunked(response) {
-                guard let count = chunk.withUnsafeMutableBytes({ connection.read(into: $0, deadline: deadline) }), count > 0 else {
-                    return .success((status, false))
-                }
-                response.append(contentsOf: chunk[0..<count])
+            var scanner = ChunkedBodyScanner()
+            var consumed = response.withUnsafeBytes { scanner.feed(UnsafeRawBufferPointer(rebasing: $0[end...])) }
+            var extra = consumed < body
+            while !scanner.finished && !scanner.failed {
+                guard body <= Self.answerBodyLimit,
+                      let count = chunk.withUnsafeMutableBytes({ connection.read(into: $0, deadline: deadline) }), count > 0
+                else { return .success((status, false)) }
+                consumed = chunk.withUnsafeBytes { scanner.feed(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+                extra = consumed < count
+                body += count
             }
+            // A malformed body, or bytes after its end: nothing more is read from this connection.
+            if scanner.failed || extra { keep = false }
         } else if let length {
+            guard length <= Self.answerBodyLimit else { return .success((status, false)) }
             while body < length {
                 guard let count = chunk.withUnsafeMutableBytes({ connection.read(into: $0, deadline: deadline) }), count > 0 else {
                     return .success((status, false))
@@ -141,6 +152,12 @@ final class OTLPHTTPClient {
         return .success((status, keep))
     }
 
+    /// The most of an answer's body read to keep the connection: an
+    /// ExportTraceServiceResponse is a few bytes (a partial_success message
+    /// at most). A collector that streamed an endless chunked body was read
+    /// into memory until the export's deadline.
+    static let answerBodyLimit = 64 << 10
+
     private static func headerEnd(_ bytes: [UInt8]) -> Int? {
         guard bytes.count >= 4 else { return nil }
         for index in 0...(bytes.count - 4)
@@ -148,10 +165,6 @@ final class OTLPHTTPClient {
             return index + 4
         }
         return nil
-    }
-
-    private static func endsChunked(_ bytes: [UInt8]) -> Bool {
-        bytes.count >= 5 && Array(bytes.suffix(5)) == Array("0\r\n\r\n".utf8)
     }
 }
 
