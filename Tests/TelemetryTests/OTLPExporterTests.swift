@@ -502,16 +502,25 @@ struct OTLPExporterTests {
         #expect(attributes["described"] == "file:///x")
     }
 
-    @Test("receiver stopped mid-run: each span is exported or counted dropped when it is dropped; received == exported, exported + dropped == recorded")
-    func receiverStopped() async throws {
-        let file = NSTemporaryDirectory() + "otlp-stopped-\(UUID().uuidString).jsonl"
+    /// An exporter (a 500-span buffer, batches of 100) whose first `count`
+    /// spans reached a receiver writing to `file`, which is then stopped.
+    static func exportedThenStopped(
+        _ count: Int, file: String
+    ) async throws -> (exporter: OTLPExporter, drops: DropCounter, port: UInt16) {
         let receiver = try await Self.receiver(file)
         let drops = DropCounter()
         let exporter = Self.exporter(port: receiver.port, queue: 500, batch: 100, timeout: 500, drops: drops)
-        for index in 0..<400 { exporter.record(Self.record(index)) }
-        #expect(await eventually(30) { exporter.counts.exported == 400 }, "\(exporter.counts)")
+        for index in 0..<count { exporter.record(Self.record(index)) }
+        #expect(await eventually(30) { exporter.counts.exported == count }, "\(exporter.counts)")
         receiver.child.terminate()
         #expect(await receiver.child.exited() == 0)
+        return (exporter, drops, receiver.port)
+    }
+
+    @Test("receiver stopped mid-run: each span is exported or counted dropped when it is dropped; received == exported, exported + dropped == recorded")
+    func receiverStopped() async throws {
+        let file = NSTemporaryDirectory() + "otlp-stopped-\(UUID().uuidString).jsonl"
+        let (exporter, drops, _) = try await Self.exportedThenStopped(400, file: file)
         // Past the buffer's 500 the rest is refused (each batch now takes its
         // retries' back-off): counted by the time record() returns.
         for index in 400..<2400 { exporter.record(Self.record(index)) }
@@ -533,18 +542,12 @@ struct OTLPExporterTests {
     func receiverBack() async throws {
         let before = NSTemporaryDirectory() + "otlp-back-before-\(UUID().uuidString).jsonl"
         let after = NSTemporaryDirectory() + "otlp-back-after-\(UUID().uuidString).jsonl"
-        let first = try await Self.receiver(before)
-        let drops = DropCounter()
-        let exporter = Self.exporter(port: first.port, queue: 500, batch: 100, timeout: 500, drops: drops)
-        for index in 0..<200 { exporter.record(Self.record(index)) }
-        #expect(await eventually(30) { exporter.counts.exported == 200 }, "\(exporter.counts)")
-        first.child.terminate()
-        #expect(await first.child.exited() == 0)
+        let (exporter, drops, port) = try await Self.exportedThenStopped(200, file: before)
         // The outage: a batch fails against the refused connection, every try of it.
         for index in 200..<300 { exporter.record(Self.record(index)) }
         #expect(await eventually(30) { drops[.exportFailed] == 100 }, "\(exporter.counts)")
 
-        let second = try await Self.receiver(after, port: first.port)
+        let second = try await Self.receiver(after, port: port)
         for index in 300..<500 { exporter.record(Self.record(index)) }
         #expect(await eventually(30) { exporter.counts.exported == 400 }, "export resumed: \(exporter.counts)")
         #expect(await Self.finishes { exporter.shutdown(within: 5) } == false, "not everything was exported: the outage's batch was dropped")
