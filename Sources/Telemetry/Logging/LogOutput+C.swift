@@ -4,7 +4,9 @@
     import Darwin
 #endif
 
-/// The log drain's file descriptor, written without ever blocking.
+/// The log drain's file descriptor, written without ever blocking; also
+/// standard output for the commands' few plain lines (`serve`'s port lines),
+/// which must neither block nor end the process when their reader is gone.
 ///
 /// Standard error is shared with the parent (a pipe to a log collector, a
 /// terminal), so its file status flags are not changed: `O_NONBLOCK` on fd 2
@@ -16,12 +18,12 @@
 /// - when the reopen fails, fd N is written at most `PIPE_BUF` bytes at a
 ///   time, and only after `poll` said it can take them (a pipe with room for
 ///   one page takes a write of up to `PIPE_BUF` without blocking).
-struct LogOutput: Sendable {
+public struct LogOutput: Sendable {
     enum Mode: Sendable {
         case nonBlocking, socket, plain, polled
     }
 
-    enum Result {
+    public enum Result {
         case wrote(Int)
         /// The sink takes nothing now.
         case full
@@ -32,7 +34,7 @@ struct LogOutput: Sendable {
     let fd: Int32
     let mode: Mode
 
-    init(fileDescriptor: Int32) {
+    public init(fileDescriptor: Int32) {
         var status = stat()
         guard fstat(fileDescriptor, &status) == 0 else {
             fd = fileDescriptor
@@ -63,7 +65,7 @@ struct LogOutput: Sendable {
         signal(SIGPIPE, SIG_IGN)
     }
 
-    func write(_ bytes: UnsafeRawPointer, count: Int) -> Result {
+    public func write(_ bytes: UnsafeRawPointer, count: Int) -> Result {
         let result: Int
         switch mode {
         case .nonBlocking, .plain:
