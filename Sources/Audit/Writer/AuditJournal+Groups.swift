@@ -163,11 +163,10 @@ extension AuditJournal {
             }
             run.append(element)
             guard let continuation = element.1 else { continue }
-            if isIntent && run.allSatisfy({ if case .intent = $0.0 { true } else { false } }) {
-                refused.append(continuation)
-            } else {
-                kept.append(contentsOf: run)
-            }
+            // Every entry before the waiter's is an intent (anything else
+            // without a waiter ended the run above): the waiter's own says
+            // whether the hand-over is intents only.
+            if isIntent { refused.append(continuation) } else { kept.append(contentsOf: run) }
             run = []
         }
         kept.append(contentsOf: run)
