@@ -40,6 +40,11 @@ PRINTED = []  # every figure line, for --smoke's check
 def figure(name, value, unit="", note=""):
     """One parseable figure line: `figure NAME: VALUE UNIT  (NOTE)`."""
     text = f"{value:.4g}" if isinstance(value, float) and abs(value) < 10 else (f"{value:,.0f}" if isinstance(value, (int, float)) else str(value))
+    # `.4g` writes a value near zero (a difference of two equal medians,
+    # -1.1e-13) with an exponent, which no figure line may hold.
+    if "e" in text:
+        text = f"{value:.6f}".rstrip("0").rstrip(".")
+        if text in ("", "-0"): text = "0"
     line = f"figure {name}: {text}{(' ' + unit) if unit else ''}{('  (' + note + ')') if note else ''}"
     PRINTED.append(line)
     print(line, flush=True)
