@@ -18,7 +18,11 @@ enum Socket {
         var lastError = "no address"
         for address in addresses {
             let fd = socket(address.family, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { continue }
+            guard fd >= 0 else {
+                // Out of descriptors (EMFILE, ENFILE): named, not "no address".
+                lastError = "socket: \(String(cString: strerror(errno)))"
+                continue
+            }
             setNonBlocking(fd)
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -85,16 +89,25 @@ enum Socket {
 }
 
 /// An eventfd another thread signals to wake a poll() loop.
+///
+/// Making one can fail: a process out of descriptors (EMFILE at its
+/// `ulimit -n`, ENFILE) gets no eventfd. That is not a reason to stop the
+/// relay, so the signal is still made, with ``failure`` saying why it has no
+/// descriptor, and whoever owns it refuses the work it was for (a connection
+/// fails its set-up, an accepted socket is closed, a listener does not
+/// start) instead of waiting on a wake-up that never comes.
 final class WakeSignal: @unchecked Sendable {
     // eventfd writes and reads are atomic in the kernel; any thread may signal.
     let fd: Int32
+    /// Why there is no eventfd (`strerror`), nil when there is one.
+    let failure: String?
 
     init() {
         fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
-        precondition(fd >= 0, "eventfd failed")
+        failure = fd >= 0 ? nil : String(cString: strerror(errno))
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     func signal() {
         var one: UInt64 = 1

@@ -9,6 +9,11 @@ extension ConnectionCore {
     /// watches the wake-up eventfd: requests that time out or are cancelled
     /// while the connection is still coming up end at once, not after it.
     func establish() throws(HTTP2Error) {
+        // A process out of descriptors made these without one: fail the
+        // set-up like a refused connect (the pool backs off and retries).
+        if let problem = handOff.setupWake.failure ?? loop.wake.failure {
+            throw HTTP2Error(.connectFailed, "cannot connect to \(configuration.origin): no descriptor for its wake-up (eventfd: \(problem))")
+        }
         let connectDeadline = deadline(after: configuration.connectTimeout)
         let addresses = try lookUpHost(until: connectDeadline)
         let socket = try Socket.connect(

@@ -112,7 +112,8 @@ public final class HTTP2Server: Sendable {
     /// Connections accepted so far.
     public var acceptedConnections: Int { listener.accepted.load(ordering: .relaxed) }
 
-    /// Connections closed at accept because a connection cap was reached.
+    /// Connections closed at accept because a connection cap was reached, or
+    /// for want of a descriptor to serve them with.
     public var refusedConnections: Int { listener.refusedConnections.load(ordering: .relaxed) }
 
     /// Stops accepting and closes every connection.

@@ -20,13 +20,17 @@ final class Listener: @unchecked Sendable {
     let loop = ServerLoop()
     let accepted = Atomic<Int>(0)
     private let state = Mutex<(stopped: Bool, connections: [ServerConnection])>((false, []))
-    /// Connections refused at accept by a cap (per address or in all).
+    /// Connections refused at accept by a cap (per address or in all), or
+    /// for want of a descriptor to serve them with.
     let refusedConnections = Atomic<Int>(0)
 
     init(configuration: HTTP2Server.Configuration, handler: @escaping HTTP2ServerHandler) throws(HTTP2Error) {
         self.configuration = configuration
         self.handler = handler
         Socket.ignoreBrokenPipes
+        if let problem = wake.failure ?? loop.wake.failure {
+            throw HTTP2Error(.connectFailed, "eventfd: \(problem)")
+        }
         context = try configuration.tls.map { tls throws(HTTP2Error) in try TLSContext(server: tls) }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw HTTP2Error(.connectFailed, "socket: \(String(cString: strerror(errno)))") }
@@ -57,9 +61,13 @@ final class Listener: @unchecked Sendable {
     }
 
     private func acceptLoop() {
+        // Out of descriptors: rest, not spin (AcceptRest).
+        var rest = AcceptRest()
         while true {
-            var descriptors = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
-            _ = poll(&descriptors, 2, 1000)
+            var descriptors = [
+                pollfd(fd: rest.isResting ? -1 : fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
+            ]
+            _ = poll(&descriptors, 2, rest.pollTimeout(otherwise: 1000))
             if state.withLock({ $0.stopped }) { break }
             guard descriptors[0].revents & Int16(POLLIN) != 0 else { continue }
             while true {
@@ -68,12 +76,23 @@ final class Listener: @unchecked Sendable {
                 let client = withUnsafeMutablePointer(to: &peer) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(fd, $0, &peerLength) }
                 }
-                guard client >= 0 else { break }
+                guard client >= 0 else {
+                    rest.acceptFailed(errno)
+                    break
+                }
                 Socket.setNonBlocking(client)
                 var one: Int32 = 1
                 setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
                 let id = accepted.wrappingAdd(1, ordering: .relaxed).newValue
                 let connection = ServerConnection(socket: client, id: id, listener: self, peerAddress: peer.sin_addr.s_addr)
+                if connection.handOff.setUpWake.failure != nil {
+                    // Accepted with the last descriptor: no eventfd to serve it with.
+                    // Closed at once (the client sees a reset or EOF and resends).
+                    rest.begin()
+                    refusedConnections.add(1, ordering: .relaxed)
+                    close(client)
+                    break
+                }
                 let keep = state.withLock { state -> Bool in
                     guard !state.stopped else { return false }
                     state.connections.removeAll { $0.isFinished }

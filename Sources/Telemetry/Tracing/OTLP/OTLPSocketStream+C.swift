@@ -39,7 +39,11 @@ public final class OTLPSocketStream: OTLPStream {
         var lastError = "no address"
         for address in addresses {
             let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { continue }
+            guard fd >= 0 else {
+                // Out of descriptors (EMFILE): named, not "no address".
+                lastError = "socket: \(String(cString: strerror(errno)))"
+                continue
+            }
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             var one: Int32 = 1
             _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
