@@ -51,15 +51,27 @@ public final class HostLookup: @unchecked Sendable {
     /// A pipe's read end that becomes readable once the lookup has ended,
     /// and stays so (nobody reads it): a `poll(2)` loop waits on it beside
     /// its own descriptors.
+    /// -1 when the process had no descriptors for the pipe: such a lookup
+    /// has ended (failed) before ``start(host:port:)`` returns it, and
+    /// `poll(2)` leaves a -1 entry alone.
     public let readyDescriptor: Int32
     private let writeDescriptor: Int32
+    /// Why the pipe could not be made (`strerror`: EMFILE at the process's
+    /// descriptor limit), nil when it was.
+    private let pipeFailure: String?
     private let state = Mutex<Outcome?>(nil)
 
     private init(host: String, port: Int) {
         self.host = host
         self.port = port
         var ends: [Int32] = [-1, -1]
-        precondition(pipe(&ends) == 0, "pipe failed")
+        guard pipe(&ends) == 0 else {
+            pipeFailure = String(cString: strerror(errno))
+            readyDescriptor = -1
+            writeDescriptor = -1
+            return
+        }
+        pipeFailure = nil
         for end in ends {
             _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
@@ -69,6 +81,7 @@ public final class HostLookup: @unchecked Sendable {
     }
 
     deinit {
+        guard pipeFailure == nil else { return }
         close(readyDescriptor)
         close(writeDescriptor)
     }
@@ -103,6 +116,7 @@ public final class HostLookup: @unchecked Sendable {
     /// whoever sees the descriptor readable sees the outcome.
     private func finish(_ outcome: Outcome) {
         state.withLock { $0 = outcome }
+        guard pipeFailure == nil else { return }
         var one: UInt8 = 1
         _ = Glibc.write(writeDescriptor, &one, 1)
     }
@@ -123,10 +137,16 @@ public final class HostLookup: @unchecked Sendable {
         let (lookup, isNew) = running.withLock { running -> (HostLookup, Bool) in
             if let lookup = running[key] { return (lookup, false) }
             let lookup = HostLookup(host: host, port: port)
-            running[key] = lookup
+            // One without its pipe is never joined: it ends below, failed.
+            if lookup.pipeFailure == nil { running[key] = lookup }
             return (lookup, true)
         }
         guard isNew else { return lookup }
+        if let problem = lookup.pipeFailure {
+            // Out of descriptors: this connect fails (and is retried), the process goes on.
+            lookup.finish(.failed("no descriptor for the lookup (pipe: \(problem))"))
+            return lookup
+        }
         let started = detach {
             let outcome = resolve(host: host, port: port, flags: 0)
             _ = running.withLock { $0.removeValue(forKey: key) }
