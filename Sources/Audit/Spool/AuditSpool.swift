@@ -237,10 +237,12 @@ final class AuditSpool: @unchecked Sendable {
         // Numbers only grow within a run, even after every segment was removed,
         // so a number never names two files (the journal's ledger keys on it).
         let next = max(lastNumber, segments().last.flatMap { number(of: $0) } ?? 0) + 1
-        lastNumber = next
         let name = prefix + String(format: "%016d", next) + suffix
         let url = directory.appendingPathComponent(name)
         current = (url, try SegmentFile.create(url.path), 0, next)
+        // Taken once the file exists: a create that failed (a full disk, no
+        // descriptor) named no file, and the retry uses the same number.
+        lastNumber = next
         // The new name must survive a power cut too: now, or with the next
         // sync of the journal thread.
         if sync { SegmentFile.syncDirectory(directory.path) } else { directoryUnsynced = true }

@@ -21,13 +21,49 @@ extension AuditWriterThread {
                 state.counters.spoolBytes = bytes
                 state.settle(batch)
             }
+            spoolFailureEnded("audit spool writable again")
         } catch {
             unsettled.append(contentsOf: batch)
-            let inMemory = batch.count(where: \.undurable)
-            logger.critical(
-                "audit spool write failed; rows kept and retried (those the journal holds stay there meanwhile)",
-                metadata: ["rows": "\(batch.count)", "rows_in_memory_only": "\(inMemory)", "error": "\(error)"])
+            noteSpoolWriteFailed(error, rows: batch.count, inMemory: batch.count(where: \.undurable))
         }
+    }
+
+    /// How often a spool that keeps failing is logged again: the write is
+    /// retried with every batch (each `flush_interval_ms`), and a line each
+    /// time (20 a second at the default) would bury the rest of the log
+    /// while the disk stays full.
+    static let spoolFailureReportInterval = MonotonicClock.nanoseconds(10)
+
+    /// The rows that failed spool writes kept are settled (`message` says
+    /// where): the failures end, and one line says how many there were.
+    func spoolFailureEnded(_ message: Logger.Message) {
+        guard let failing = spoolFailing else { return }
+        spoolFailing = nil
+        logger.notice(
+            message,
+            metadata: [
+                "failed_writes": "\(failing.failures)",
+                "seconds_failing": "\(Double((MonotonicClock.now() &- failing.since) / 1_000_000) / 1000)",
+            ])
+    }
+
+    /// Logs a failed spool write: the first at once, then at most one line
+    /// per ``spoolFailureReportInterval`` with how many failed since the last.
+    private func noteSpoolWriteFailed(_ error: any Error, rows: Int, inMemory: Int) {
+        let now = MonotonicClock.now()
+        var failing = spoolFailing ?? SpoolFailing(since: now, lastReport: nil, failures: 0, unreported: 0)
+        failing.failures += 1
+        failing.unreported += 1
+        defer { spoolFailing = failing }
+        if let last = failing.lastReport, now &- last < Self.spoolFailureReportInterval { return }
+        logger.critical(
+            "audit spool write failed; rows kept and retried (those the journal holds stay there meanwhile)",
+            metadata: [
+                "rows": "\(rows)", "rows_in_memory_only": "\(inMemory)", "error": "\(error)",
+                "failed_writes_since_last_report": "\(failing.unreported)",
+            ])
+        failing.lastReport = now
+        failing.unreported = 0
     }
 
     /// Replays spool segments oldest first through a temporary table, so a row

@@ -27,6 +27,15 @@ final class AuditWriterThread: @unchecked Sendable {
     let sink: AuditPostgresSink
     /// Rows a failed spool write left behind, retried first.
     var unsettled: [Row] = []
+    /// Since when spool writes have failed, and how often (their log lines
+    /// are spaced out); nil while they succeed.
+    var spoolFailing: SpoolFailing?
+    struct SpoolFailing {
+        var since: UInt64
+        var lastReport: UInt64?
+        var failures: Int
+        var unreported: Int
+    }
     var leftover: LeftoverJournal
     /// When the spool was last listed and found with nothing to replay; nil
     /// when it may hold rows (``spoolHoldsReplayableRows(listing:)``).
@@ -220,6 +229,7 @@ final class AuditWriterThread: @unchecked Sendable {
             case .unquarantined(let row): unsettled.append(row)
             }
         }
+        if unwritten.isEmpty, unsettled.isEmpty { spoolFailureEnded("audit rows kept after failed spool writes reached Postgres") }
         spoolBatch(unwritten)
     }
 
