@@ -10,8 +10,10 @@ import TestSupport
 #endif
 
 /// One HTTP/1.1 connection kept alive for many requests, answers read by
-/// their Content-Length. Blocking: use it on a thread of its own.
-final class KeepAliveClient {
+/// their Content-Length. Blocking: use it on a thread of its own, one call
+/// at a time (unchecked Sendable: a test hands it from call to call, never
+/// to two at once).
+final class KeepAliveClient: @unchecked Sendable {
     private var fd: Int32 = -1
     let port: UInt16
 
@@ -39,10 +41,18 @@ final class KeepAliveClient {
 
     /// POSTs `body` to `path`; the status and body, or (0, reason) when the connection failed.
     func post(_ path: String, key: String, body: [UInt8]) -> (status: Int, body: String) {
-        if fd < 0, !connect() { return (0, "connect failed") }
         let head = "POST \(path) HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer \(key)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
-        var bytes = Array(head.utf8)
-        bytes += body
+        return exchange(Array(head.utf8) + body)
+    }
+
+    /// GETs `path` (a probe); the status and body, or (0, reason) when the connection failed.
+    func get(_ path: String) -> (status: Int, body: String) {
+        exchange(Array("GET \(path) HTTP/1.1\r\nHost: relay\r\n\r\n".utf8))
+    }
+
+    /// Writes one request's bytes and reads its answer, connecting first when not connected.
+    private func exchange(_ bytes: [UInt8]) -> (status: Int, body: String) {
+        if fd < 0, !connect() { return (0, "connect failed") }
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
