@@ -96,7 +96,7 @@ struct DescriptorLimitProcessTests {
 
         let serve = try setup.serve()
         let port = try await serve.port(after: "apns-relay ingress on")
-        let (h2Port, _) = try await APNsHTTP2FaultProcessTests.Setup.ports(serve)
+        let (h2Port, metricsPort) = try await APNsHTTP2FaultProcessTests.Setup.ports(serve)
         let key = TestRelay.keys["backend"]!
         let client = KeepAliveClient(port: port)
         func send(_ index: Int) async -> (status: Int, body: String) {
@@ -142,6 +142,10 @@ struct DescriptorLimitProcessTests {
         // The connection that waited is accepted and served now.
         #expect(await offPoolThread { Self.answersPreface(on: waiting) }, "the HTTP/2 listener took the connection that waited")
         #expect(await eventually(60) { (try? await rows()) == 3 }, "every row reached Postgres once descriptors were back")
+        // The counters tell what the answers and rows tell.
+        let scrape = try await setup.relay.curl("GET", "/metrics", key: nil, base: "http://127.0.0.1:\(metricsPort)")
+        let counted = OutcomeAgreementTests.sums(scrape.body, "apns_relay_sends_total", by: "outcome")
+        #expect(counted == ["success": 2, "failed": 1], "\(counted)")
         serve.signal(SIGTERM)
         #expect(await serve.waitForExit() == 0)
         let outcomes = try await ServeProcessTests.scalar(
