@@ -49,17 +49,8 @@ struct DescriptorLimitProcessTests {
 
     /// A TCP connection to `port` on loopback, left for the listener to accept (or not).
     static func connection(to port: UInt16) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var limit = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        var remote = sockaddr_in()
-        remote.sin_family = sa_family_t(AF_INET)
-        remote.sin_port = port.bigEndian
-        inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr)
-        let connected = withUnsafePointer(to: &remote) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw TestRelayError("connect to \(port): \(String(cString: strerror(errno)))") }
+        let fd = KeepAliveClient.connectLoopback(port: port, receiveTimeoutSeconds: 30)
+        guard fd >= 0 else { throw TestRelayError("connect to \(port): \(String(cString: strerror(errno)))") }
         return fd
     }
 

@@ -21,9 +21,16 @@ final class KeepAliveClient: @unchecked Sendable {
     deinit { if fd >= 0 { close(fd) } }
 
     private func connect() -> Bool {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        var limit = timeval(tv_sec: 60, tv_usec: 0)
+        fd = Self.connectLoopback(port: port, receiveTimeoutSeconds: 60)
+        return fd >= 0
+    }
+
+    /// A blocking TCP socket connected to `port` on 127.0.0.1, whose reads
+    /// give up after `receiveTimeoutSeconds`; -1 (errno set) when the connect failed.
+    static func connectLoopback(port: UInt16, receiveTimeoutSeconds: Int) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return -1 }
+        var limit = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         var remote = sockaddr_in()
         remote.sin_family = sa_family_t(AF_INET)
@@ -32,11 +39,13 @@ final class KeepAliveClient: @unchecked Sendable {
         let connected = withUnsafePointer(to: &remote) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        if connected != 0 {
+        guard connected == 0 else {
+            let error = errno
             close(fd)
-            fd = -1
+            errno = error
+            return -1
         }
-        return fd >= 0
+        return fd
     }
 
     /// POSTs `body` to `path`; the status and body, or (0, reason) when the connection failed.
