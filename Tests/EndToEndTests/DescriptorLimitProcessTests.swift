@@ -8,8 +8,9 @@ import TestSupport
 /// (`precondition`) or the next host lookup's pipe ended the process with a
 /// crash, and the HTTP/2 APNs listener polled a listening socket it could
 /// not accept on at once, a core spinning. Now a connection that cannot be
-/// set up fails like a refused connect, a lookup without its pipe fails like
-/// an unknown name, and the HTTP/2 listener rests its accept until a
+/// set up fails like a refused connect (and a connection pool whose shared
+/// loop was made without one makes another), a lookup without its pipe fails
+/// like an unknown name, and the HTTP/2 listener rests its accept until a
 /// descriptor is free. (libmicrohttpd's listeners, the ingress and
 /// `/metrics`, still spin in this state when they have no connection open:
 /// 0.9.75's own accept does; docs/operations.md says so.)
@@ -80,8 +81,13 @@ struct DescriptorLimitProcessTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let mock = try MockAPNsServer(engine: MockAPNsEngine(configuration: mockConfiguration), directory: directory)
         defer { mock.stop() }
+        // Production too, by name (another origin, so another pool), first
+        // used at the limit: its pool is made then.
         let yaml = try String(contentsOfFile: setup.config, encoding: .utf8)
-            .replacingOccurrences(of: "127.0.0.1:\(setup.mock.port)", with: "127.0.0.1:\(mock.port)")
+            .replacingOccurrences(
+                of: "development: 127.0.0.1:\(setup.mock.port)",
+                with: "development: 127.0.0.1:\(mock.port)\n    production: localhost:\(mock.port)")
+            .replacingOccurrences(of: "environments: [development]", with: "environments: [development, production]")
             .replacingOccurrences(of: setup.mock.certificateFile, with: mock.certificateFile)
         try yaml.write(toFile: setup.config, atomically: true, encoding: .utf8)
 
@@ -90,8 +96,10 @@ struct DescriptorLimitProcessTests {
         let (h2Port, metricsPort) = try await APNsHTTP2FaultProcessTests.Setup.ports(serve)
         let key = TestRelay.keys["backend"]!
         let client = KeepAliveClient(port: port)
-        func send(_ index: Int) async -> (status: Int, body: String) {
-            await offPoolThread { client.post("/v1/send", key: key, body: Array(TestRelay.send(token: TestRelay.token(index)).utf8)) }
+        func send(_ index: Int, environment: String = "development") async -> (status: Int, body: String) {
+            let body = TestRelay.send(token: TestRelay.token(index))
+                .replacingOccurrences(of: #""environment":"development""#, with: #""environment":"\#(environment)""#)
+            return await offPoolThread { client.post("/v1/send", key: key, body: Array(body.utf8)) }
         }
         func rows() async throws -> Int { Int(try await ServeProcessTests.scalar(byName, "SELECT count(*) FROM apns_audit")) ?? -1 }
 
@@ -110,7 +118,9 @@ struct DescriptorLimitProcessTests {
         let waiting = try Self.connection(to: h2Port)
         defer { close(waiting) }
 
-        let second = await send(2)
+        // To production, whose connection pool (and the loop thread its
+        // connections share) is made now, without a descriptor for its eventfd.
+        let second = await send(2, environment: "production")
         #expect(second.status == 502 && second.body.contains("open files"), "\(second)")
         #expect(await offPoolThread { client.get("/healthz") }.status == 200)
         let log = setup.errors
@@ -128,7 +138,8 @@ struct DescriptorLimitProcessTests {
         #expect(serve.exitStatus == nil, "serve is still running")
 
         try await Self.setOpenFileLimit(of: serve.pid, soft: soft)
-        let third = await send(3)
+        // The same pool: its loop, made without a descriptor, is not kept.
+        let third = await send(3, environment: "production")
         #expect(third.status == 200, "\(third)")
         // The connection that waited is accepted and served now.
         #expect(await offPoolThread { Self.answersPreface(on: waiting) }, "the HTTP/2 listener took the connection that waited")

@@ -57,19 +57,29 @@ public final class HTTP2Pool: Sendable {
         var closed = false
         var consecutiveFailures = 0
         var nextAttempt: ContinuousClock.Instant?
+        /// The thread that serves all the connections once they are up, when
+        /// `sharesOneThread` (see `ConnectionLoop`); nil for a thread each,
+        /// or until the first connection.
+        var sharedLoop: ConnectionLoop?
+
+        /// The shared loop a new connection joins. One made while the
+        /// process had no descriptor for its eventfd (EMFILE) fails every
+        /// connection's set-up, so it is replaced: it never served one.
+        mutating func sharedLoopToJoin() -> ConnectionLoop {
+            if let loop = sharedLoop, loop.wake.failure == nil { return loop }
+            let loop = ConnectionLoop()
+            sharedLoop = loop
+            return loop
+        }
     }
 
     public let configuration: Configuration
     private let observer: HTTP2EventObserver?
     private let state = Mutex(State())
-    /// The thread that serves all the connections once they are up, when
-    /// `sharesOneThread` (see `ConnectionLoop`); nil for a thread each.
-    private let sharedLoop: ConnectionLoop?
 
     public init(configuration: Configuration, observer: HTTP2EventObserver? = nil) {
         self.configuration = configuration
         self.observer = observer
-        sharedLoop = configuration.sharesOneThread ? ConnectionLoop() : nil
     }
 
     /// Sends on the least-loaded usable connection, resending transparently
@@ -162,7 +172,7 @@ public final class HTTP2Pool: Sendable {
                     }
                     let connection = HTTP2Connection(
                         configuration: configuration.connection, observer: connectionObserver,
-                        loop: sharedLoop ?? ConnectionLoop())
+                        loop: configuration.sharesOneThread ? state.sharedLoopToJoin() : ConnectionLoop())
                     if !state.connections.isEmpty || state.consecutiveFailures > 0 { observer?(configuration.connection.origin, .reconnect) }
                     state.connections.append(connection)
                     return .success(connection)
