@@ -22,9 +22,6 @@ struct AcceptRest: Sendable {
     /// Whether the loop rests now: the listening socket stays out of its poll.
     var isResting: Bool { until > MonotonicClock.now() }
 
-    /// The poll timeout while resting (else `otherwise`).
-    func pollTimeout(otherwise: Int32) -> Int32 { isResting ? Self.milliseconds : otherwise }
-
     /// After accept failed with `error`: a rest begins when it failed for
     /// want of descriptors or kernel memory.
     mutating func acceptFailed(_ error: Int32) {

@@ -64,10 +64,13 @@ final class Listener: @unchecked Sendable {
         // Out of descriptors: rest, not spin (AcceptRest).
         var rest = AcceptRest()
         while true {
+            // Read once: a rest ending between two reads would leave the
+            // listening socket out of a poll that sleeps the full second.
+            let resting = rest.isResting
             var descriptors = [
-                pollfd(fd: rest.isResting ? -1 : fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: resting ? -1 : fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0),
             ]
-            _ = poll(&descriptors, 2, rest.pollTimeout(otherwise: 1000))
+            _ = poll(&descriptors, 2, resting ? AcceptRest.milliseconds : 1000)
             if state.withLock({ $0.stopped }) { break }
             guard descriptors[0].revents & Int16(POLLIN) != 0 else { continue }
             while true {
