@@ -24,7 +24,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import send_bench as sb  # noqa: E402
-from thread_cost import threads  # noqa: E402
 
 
 def parse_trace(path, names):
@@ -55,7 +54,7 @@ def main():
     warmed, (first, second) = sb.WARMED_PAIRS[args.pair]
     for label, relay, bench in warmed(args.binary, args.database_url):
         summary = os.path.join(bench.work, f"strace-{label}.txt")
-        names = {tid: found[0] for tid, found in threads(relay.process.pid).items()}  # thread id -> name
+        names = {tid: found[0] for tid, found in sb.thread_stats(relay.process.pid).items()}  # thread id -> name
         tracer = subprocess.Popen(["strace", "-f", "-qq", "-o", summary, "-p", str(relay.process.pid)], stderr=subprocess.DEVNULL)
         # strace writes its output file once it has attached: wait for it.
         while not os.path.exists(summary) and tracer.poll() is None: time.sleep(0.05)
