@@ -1,6 +1,28 @@
 #include "CMicroHTTPD.h"
+#include <stdarg.h>
 #include <string.h>
+#include <time.h>
 #include <netinet/in.h>
+
+/* libmicrohttpd 0.9.75's accept, failing for want of a descriptor (EMFILE,
+ * ENFILE, ENOBUFS, ENOMEM) while its daemon has no connection open, has no
+ * connection whose close would tell it to try again: it says "Hit process or
+ * system resource limit at FIRST connection ... Will try busy waiting" and
+ * polls the still-readable listening socket again at once, a core spinning
+ * per daemon until a descriptor frees. It says so through this logger, on
+ * the daemon's own thread, which then has no connection to serve: resting
+ * that thread here for 100 ms makes the spin ten tries a second, and the
+ * connection waits in the kernel's backlog meanwhile. (With a connection
+ * open it stops accepting until one closes instead, and does not spin.)
+ * Every other message is dropped, as before the logger was set. */
+static void apns_relay_mhd_log(void *context, const char *format, va_list arguments) {
+    (void)context;
+    (void)arguments;
+    if (format != NULL && strstr(format, "resource limit at FIRST connection") != NULL) {
+        struct timespec rest = {0, 100 * 1000 * 1000};
+        nanosleep(&rest, NULL);
+    }
+}
 
 uint16_t apns_relay_mhd_bound_port(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
@@ -16,13 +38,15 @@ struct MHD_Daemon *apns_relay_mhd_start_daemon_full(unsigned int flags,
                                                     void *completed_context,
                                                     const struct MHD_OptionItem *options) {
     if (bind_address != NULL) {
-        return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_context,
+        return MHD_start_daemon(flags | MHD_USE_ERROR_LOG, port, NULL, NULL, handler, handler_context,
+                                MHD_OPTION_EXTERNAL_LOGGER, apns_relay_mhd_log, NULL,
                                 MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
                                 MHD_OPTION_SOCK_ADDR, bind_address,
                                 MHD_OPTION_ARRAY, options,
                                 MHD_OPTION_END);
     }
-    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_context,
+    return MHD_start_daemon(flags | MHD_USE_ERROR_LOG, port, NULL, NULL, handler, handler_context,
+                            MHD_OPTION_EXTERNAL_LOGGER, apns_relay_mhd_log, NULL,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
                             MHD_OPTION_ARRAY, options,
                             MHD_OPTION_END);
@@ -81,7 +105,8 @@ struct MHD_Daemon *apns_relay_mhd_start_daemon_hooks(unsigned int flags,
                                                      apns_relay_mhd_uri_log_callback uri_log,
                                                      void *hooks_context,
                                                      const struct MHD_OptionItem *options) {
-    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_context,
+    return MHD_start_daemon(flags | MHD_USE_ERROR_LOG, port, NULL, NULL, handler, handler_context,
+                            MHD_OPTION_EXTERNAL_LOGGER, apns_relay_mhd_log, NULL,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, hooks_context,
                             MHD_OPTION_NOTIFY_CONNECTION, connection_notify, hooks_context,
                             MHD_OPTION_URI_LOG_CALLBACK, uri_log, hooks_context,

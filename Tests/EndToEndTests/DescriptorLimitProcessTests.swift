@@ -66,7 +66,16 @@ struct DescriptorLimitProcessTests {
         return count >= 9 && buffer[3] == 4
     }
 
-    @Test("no descriptor left: a send needing a new APNs connection is answered 502 and audited, the audit writer's reconnect by name spools, /healthz answers, the HTTP/2 listener does not spin on a connection waiting in its backlog; once descriptors are back, that connection is served, sends reach APNs, every row lands and the drain exits 0")
+    /// Whether a `GET /metrics` on `fd` is answered 200: the listener accepted the connection and serves it.
+    static func answersScrape(on fd: Int32) -> Bool {
+        let request = Array("GET /metrics HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return false }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = recv(fd, &buffer, buffer.count, 0)
+        return count >= 12 && String(decoding: buffer[..<12], as: UTF8.self) == "HTTP/1.1 200"
+    }
+
+    @Test("no descriptor left: a send needing a new APNs connection is answered 502 and audited, the audit writer's reconnect by name spools, /healthz answers, neither the HTTP/2 nor the metrics listener spins on a connection waiting in its backlog; once descriptors are back, those connections are served, sends reach APNs, every row lands and the drain exits 0")
     func noDescriptorLeft() async throws {
         guard let url = ServeProcessTests.databaseURL else { return }
         let database = try await ServeProcessTests.freshDatabase(url)
@@ -117,6 +126,10 @@ struct DescriptorLimitProcessTests {
         // The HTTP/2 listener has a connection it cannot accept: it waits in the backlog.
         let waiting = try Self.connection(to: h2Port)
         defer { close(waiting) }
+        // So has the metrics listener, with no connection open: libmicrohttpd's
+        // accept, failing there, tried again at once ("will try busy waiting").
+        let waitingScrape = try Self.connection(to: metricsPort)
+        defer { close(waitingScrape) }
 
         // To production, whose connection pool (and the loop thread its
         // connections share) is made now, without a descriptor for its eventfd.
@@ -132,7 +145,6 @@ struct DescriptorLimitProcessTests {
         let cpu = try Self.cpuSeconds(of: serve.pid) - cpuBefore
         let elapsed = (clock.now - restStarted) / .seconds(1)
         // A listener polling a socket it cannot accept on burns a whole core for the time.
-        // (Not libmicrohttpd's: this test leaves them no connection waiting.)
         #expect(cpu < elapsed / 2, "\(cpu) s of CPU in \(elapsed) s at the limit")
         print("at the limit: \(cpu) s of CPU in \(elapsed) s")
         #expect(serve.exitStatus == nil, "serve is still running")
@@ -143,6 +155,7 @@ struct DescriptorLimitProcessTests {
         #expect(third.status == 200, "\(third)")
         // The connection that waited is accepted and served now.
         #expect(await offPoolThread { Self.answersPreface(on: waiting) }, "the HTTP/2 listener took the connection that waited")
+        #expect(await offPoolThread { Self.answersScrape(on: waitingScrape) }, "the metrics listener took the connection that waited")
         #expect(await eventually(60) { (try? await rows()) == 3 }, "every row reached Postgres once descriptors were back")
         // The counters tell what the answers and rows tell.
         let scrape = try await setup.relay.curl("GET", "/metrics", key: nil, base: "http://127.0.0.1:\(metricsPort)")
