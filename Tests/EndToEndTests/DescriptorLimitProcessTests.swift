@@ -176,4 +176,78 @@ struct DescriptorLimitProcessTests {
         let failures = ended.first.map { Self.number(after: #""failed_writes":""#, in: String($0)) } ?? 0
         #expect(ended.count == 1 && failures > 1, "the end of the failures, with more failed writes than lines: \(ended)")
     }
+
+    /// How many descriptors `pid` holds (/proc/PID/fd).
+    static func openDescriptors(of pid: Int32) -> Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).count
+    }
+
+    /// Whether `fd` becomes readable within `seconds` (an answer, or the peer's close).
+    static func readable(_ fd: Int32, within seconds: Double) -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, Int32(seconds * 1000)) > 0
+    }
+
+    @Test("started under a hard open-file limit of 96: serve says the limit is below what its listeners need; idle connections take every descriptor without a spin and a new client waits; once they close, it is answered, sends are answered and audited, and the drain exits 0")
+    func startedUnderALowLimit() async throws {
+        guard let url = ServeProcessTests.databaseURL else { return }
+        let database = try await ServeProcessTests.freshDatabase(url)
+        let setup = try await APNsHTTP2FaultProcessTests.setUp(name: "low-limit", databaseURL: database)
+        defer { Task { await setup.cleanUp() } }
+        let limit = 96
+        let serve = try RelayProcess(arguments: ["serve", "--config", setup.config], standardError: setup.errors, openFileLimit: limit)
+        let port = try await serve.port(after: "apns-relay ingress on")
+        let (_, metricsPort) = try await APNsHTTP2FaultProcessTests.Setup.ports(serve)
+        // The warning names the limit and what the listeners need: the ingress', the HTTP/2 ingress' 1024, and the rest.
+        let warning = try String(contentsOfFile: setup.errors, encoding: .utf8).split(separator: "\n")
+            .first { $0.contains("open-file limit is below what the ingress connection limits need") }
+        #expect(warning.map { Self.number(after: #""open_file_limit":""#, in: String($0)) } == limit, "\(String(describing: warning))")
+        #expect(warning.map { Self.number(after: #""apns_ingress_connections":""#, in: String($0)) } == 1024, "\(String(describing: warning))")
+        let key = TestRelay.keys["backend"]!
+        let client = KeepAliveClient(port: port)
+        func send(_ index: Int) async -> Int {
+            await offPoolThread { client.post("/v1/send", key: key, body: Array(TestRelay.send(token: TestRelay.token(index)).utf8)) }.status
+        }
+        #expect(await send(1) == 200)
+
+        // Idle connections until the relay holds every descriptor it may: the
+        // rest wait in the backlog (libmicrohttpd stops accepting until one closes).
+        var flood: [Int32] = []
+        defer { flood.forEach { close($0) } }
+        for _ in 0..<limit { flood.append(try Self.connection(to: port)) }
+        #expect(await eventually(30) { Self.openDescriptors(of: serve.pid) >= limit }, "the relay holds \(Self.openDescriptors(of: serve.pid)) of \(limit)")
+        let waiting = KeepAliveClient.connectLoopback(port: port, receiveTimeoutSeconds: 10)
+        guard waiting >= 0 else { throw TestRelayError("connect: \(String(cString: strerror(errno)))") }
+        defer { close(waiting) }
+        let request = Array("GET /healthz HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n\r\n".utf8)
+        #expect(request.withUnsafeBytes { Glibc.send(waiting, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == request.count)
+        let cpuBefore = try Self.cpuSeconds(of: serve.pid)
+        let clock = ContinuousClock()
+        let started = clock.now
+        // A second of nothing: the client is not accepted while no descriptor is free.
+        #expect(!(await offPoolThread { Self.readable(waiting, within: 1) }), "a client was answered with every descriptor taken")
+        let cpu = try Self.cpuSeconds(of: serve.pid) - cpuBefore
+        let elapsed = (clock.now - started) / .seconds(1)
+        #expect(cpu < elapsed / 2, "\(cpu) s of CPU in \(elapsed) s at the limit")
+        print("started at a limit of \(limit), flooded: \(cpu) s of CPU in \(elapsed) s")
+        #expect(await send(2) == 200, "a connection kept alive from before is still served")
+
+        flood.forEach { close($0) }
+        flood = []
+        // Answered once descriptors are free: within the receive timeout
+        // (10 s), before the flood's connections would have timed out idle (30 s).
+        let answer = await offPoolThread { () -> String in
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let count = recv(waiting, &buffer, buffer.count, 0)
+            return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : "recv: \(count)"
+        }
+        #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer)")
+        #expect(await send(3) == 200)
+        let scrape = try await setup.relay.curl("GET", "/metrics", key: nil, base: "http://127.0.0.1:\(metricsPort)")
+        #expect(OutcomeAgreementTests.sums(scrape.body, "apns_relay_sends_total", by: "outcome") == ["success": 3])
+        serve.signal(SIGTERM)
+        #expect(await serve.waitForExit() == 0)
+        let rows = try await ServeProcessTests.scalar(database, "SELECT count(*) FROM apns_audit WHERE outcome = 'success'")
+        #expect(rows == "3", "one row per answered send: \(rows)")
+    }
 }

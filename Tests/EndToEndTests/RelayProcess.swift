@@ -28,13 +28,16 @@ final class RelayProcess: Sendable {
     /// - Parameter closing: standard descriptors (1, 2) closed before `serve` starts, as `2>&-` in a shell does.
     /// - Parameter outputReaderGone: standard output into a pipe whose read end is closed at once, as
     ///   `serve | head -1` leaves it once `head` has its line: every write to it fails (EPIPE).
+    /// - Parameter openFileLimit: the child's soft and hard RLIMIT_NOFILE (util-linux `prlimit`, which
+    ///   sets it and then runs the relay in its own process), as a container's `ulimit -n` would.
     init(
         arguments: [String], environment: [String: String] = [:], standardError: String? = nil, standardErrorPipe: Bool = false,
-        closing: [Int32] = [], outputReaderGone: Bool = false
+        closing: [Int32] = [], outputReaderGone: Bool = false, openFileLimit: Int? = nil
     ) throws {
-        let command = closing.isEmpty
+        var command = closing.isEmpty
             ? [Self.binary] + arguments
             : ["/bin/sh", "-c", "exec \"$0\" \"$@\"" + closing.map { " \($0)>&-" }.joined(), Self.binary] + arguments
+        if let openFileLimit { command = ["prlimit", "--nofile=\(openFileLimit):\(openFileLimit)", "--"] + command }
         child = try ChildProcess(
             command, environment: environment, standardOutput: .pipe,
             standardError: standardErrorPipe ? .pipe : standardError.map { .file($0) } ?? .discard)

@@ -79,17 +79,26 @@ final class IngressListener: RelayPart, Sendable {
         servers.withLock { $0 = (http, apns) }
     }
 
-    /// Every connection libmicrohttpd accepts is a descriptor; with room
-    /// for the APNs, Postgres, metrics and journal ones beside them.
+    /// Every connection libmicrohttpd accepts is a descriptor, and so is
+    /// every connection the HTTP/2 APNs ingress keeps; with room for the
+    /// APNs, Postgres, metrics and journal ones beside them.
     private func raiseOpenFileLimit() {
-        let needed = HTTPServer.acceptLimit(serverConfiguration.connectionLimit) + 1024
+        let http = HTTPServer.acceptLimit(serverConfiguration.connectionLimit)
+        let apns = apnsIngress.listen == nil ? 0 : apnsIngress.maximumConnections
+        let needed = http + apns + Self.descriptorsBesideConnections
         let limit = FileDescriptorLimit.raise(toAtLeast: needed)
         if limit < needed {
-            logger.warning("the open-file limit is below what the ingress connection limit needs; accept may fail before shedding makes room", metadata: [
-                "open_file_limit": "\(limit)", "needed": "\(needed)",
-            ])
+            logger.warning(
+                "the open-file limit is below what the ingress connection limits need; accept may fail before shedding makes room",
+                metadata: [
+                    "open_file_limit": "\(limit)", "needed": "\(needed)", "ingress_connections": "\(http)",
+                    "apns_ingress_connections": "\(apns)",
+                ])
         }
     }
+
+    /// The APNs, Postgres, metrics, journal and spool descriptors, with room.
+    static let descriptorsBesideConnections = 1024
 
     /// Intake stops, and the requests in flight get the drain timeout.
     func stop() async {
