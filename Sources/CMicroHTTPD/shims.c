@@ -1,27 +1,50 @@
 #include "CMicroHTTPD.h"
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 #include <netinet/in.h>
 
 /* libmicrohttpd 0.9.75's accept, failing for want of a descriptor (EMFILE,
- * ENFILE, ENOBUFS, ENOMEM) while its daemon has no connection open, has no
- * connection whose close would tell it to try again: it says "Hit process or
- * system resource limit at FIRST connection ... Will try busy waiting" and
- * polls the still-readable listening socket again at once, a core spinning
- * per daemon until a descriptor frees. It says so through this logger, on
- * the daemon's own thread, which then has no connection to serve: resting
- * that thread here for 100 ms makes the spin ten tries a second, and the
- * connection waits in the kernel's backlog meanwhile. (With a connection
- * open it stops accepting until one closes instead, and does not spin.)
+ * ENFILE, ENOBUFS, ENOMEM), says so through this logger, on the daemon's
+ * own thread, before it goes back to its poll:
+ *
+ * - With no connection open on the daemon, it has no connection whose close
+ *   would tell it to try again: it says "Hit process or system resource
+ *   limit at FIRST connection ... Will try busy waiting" and polls the
+ *   still-readable listening socket again at once, a core spinning per
+ *   daemon until a descriptor frees. That thread has no connection to
+ *   serve then: resting it here for 100 ms makes the spin ten tries a
+ *   second, and the client waits in the kernel's backlog meanwhile.
+ * - With connections open, it says "temporarily suspending accept()" and
+ *   stops polling the listening socket until one of them closes. Clients
+ *   kept alive and busy never close, so new clients would wait for as long
+ *   as they stay, long after descriptors are free again: the daemon's flag
+ *   is set, and the next answer given once a descriptor is free closes its
+ *   connection (apns_relay_mhd_take_accept_suspended).
+ *
  * Every other message is dropped, as before the logger was set. */
 static void apns_relay_mhd_log(void *context, const char *format, va_list arguments) {
-    (void)context;
     (void)arguments;
-    if (format != NULL && strstr(format, "resource limit at FIRST connection") != NULL) {
+    if (format == NULL) return;
+    if (strstr(format, "resource limit at FIRST connection") != NULL) {
         struct timespec rest = {0, 100 * 1000 * 1000};
         nanosleep(&rest, NULL);
+    } else if (context != NULL && strstr(format, "temporarily suspending accept") != NULL) {
+        atomic_store((_Atomic int *)context, 1);
     }
+}
+
+int apns_relay_mhd_take_accept_suspended(int *accept_suspended) {
+    _Atomic int *flag = (_Atomic int *)accept_suspended;
+    if (flag == NULL || atomic_load_explicit(flag, memory_order_relaxed) == 0) return 0;
+    /* A descriptor free now? (Standard error is always open: see CProcess.) */
+    int probe = fcntl(2, F_DUPFD_CLOEXEC, 0);
+    if (probe < 0) return 0;
+    close(probe);
+    return atomic_exchange(flag, 0);
 }
 
 uint16_t apns_relay_mhd_bound_port(struct MHD_Daemon *daemon) {
@@ -104,9 +127,10 @@ struct MHD_Daemon *apns_relay_mhd_start_daemon_hooks(unsigned int flags,
                                                      MHD_NotifyConnectionCallback connection_notify,
                                                      apns_relay_mhd_uri_log_callback uri_log,
                                                      void *hooks_context,
+                                                     int *accept_suspended,
                                                      const struct MHD_OptionItem *options) {
     return MHD_start_daemon(flags | MHD_USE_ERROR_LOG, port, NULL, NULL, handler, handler_context,
-                            MHD_OPTION_EXTERNAL_LOGGER, apns_relay_mhd_log, NULL,
+                            MHD_OPTION_EXTERNAL_LOGGER, apns_relay_mhd_log, (void *)accept_suspended,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, hooks_context,
                             MHD_OPTION_NOTIFY_CONNECTION, connection_notify, hooks_context,
                             MHD_OPTION_URI_LOG_CALLBACK, uri_log, hooks_context,

@@ -21,6 +21,9 @@ final class MHDServerCore: Sendable {
         suspended.withLock { _ in intakeClosed.store(true, ordering: .relaxed) }
     }
     let deadlines: RequestDeadlines
+    /// Set when libmicrohttpd stops accepting at the open-file limit: the
+    /// next answer once a descriptor is free closes its connection (``queue``).
+    let acceptSuspension = MHDAcceptSuspension()
     /// The tasks that run the handlers, reused from one request to the next.
     let workers: HandlerWorkers<HandlerJob>
 

@@ -29,7 +29,7 @@ struct MicroHTTPDNotifyOrderTests {
         let daemon = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
                 apns_relay_mhd_start_daemon_hooks(
-                    flags, 0, socketAddress, okHandler, nil, nil, notify, nil, context, &options)
+                    flags, 0, socketAddress, okHandler, nil, nil, notify, nil, context, nil, &options)
             }
         }
         let running = try #require(daemon)

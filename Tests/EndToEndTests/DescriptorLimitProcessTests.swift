@@ -66,16 +66,16 @@ struct DescriptorLimitProcessTests {
         return count >= 9 && buffer[3] == 4
     }
 
-    /// Whether a `GET /metrics` on `fd` is answered 200: the listener accepted the connection and serves it.
-    static func answersScrape(on fd: Int32) -> Bool {
-        let request = Array("GET /metrics HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n\r\n".utf8)
+    /// Whether a `GET path` on `fd` is answered 200: the listener accepted the connection and serves it.
+    static func answersGet(_ path: String, on fd: Int32) -> Bool {
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n\r\n".utf8)
         guard request.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return false }
         var buffer = [UInt8](repeating: 0, count: 64)
         let count = recv(fd, &buffer, buffer.count, 0)
         return count >= 12 && String(decoding: buffer[..<12], as: UTF8.self) == "HTTP/1.1 200"
     }
 
-    @Test("no descriptor left: a send needing a new APNs connection is answered 502 and audited, the audit writer's reconnect by name spools, /healthz answers, neither the HTTP/2 nor the metrics listener spins on a connection waiting in its backlog; once descriptors are back, those connections are served, sends reach APNs, every row lands and the drain exits 0")
+    @Test("no descriptor left: a send needing a new APNs connection is answered 502 and audited, the audit writer's reconnect by name spools, /healthz answers, no listener spins on a connection waiting in its backlog; once descriptors are back, those connections are served (the ingress' though its kept-alive client stays busy), sends reach APNs, every row lands and the drain exits 0")
     func noDescriptorLeft() async throws {
         guard let url = ServeProcessTests.databaseURL else { return }
         let database = try await ServeProcessTests.freshDatabase(url)
@@ -130,6 +130,11 @@ struct DescriptorLimitProcessTests {
         // accept, failing there, tried again at once ("will try busy waiting").
         let waitingScrape = try Self.connection(to: metricsPort)
         defer { close(waitingScrape) }
+        // And the ingress, with a connection open (the kept-alive client's):
+        // libmicrohttpd stops accepting there until one of its connections closes.
+        let waitingClient = KeepAliveClient.connectLoopback(port: port, receiveTimeoutSeconds: 10)
+        guard waitingClient >= 0 else { throw TestRelayError("connect: \(String(cString: strerror(errno)))") }
+        defer { close(waitingClient) }
 
         // To production, whose connection pool (and the loop thread its
         // connections share) is made now, without a descriptor for its eventfd.
@@ -155,7 +160,12 @@ struct DescriptorLimitProcessTests {
         #expect(third.status == 200, "\(third)")
         // The connection that waited is accepted and served now.
         #expect(await offPoolThread { Self.answersPreface(on: waiting) }, "the HTTP/2 listener took the connection that waited")
-        #expect(await offPoolThread { Self.answersScrape(on: waitingScrape) }, "the metrics listener took the connection that waited")
+        #expect(await offPoolThread { Self.answersGet("/metrics", on: waitingScrape) }, "the metrics listener took the connection that waited")
+        // The kept-alive client is busy and never idles out: the answer above
+        // closed its connection, so the ingress accepts again at once (within
+        // the 10 s receive timeout, not at the client's 30 s idle timeout).
+        #expect(await offPoolThread { Self.answersGet("/healthz", on: waitingClient) }, "the ingress took the client that waited")
+        #expect(await offPoolThread { client.get("/healthz") }.status == 200, "the kept-alive client reconnected")
         #expect(await eventually(60) { (try? await rows()) == 3 }, "every row reached Postgres once descriptors were back")
         // The counters tell what the answers and rows tell.
         let scrape = try await setup.relay.curl("GET", "/metrics", key: nil, base: "http://127.0.0.1:\(metricsPort)")

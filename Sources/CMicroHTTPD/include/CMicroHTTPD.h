@@ -58,6 +58,8 @@ typedef void *(*apns_relay_mhd_uri_log_callback)(void *context, const char *uri,
  * that track each connection's request deadline: connection started/closed
  * (MHD_OPTION_NOTIFY_CONNECTION) and request line received
  * (MHD_OPTION_URI_LOG_CALLBACK). The three hooks share `hooks_context`.
+ * `accept_suspended` (may be NULL) is set to 1 when libmicrohttpd stops
+ * accepting for want of a descriptor (see apns_relay_mhd_take_accept_suspended).
  */
 struct MHD_Daemon *apns_relay_mhd_start_daemon_hooks(unsigned int flags,
                                                      uint16_t port,
@@ -68,6 +70,16 @@ struct MHD_Daemon *apns_relay_mhd_start_daemon_hooks(unsigned int flags,
                                                      MHD_NotifyConnectionCallback connection_notify,
                                                      apns_relay_mhd_uri_log_callback uri_log,
                                                      void *hooks_context,
+                                                     int *accept_suspended,
                                                      const struct MHD_OptionItem *options);
+
+/*
+ * 1 when the daemon whose flag this is stopped accepting for want of a
+ * descriptor and one is free now: the flag is cleared, and the caller
+ * closes a connection after its answer, which is what makes libmicrohttpd
+ * accept again. 0 otherwise (the flag is kept while no descriptor is free).
+ * An atomic load when the flag is clear.
+ */
+int apns_relay_mhd_take_accept_suspended(int *accept_suspended);
 
 #endif

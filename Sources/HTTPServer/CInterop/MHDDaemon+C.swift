@@ -44,12 +44,13 @@ final class MHDDaemon: @unchecked Sendable {
         // FD_SETSIZE (1024), and an attack holds thousands.
         let flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
         let context = Unmanaged.passUnretained(core).toOpaque()
+        let acceptSuspended = core.acceptSuspension.flag
         let started = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
                 options.withUnsafeMutableBufferPointer { optionBuffer in
                     apns_relay_mhd_start_daemon_hooks(
                         flags, configuration.port, socketAddress, mhdAccessHandler, context, mhdRequestCompleted,
-                        mhdConnectionNotify, mhdRequestLine, context, optionBuffer.baseAddress)
+                        mhdConnectionNotify, mhdRequestLine, context, acceptSuspended, optionBuffer.baseAddress)
                 }
             }
         }
@@ -252,6 +253,11 @@ private func queue(_ response: HTTPResponse, for exchange: PendingExchange, on c
     }
     var body = response.body
     var headers = response.headers
+    // libmicrohttpd stopped accepting at the open-file limit and only a
+    // connection's close makes it accept again: this one closes after its answer.
+    if core.acceptSuspension.closesConnectionNow(), !headers.contains(where: { $0.name == "connection" }) {
+        headers.append(HTTPHeader("connection", "close"))
+    }
     let acceptsGzip = exchange.head.headers.first { $0.name == "accept-encoding" }.map { AcceptEncoding.acceptsGzip($0.value) } ?? false
     if acceptsGzip, response.compressible, body.count >= core.configuration.gzipMinimumBytes,
        !headers.contains(where: { $0.name == "content-encoding" }), let compressed = Zlib.gzip(body)
