@@ -260,4 +260,45 @@ struct DescriptorLimitProcessTests {
         let rows = try await ServeProcessTests.scalar(database, "SELECT count(*) FROM apns_audit WHERE outcome = 'success'")
         #expect(rows == "3", "one row per answered send: \(rows)")
     }
+
+    @Test("the OTLP exporter at the open-file limit: its export fails naming the cause (socket: Too many open files), the batch is counted dropped, sends are still answered; once descriptors are back, spans reach the collector again, and received + dropped == spans made")
+    func exporterAtTheLimit() async throws {
+        guard let setup = try await TraceExportProcessTests.start("descriptors") else { return }
+        let (relay, receiver, serve) = (setup.relay, setup.receiver, setup.serve)
+        defer { Task { _ = await receiver.stop(); await relay.stop() } }
+        let metricsPort = try await serve.port(after: "apns-relay metrics on")
+        let key = TestRelay.keys["backend"]!
+        let client = KeepAliveClient(port: setup.port)
+        func send(_ index: Int) async -> Int {
+            await offPoolThread { client.post("/v1/send", key: key, body: Array(TestRelay.send(token: TestRelay.token(index)).utf8)) }.status
+        }
+        // Each single send makes three spans: ingress.request, apns.send, apns.attempt.
+        #expect(await send(1) == 200)
+        #expect(await eventually(30) { receiver.lineCount == 3 }, "the first send's spans were exported")
+        let soft = try await Self.openFileLimit(of: serve.pid)
+
+        try await Self.setOpenFileLimit(of: serve.pid, soft: "3")
+        #expect(await send(2) == 200, "a send on an open connection is answered at the limit")
+        let failed = await eventually(30) {
+            ((try? String(contentsOfFile: setup.standardError, encoding: .utf8)) ?? "").split(separator: "\n")
+                .contains { $0.contains("span export failed") && $0.contains("socket: Too many open files") }
+        }
+        #expect(failed, "the export failure is logged with its cause")
+        try await Self.setOpenFileLimit(of: serve.pid, soft: soft)
+
+        #expect(await send(3) == 200)
+        var dropped: [String: Int] = [:]
+        let accounted = await eventually(30) {
+            guard let scrape = try? await relay.curl("GET", "/metrics", key: nil, base: "http://127.0.0.1:\(metricsPort)") else { return false }
+            dropped = TraceExportProcessTests.droppedSpans(scrape.body)
+            return receiver.lineCount + dropped.values.reduce(0, +) == 9 && receiver.lineCount > 3
+        }
+        #expect(accounted, "received \(receiver.lineCount) + dropped \(dropped) != 9 spans made, or none exported after the limit")
+        // The second send's spans, lost with their batch (one of them may
+        // have ended after its answer, in a later batch, failed or not).
+        #expect((1...3).contains(dropped["export_failed"] ?? 0) && dropped["queue_full", default: 0] == 0, "\(dropped)")
+        print("exporter at the limit: \(receiver.lineCount) spans received, dropped \(dropped)")
+        serve.signal(SIGTERM)
+        #expect(await serve.waitForExit() == 0)
+    }
 }
