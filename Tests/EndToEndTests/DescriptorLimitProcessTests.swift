@@ -68,11 +68,20 @@ struct DescriptorLimitProcessTests {
 
     /// Whether a `GET path` on `fd` is answered 200: the listener accepted the connection and serves it.
     static func answersGet(_ path: String, on fd: Int32) -> Bool {
+        sendGet(path, on: fd) && answerHead(on: fd).hasPrefix("HTTP/1.1 200")
+    }
+
+    /// Writes a `GET path` (closing the connection after its answer) on `fd`; whether all of it went.
+    static func sendGet(_ path: String, on fd: Int32) -> Bool {
         let request = Array("GET \(path) HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n\r\n".utf8)
-        guard request.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return false }
+        return request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == request.count
+    }
+
+    /// The first bytes of the answer on `fd` (up to 64), or "recv: N" when none came.
+    static func answerHead(on fd: Int32) -> String {
         var buffer = [UInt8](repeating: 0, count: 64)
         let count = recv(fd, &buffer, buffer.count, 0)
-        return count >= 12 && String(decoding: buffer[..<12], as: UTF8.self) == "HTTP/1.1 200"
+        return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : "recv: \(count)"
     }
 
     @Test("no descriptor left: a send needing a new APNs connection is answered 502 and audited, the audit writer's reconnect by name spools, /healthz answers, no listener spins on a connection waiting in its backlog; once descriptors are back, those connections are served (the ingress' though its kept-alive client stays busy), sends reach APNs, every row lands and the drain exits 0")
@@ -229,8 +238,7 @@ struct DescriptorLimitProcessTests {
         let waiting = KeepAliveClient.connectLoopback(port: port, receiveTimeoutSeconds: 10)
         guard waiting >= 0 else { throw TestRelayError("connect: \(String(cString: strerror(errno)))") }
         defer { close(waiting) }
-        let request = Array("GET /healthz HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n\r\n".utf8)
-        #expect(request.withUnsafeBytes { Glibc.send(waiting, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == request.count)
+        #expect(Self.sendGet("/healthz", on: waiting))
         let cpuBefore = try Self.cpuSeconds(of: serve.pid)
         let clock = ContinuousClock()
         let started = clock.now
@@ -246,11 +254,7 @@ struct DescriptorLimitProcessTests {
         flood = []
         // Answered once descriptors are free: within the receive timeout
         // (10 s), before the flood's connections would have timed out idle (30 s).
-        let answer = await offPoolThread { () -> String in
-            var buffer = [UInt8](repeating: 0, count: 64)
-            let count = recv(waiting, &buffer, buffer.count, 0)
-            return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : "recv: \(count)"
-        }
+        let answer = await offPoolThread { Self.answerHead(on: waiting) }
         #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer)")
         #expect(await send(3) == 200)
         let scrape = try await setup.relay.curl("GET", "/metrics", key: nil, base: "http://127.0.0.1:\(metricsPort)")
