@@ -218,8 +218,13 @@ struct DescriptorLimitProcessTests {
         let port = try await serve.port(after: "apns-relay ingress on")
         let (_, metricsPort) = try await APNsHTTP2FaultProcessTests.Setup.ports(serve)
         // The warning names the limit and what the listeners need: the ingress', the HTTP/2 ingress' 1024, and the rest.
-        let warning = try String(contentsOfFile: setup.errors, encoding: .utf8).split(separator: "\n")
-            .first { $0.contains("open-file limit is below what the ingress connection limits need") }
+        // Waited for: the log's own thread writes it, maybe after the port lines.
+        var warning: Substring?
+        _ = await eventually(30) {
+            warning = ((try? String(contentsOfFile: setup.errors, encoding: .utf8)) ?? "").split(separator: "\n")
+                .first { $0.contains("open-file limit is below what the ingress connection limits need") }
+            return warning != nil
+        }
         #expect(warning.map { Self.number(after: #""open_file_limit":""#, in: String($0)) } == limit, "\(String(describing: warning))")
         #expect(warning.map { Self.number(after: #""apns_ingress_connections":""#, in: String($0)) } == 1024, "\(String(describing: warning))")
         let key = TestRelay.keys["backend"]!
