@@ -147,37 +147,18 @@ public final class HostLookup: @unchecked Sendable {
             lookup.finish(.failed("no descriptor for the lookup (pipe: \(problem))"))
             return lookup
         }
-        let started = detach {
-            let outcome = resolve(host: host, port: port, flags: 0)
-            _ = running.withLock { $0.removeValue(forKey: key) }
-            lookup.finish(outcome)
-        }
-        if let problem = started {
+        do {
+            try DetachedThread.start(name: "relay-lookup") {
+                let outcome = resolve(host: host, port: port, flags: 0)
+                _ = running.withLock { $0.removeValue(forKey: key) }
+                lookup.finish(outcome)
+            }
+        } catch {
             // Out of threads (or memory): this connect fails, the process goes on.
             _ = running.withLock { $0.removeValue(forKey: key) }
-            lookup.finish(.failed("no thread for the lookup (\(problem))"))
+            lookup.finish(.failed("no thread for the lookup (\(error.reason))"))
         }
         return lookup
-    }
-
-    /// Runs `body` on a detached thread of its own (no Foundation here); nil,
-    /// or why no thread could be started (`body` then never runs).
-    private static func detach(_ body: @escaping @Sendable () -> Void) -> String? {
-        final class Box { let body: @Sendable () -> Void; init(_ body: @escaping @Sendable () -> Void) { self.body = body } }
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        var thread = pthread_t()
-        let status = pthread_create(&thread, &attributes, { raw in
-            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-            box.body()
-            return nil
-        }, box)
-        guard status != 0 else { return nil }
-        Unmanaged<AnyObject>.fromOpaque(box).release()
-        return "pthread_create failed with error \(status)"
     }
 
     /// A lookup that a test ends by hand (``finishForTesting(_:)``), to
