@@ -45,9 +45,17 @@ final class ConnectionCore: @unchecked Sendable {
 
     func start() {
         Socket.ignoreBrokenPipes
-        let thread = Thread { [self] in run() }
-        thread.name = "h2 \(configuration.origin)"
-        thread.start()
+        do {
+            try DetachedThread.start(name: "relay-apns-h2") { [self] in run() }
+        } catch {
+            // Out of threads (a pids limit): the connection fails like a
+            // refused connect, so its callers get an error they can retry
+            // and the pool backs off. Not here: the pool makes connections
+            // under its lock, which its observer of `.refused` takes. The
+            // failing is short and never blocks, so a task may run it.
+            let failure = HTTP2Error(.connectFailed, "\(error) for the connection to \(configuration.origin)")
+            Task.detached { [self] in finishThread(failing: failure) }
+        }
     }
 
     /// The connection's own thread: connect, then join the loop that serves

@@ -29,7 +29,7 @@ struct AcceptRest: Sendable {
     }
 
     /// Begins a rest (an accepted connection that could not be served for
-    /// want of a descriptor).
+    /// want of a descriptor or a thread).
     mutating func begin() {
         until = MonotonicClock.now() &+ UInt64(Self.milliseconds) * 1_000_000
     }

@@ -1,4 +1,5 @@
 import Foundation
+import RelayBasics
 import Synchronization
 
 #if canImport(Glibc)
@@ -55,9 +56,12 @@ final class Listener: @unchecked Sendable {
         self.fd = fd
         port = Int(UInt16(bigEndian: address.sin_port))
         Socket.setNonBlocking(fd)
-        let thread = Thread { [self] in acceptLoop() }
-        thread.name = "h2 listener :\(port)"
-        thread.start()
+        do {
+            try DetachedThread.start(name: "relay-h2accept") { [self] in acceptLoop() }
+        } catch {
+            close(fd)
+            throw HTTP2Error(.connectFailed, "\(error) for the listener on \(configuration.host):\(port)")
+        }
     }
 
     private func acceptLoop() {
@@ -106,11 +110,22 @@ final class Listener: @unchecked Sendable {
                     state.connections.append(connection)
                     return true
                 }
-                if keep {
-                    connection.start()
-                } else {
+                guard keep else {
                     refusedConnections.add(1, ordering: .relaxed)
                     close(client)
+                    continue
+                }
+                do {
+                    try connection.start()
+                } catch {
+                    // Out of threads (a pids limit): closed at once, not
+                    // kept open against the caps with nobody serving it. The
+                    // loop rests, as out of descriptors: what waits in the
+                    // backlog is taken once threads are free.
+                    connection.finish()
+                    refusedConnections.add(1, ordering: .relaxed)
+                    rest.begin()
+                    break
                 }
             }
         }

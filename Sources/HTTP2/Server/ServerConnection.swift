@@ -49,19 +49,18 @@ final class ServerConnection: @unchecked Sendable {
     var isLingering: Bool { handOff.isLingering }
 
     /// Sets up on a thread of its own (the TLS handshake may take its
-    /// time), then joins the server's loop (``ServerLoop``).
-    func start() {
+    /// time), then joins the server's loop (``ServerLoop``). When no thread
+    /// can be started this throws, and the caller closes the connection.
+    func start() throws(DetachedThread.StartFailure) {
         // The loop held strongly: this thread may end up running it.
         let loop = listener.loop
-        let thread = Thread { [self] in
+        try DetachedThread.start(name: "relay-h2ingress") { [self] in
             if setUp() {
                 loop.join(self)
             } else {
                 finish()
             }
         }
-        thread.name = "h2 server connection \(id)"
-        thread.start()
     }
 
     func command(_ command: Command) {

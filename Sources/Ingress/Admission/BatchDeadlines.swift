@@ -48,10 +48,10 @@ final class BatchDeadlines: @unchecked Sendable {
             heapify()
         }
         if !threadRunning {
-            threadRunning = true
-            let thread = Thread { [self] in run() }
-            thread.name = "apns-relay-batch-deadlines"
-            thread.start()
+            // Out of threads (a pids limit), the watcher is not marked
+            // running: the next registration tries again, and its thread
+            // watches every deadline registered meanwhile, this one too.
+            threadRunning = (try? DetachedThread.start(name: "relay-deadlines") { [self] in run() }) != nil
         } else if heap[0].id == id {
             // Earlier than what the thread sleeps until.
             condition.signal()

@@ -79,8 +79,8 @@ public final class RelayTracing: Sendable {
     }
 
     /// Starts the exporter's thread (`otlp`); nothing for the other exporters.
-    func start() {
-        exporter?.start()
+    func start() throws {
+        try exporter?.start()
     }
 
     /// Exports what is buffered within `seconds` (on a thread of its own:
@@ -88,7 +88,15 @@ public final class RelayTracing: Sendable {
     func shutdown(within seconds: Double) async {
         guard let exporter else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
+            do {
+                try DetachedThread.start(name: "relay-otlp-stop") {
+                    exporter.shutdown(within: seconds)
+                    continuation.resume()
+                }
+            } catch {
+                // Out of threads: the export is bounded by `seconds`, and the
+                // drain is the relay's last work, so a pool thread waits it out
+                // rather than the drain waiting forever.
                 exporter.shutdown(within: seconds)
                 continuation.resume()
             }

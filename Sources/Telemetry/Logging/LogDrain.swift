@@ -72,9 +72,10 @@ final class LogDrain: @unchecked Sendable {
             return
         }
         if !buffer.started {
-            buffer.started = true
             buffer.pending.reserveCapacity(capacity)
-            Thread.detachNewThread { [self] in run() }
+            // Out of threads (a pids limit): the lines wait in the buffer,
+            // and the next line tries again.
+            buffer.started = startThread()
         }
         buffer.pending.append(contentsOf: line)
         buffer.pendingLines += 1
@@ -92,9 +93,20 @@ final class LogDrain: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         if !buffer.started {
-            // Nothing was ever logged: no thread to write the closing line either.
-            buffer.closed = true
-            return true
+            if buffer.pendingLines == 0 {
+                // Nothing was ever logged: no thread to write the closing line either.
+                buffer.closed = true
+                return true
+            }
+            // Lines that waited for a thread that could not start: one more try, else they are lost, and counted.
+            buffer.started = startThread()
+            if !buffer.started {
+                dropped.add(buffer.pendingLines, ordering: .relaxed)
+                buffer.pending.removeAll()
+                buffer.pendingLines = 0
+                buffer.closed = true
+                return false
+            }
         }
         // The thread gives up on the sink a little before the deadline, so
         // that it has counted what it dropped when the caller reads the totals.
@@ -106,6 +118,11 @@ final class LogDrain: @unchecked Sendable {
     }
 
     // MARK: The drain thread
+
+    /// Starts the drain thread; false when no thread could be started.
+    private func startThread() -> Bool {
+        (try? DetachedThread.start(name: "relay-log") { [self] in run() }) != nil
+    }
 
     private func run() {
         var batch: [UInt8] = []
