@@ -23,7 +23,7 @@ struct AuditWriterStartTests {
         #expect(opened.statistics.spooled == 0 && opened.statistics.recoveredUnknown == 0)
         await opened.shutdown()
         // After the shutdown a start starts nothing: the intent is still the next writer's to recover.
-        opened.start()
+        try opened.start()
         #expect(opened.statistics.recoveredUnknown == 0)
         let next = try AuditWriter.started(configuration: Self.configuration(directory), logger: quietLogger())
         #expect(await eventually(30) { next.statistics.recoveredUnknown == 1 }, "\(next.statistics)")

@@ -40,7 +40,7 @@ struct OTLPTLSExportTests {
         let tracing = try RelayTracing(
             settings: settings, instance: "tls-test", version: "test", logger: Logger(label: "tls") { _ in SwiftLogNoOpLogHandler() },
             environment: environment, dropped: { _, _ in })
-        tracing.start()
+        try tracing.start()
         let span = tracing.tracer.startSpan("apns.send", context: .topLevel, ofKind: .client)
         span.attributes["apns.id"] = "tls"
         span.end()

@@ -117,7 +117,7 @@ struct OTLPExporterTests {
         let exporter = OTLPExporter(
             configuration: configuration, opener: OTLPPlainOpener(), scopeVersion: "test",
             logger: Logger(label: "otlp-test") { _ in SwiftLogNoOpLogHandler() }, dropped: drops.callback)
-        if started { exporter.start() }
+        if started { try? exporter.start() }
         return exporter
     }
 
@@ -127,7 +127,7 @@ struct OTLPExporterTests {
         let exporter = Self.exporter(port: 1, drops: drops, started: false)
         for index in 0..<3 { exporter.record(Self.record(index)) }
         #expect(exporter.shutdown(within: 1) == false)
-        exporter.start()
+        try exporter.start()
         exporter.record(Self.record(3))
         let counts = exporter.counts
         #expect(counts.recorded == 4 && counts.exported == 0 && counts.droppedQueueFull == 0 && counts.droppedExportFailed == 4, "\(counts)")
@@ -668,7 +668,7 @@ struct OTLPExporterTests {
         for index in 0..<100 { exporter.record(Self.record(index, padding: paddings[index % paddings.count])) }
         // Started with all 100 waiting: the thread takes them in one swap and
         // splits them, 14 batches of 7 and one of 2.
-        exporter.start()
+        try exporter.start()
         #expect(await Self.finishes { exporter.shutdown(within: 20) })
         let counts = exporter.counts
         #expect(counts.recorded == 100 && counts.exported == 100 && counts.dropped == 0, "\(counts)")

@@ -149,23 +149,29 @@ final class AuditJournal: @unchecked Sendable {
         return leftover
     }
 
-    /// Starts the journal thread unless it runs. Called with `condition` held.
-    func startThreadIfNeeded() {
-        guard !inbox.threadRunning else { return }
-        inbox.threadRunning = true
-        let thread = Thread { [self] in
-            // Named from inside, in 15 bytes at most, as the writer's.
-            Thread.current.name = "relay-journal"
-            if configuration.journalSync == .interval { runSyncs() } else { runGroups() }
+    /// Starts the journal thread unless it runs. Called with `condition`
+    /// held. Out of threads it is not marked running, and the next call
+    /// tries again.
+    @discardableResult
+    func startThreadIfNeeded() -> DetachedThread.StartFailure? {
+        guard !inbox.threadRunning else { return nil }
+        do {
+            try DetachedThread.start(name: "relay-journal") { [self] in
+                if configuration.journalSync == .interval { runSyncs() } else { runGroups() }
+            }
+        } catch {
+            return error
         }
-        thread.start()
+        inbox.threadRunning = true
+        return nil
     }
 
     /// Starts the journal thread unless it runs.
-    func start() {
+    func start() throws(DetachedThread.StartFailure) {
         condition.lock()
-        startThreadIfNeeded()
+        let failure = startThreadIfNeeded()
         condition.unlock()
+        if let failure { throw failure }
     }
 
     /// `.always`: hands `entries` to the journal thread together, the last

@@ -1,7 +1,7 @@
 import Foundation
 public import Logging
 public import Relay
-import RelayBasics
+public import RelayBasics
 
 /// Turns every finished send into exactly one `apns_audit` row, whatever
 /// crashes.
@@ -98,21 +98,22 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
     /// that use a writer alone.
     public static func started(configuration: Configuration, logger: Logger) throws -> AuditWriter {
         let writer = try AuditWriter(opening: configuration, logger: logger)
-        writer.start()
+        try writer.start()
         return writer
     }
 
     /// Starts the writer's thread and the journal's. Nothing after the
-    /// first call, or after ``shutdown()``.
-    public func start() {
+    /// first call, or after ``shutdown()``. Throws when the system gives no
+    /// thread (a pids limit): the relay then does not start.
+    public func start() throws(DetachedThread.StartFailure) {
         let starting = shared.withState { state in
             guard !state.threadsStarted, !state.stopping else { return false }
             state.threadsStarted = true
             return true
         }
         guard starting else { return }
-        writerThread.start()
-        journal.start()
+        try writerThread.start()
+        try journal.start()
     }
 
     public func attemptFinished(_ event: AttemptEvent) {}

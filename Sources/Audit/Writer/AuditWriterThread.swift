@@ -69,15 +69,8 @@ final class AuditWriterThread: @unchecked Sendable {
     }
 
     /// Starts the thread.
-    func start() {
-        let thread = Thread { [self] in
-            // Named from inside: on Linux a name set before the start never
-            // reaches the system's (`comm`: top -H, /proc, gdb), nor does one
-            // over 15 bytes.
-            Thread.current.name = "relay-audit"
-            run()
-        }
-        thread.start()
+    func start() throws(DetachedThread.StartFailure) {
+        try DetachedThread.start(name: "relay-audit") { [self] in run() }
     }
 
     /// Take a batch, replay the spool if Postgres is back, write or spool

@@ -21,7 +21,7 @@ struct AuditWriterPart: RelayPart {
     static let marginAfterWriter = 4.0
 
     func start() async throws {
-        audit.start()
+        try audit.start()
     }
 
     /// A later part could not start: no send was taken, nothing to wait for.

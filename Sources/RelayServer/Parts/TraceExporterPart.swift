@@ -10,7 +10,7 @@ struct TraceExporterPart: RelayPart {
     let logger: Logger
 
     func start() async throws {
-        tracing.start()
+        try tracing.start()
     }
 
     /// Exports what is queued within what is left of the drain timeout, 1 s at least.

@@ -108,20 +108,14 @@ public final class OTLPExporter: @unchecked Sendable {
         queue.pending.reserveCapacity(configuration.maximumQueueSize * Self.typicalSpanBytes)
     }
 
-    /// Starts the exporter's thread; nothing after the first call or a shutdown.
-    public func start() {
+    /// Starts the exporter's thread; nothing after the first call or a
+    /// shutdown. Throws when the system gives no thread (a pids limit).
+    public func start() throws(DetachedThread.StartFailure) {
         condition.lock()
         defer { condition.unlock() }
         guard !queue.started, !queue.closing else { return }
+        try DetachedThread.start(name: "relay-otlp") { [self] in run() }
         queue.started = true
-        let thread = Thread { [self] in
-            // Named from inside: on Linux a name set before the start never
-            // reaches the system's (`comm`: top -H, /proc, gdb), nor does one
-            // over 15 bytes.
-            Thread.current.name = "relay-otlp"
-            run()
-        }
-        thread.start()
     }
 
     public var counts: Counts { counters.counts }
