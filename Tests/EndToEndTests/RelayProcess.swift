@@ -30,13 +30,17 @@ final class RelayProcess: Sendable {
     ///   `serve | head -1` leaves it once `head` has its line: every write to it fails (EPIPE).
     /// - Parameter openFileLimit: the child's soft and hard RLIMIT_NOFILE (util-linux `prlimit`, which
     ///   sets it and then runs the relay in its own process), as a container's `ulimit -n` would.
+    /// - Parameter user: a user id to run the relay as (util-linux `setpriv`, without supplementary groups
+    ///   or capabilities), for limits the kernel does not hold root to (RLIMIT_NPROC).
+    /// - Parameter binary: the `apns-relay` to run (one that `user` can reach).
     init(
         arguments: [String], environment: [String: String] = [:], standardError: String? = nil, standardErrorPipe: Bool = false,
-        closing: [Int32] = [], outputReaderGone: Bool = false, openFileLimit: Int? = nil
+        closing: [Int32] = [], outputReaderGone: Bool = false, openFileLimit: Int? = nil, user: Int32? = nil, binary: String = RelayProcess.binary
     ) throws {
         var command = closing.isEmpty
-            ? [Self.binary] + arguments
-            : ["/bin/sh", "-c", "exec \"$0\" \"$@\"" + closing.map { " \($0)>&-" }.joined(), Self.binary] + arguments
+            ? [binary] + arguments
+            : ["/bin/sh", "-c", "exec \"$0\" \"$@\"" + closing.map { " \($0)>&-" }.joined(), binary] + arguments
+        if let user { command = ["setpriv", "--reuid=\(user)", "--regid=\(user)", "--clear-groups", "--"] + command }
         if let openFileLimit { command = ["prlimit", "--nofile=\(openFileLimit):\(openFileLimit)", "--"] + command }
         child = try ChildProcess(
             command, environment: environment, standardOutput: .pipe,
