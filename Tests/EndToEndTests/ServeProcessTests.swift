@@ -117,6 +117,38 @@ struct ServeProcessTests {
         #expect(rows == "\(sends)|\(sends)", "exactly one audit row per send")
     }
 
+    @Test("SIGHUP, SIGUSR1 and SIGUSR2 (a closed terminal, logrotate, a reload by habit) do not end serve: each is logged as ignored, naming it; a send after them is answered and audited, and SIGTERM still drains with exit 0")
+    func reloadSignalsIgnored() async throws {
+        guard let url = Self.databaseURL else { return }
+        let database = try await Self.freshDatabase(url)
+        let relay = try await TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let instance = "serve-hup-\(UUID().uuidString.prefix(6))"
+        let config = try Self.writeConfiguration(
+            directory: relay.directory, mock: relay.mock, keyPath: relay.keyPath, instance: instance, databaseURL: database,
+            spool: relay.directory + "/spool-hup")
+        let errors = relay.directory + "/serve-hup.err"
+        let serve = try RelayProcess(arguments: ["serve", "--config", config], standardError: errors)
+        let port = try await serve.port(after: "apns-relay ingress on")
+        let names = ["SIGHUP": SIGHUP, "SIGUSR1": SIGUSR1, "SIGUSR2": SIGUSR2]
+        for number in names.values { serve.signal(number) }
+        // Each one's line, written by the log's own thread: waited for.
+        var logged: Set<String> = []
+        _ = await eventually(30) {
+            let lines = ((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "").split(separator: "\n")
+            logged = Set(names.keys.filter { name in lines.contains { $0.contains("\"\(name) ignored:") && $0.contains(#""signal":"\#(name)""#) } })
+            return logged.count == names.count || serve.exitStatus != nil
+        }
+        #expect(logged == Set(names.keys), "logged: \(logged)")
+        #expect(serve.exitStatus == nil, "serve ended on a signal it ignores: \(String(describing: serve.exitStatus))")
+        let answer = try await relay.curl("POST", "/v1/send", body: TestRelay.send(), base: "http://127.0.0.1:\(port)")
+        #expect(answer.status == 200, "\(answer)")
+        serve.signal(SIGTERM)
+        #expect(await serve.waitForExit() == 0)
+        let rows = try await Self.scalar(database, "SELECT count(*) FROM apns_audit WHERE relay_instance = '\(instance)'")
+        #expect(rows == "1", "the send's row: \(rows)")
+    }
+
     @Test("SIGKILL with rows in the spool: the next relay on that spool replays them, once each")
     func sigkillSpoolReplayed() async throws {
         guard let url = Self.databaseURL else { return }

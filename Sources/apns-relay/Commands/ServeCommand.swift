@@ -68,7 +68,8 @@ struct ServeCommand: AsyncParsableCommand {
             shutdown.drain_timeout_seconds + 10 s; a part that fails, or does not stop within that, is named \
             in the log and the process exits 1. Log lines wait in a bounded buffer (1 MiB) that a thread writes \
             to standard error: when the log reader stalls, lines are dropped whole and counted \
-            (apns_relay_log_lines_dropped_total), never a send; at exit what is buffered is written within 5 s more.
+            (apns_relay_log_lines_dropped_total), never a send; at exit what is buffered is written within 5 s more. \
+            SIGHUP, SIGUSR1 and SIGUSR2 are logged and ignored (there is no reload: restart to apply a change).
             """)
 
     @OptionGroup var config: ConfigurationOptions
@@ -80,6 +81,9 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try config.load()
         let logger = makeLogger(level: configuration.logLevel)
+        // Before anything starts: a SIGHUP from here on is logged, not the end.
+        let ignoredSignals = IgnoredSignals.install(logger: logger)
+        defer { withExtendedLifetime(ignoredSignals) {} }
         let server: RelayServer
         do {
             // Built without side effects, then started part by part: a part
