@@ -84,6 +84,32 @@ struct DescriptorLimitProcessTests {
         return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : "recv: \(count)"
     }
 
+    /// A mock APNs beside `setup`'s whose every stream ends its connection
+    /// (a graceful GOAWAY): each send needs a new APNs connection.
+    static func goAwayAfterEveryStream(beside setup: APNsHTTP2FaultProcessTests.Setup) throws -> MockAPNsServer {
+        var configuration = setup.relay.mock.engine.configuration
+        configuration.goAwayAfterStreams = (count: 1, graceful: true)
+        let directory = setup.relay.directory + "/goaway"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return try MockAPNsServer(engine: MockAPNsEngine(configuration: configuration), directory: directory)
+    }
+
+    /// The end of a case whose three sends were answered 200, 502, 200:
+    /// the counters tell what the answers tell, SIGTERM drains with exit 0,
+    /// and the rows tell it too.
+    static func expectOneFailedTwoSucceeded(
+        _ setup: APNsHTTP2FaultProcessTests.Setup, metricsPort: UInt16, serve: RelayProcess, database: String
+    ) async throws {
+        let scrape = try await setup.relay.curl("GET", "/metrics", key: nil, base: "http://127.0.0.1:\(metricsPort)")
+        let counted = OutcomeAgreementTests.sums(scrape.body, "apns_relay_sends_total", by: "outcome")
+        #expect(counted == ["success": 2, "failed": 1], "\(counted)")
+        serve.signal(SIGTERM)
+        #expect(await serve.waitForExit() == 0)
+        let outcomes = try await ServeProcessTests.scalar(
+            database, "SELECT string_agg(outcome || ' ' || coalesce(status::text, 'none'), ',' ORDER BY outcome) FROM apns_audit")
+        #expect(outcomes == "failed none,success 200,success 200", "one row per send, as answered: \(outcomes)")
+    }
+
     @Test("no descriptor left: a send needing a new APNs connection is answered 502 and audited, the audit writer's reconnect by name spools, /healthz answers, no listener spins on a connection waiting in its backlog; once descriptors are back, those connections are served (the ingress' though its kept-alive client stays busy), sends reach APNs, every row lands and the drain exits 0")
     func noDescriptorLeft() async throws {
         guard let url = ServeProcessTests.databaseURL else { return }
@@ -92,12 +118,7 @@ struct DescriptorLimitProcessTests {
         let byName = database.replacingOccurrences(of: "@127.0.0.1:", with: "@localhost:")
         let setup = try await APNsHTTP2FaultProcessTests.setUp(name: "descriptors", databaseURL: byName)
         defer { Task { await setup.cleanUp() } }
-        // Every stream ends its connection (GOAWAY): each send needs a new APNs connection.
-        var mockConfiguration = setup.relay.mock.engine.configuration
-        mockConfiguration.goAwayAfterStreams = (count: 1, graceful: true)
-        let directory = setup.relay.directory + "/goaway"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let mock = try MockAPNsServer(engine: MockAPNsEngine(configuration: mockConfiguration), directory: directory)
+        let mock = try Self.goAwayAfterEveryStream(beside: setup)
         defer { mock.stop() }
         // Production too, by name (another origin, so another pool), first
         // used at the limit: its pool is made then.
@@ -176,15 +197,7 @@ struct DescriptorLimitProcessTests {
         #expect(await offPoolThread { Self.answersGet("/healthz", on: waitingClient) }, "the ingress took the client that waited")
         #expect(await offPoolThread { client.get("/healthz") }.status == 200, "the kept-alive client reconnected")
         #expect(await eventually(60) { (try? await rows()) == 3 }, "every row reached Postgres once descriptors were back")
-        // The counters tell what the answers and rows tell.
-        let scrape = try await setup.relay.curl("GET", "/metrics", key: nil, base: "http://127.0.0.1:\(metricsPort)")
-        let counted = OutcomeAgreementTests.sums(scrape.body, "apns_relay_sends_total", by: "outcome")
-        #expect(counted == ["success": 2, "failed": 1], "\(counted)")
-        serve.signal(SIGTERM)
-        #expect(await serve.waitForExit() == 0)
-        let outcomes = try await ServeProcessTests.scalar(
-            byName, "SELECT string_agg(outcome || ' ' || coalesce(status::text, 'none'), ',' ORDER BY outcome) FROM apns_audit")
-        #expect(outcomes == "failed none,success 200,success 200", "one row per send, as answered: \(outcomes)")
+        try await Self.expectOneFailedTwoSucceeded(setup, metricsPort: metricsPort, serve: serve, database: byName)
         // The spool's next segment could not be opened either: its write
         // failed with every batch, and said so once (not once a batch), then
         // once more when the rows it kept were settled.

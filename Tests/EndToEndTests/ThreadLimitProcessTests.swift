@@ -64,12 +64,8 @@ struct ThreadLimitProcessTests {
         let database = try await ServeProcessTests.freshDatabase(url)
         let setup = try await APNsHTTP2FaultProcessTests.setUp(name: "threads", databaseURL: database)
         defer { Task { await setup.cleanUp() } }
-        // Every stream ends its connection (GOAWAY): each send needs a new APNs connection, and its thread.
-        var mockConfiguration = setup.relay.mock.engine.configuration
-        mockConfiguration.goAwayAfterStreams = (count: 1, graceful: true)
-        let directory = setup.relay.directory + "/goaway"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let mock = try MockAPNsServer(engine: MockAPNsEngine(configuration: mockConfiguration), directory: directory)
+        // Each send needs a new APNs connection, and its thread.
+        let mock = try DescriptorLimitProcessTests.goAwayAfterEveryStream(beside: setup)
         defer { mock.stop() }
         let cap = 4
         let yaml = try String(contentsOfFile: setup.config, encoding: .utf8)
@@ -125,14 +121,7 @@ struct ThreadLimitProcessTests {
         #expect(served.allSatisfy { $0 == "served" }, "\(served)")
         let third = await send(3)
         #expect(third.status == 200, "\(third)")
-        let scrape = try await setup.relay.curl("GET", "/metrics", key: nil, base: "http://127.0.0.1:\(metricsPort)")
-        let counted = OutcomeAgreementTests.sums(scrape.body, "apns_relay_sends_total", by: "outcome")
-        #expect(counted == ["success": 2, "failed": 1], "\(counted)")
-        serve.signal(SIGTERM)
-        #expect(await serve.waitForExit() == 0)
-        let outcomes = try await ServeProcessTests.scalar(
-            database, "SELECT string_agg(outcome || ' ' || coalesce(status::text, 'none'), ',' ORDER BY outcome) FROM apns_audit")
-        #expect(outcomes == "failed none,success 200,success 200", "one row per send, as answered: \(outcomes)")
+        try await DescriptorLimitProcessTests.expectOneFailedTwoSucceeded(setup, metricsPort: metricsPort, serve: serve, database: database)
         print("out of threads (\(threads) threads when the limit fell): connections at the limit \(fates), after \(served); the send at the limit: \(second.status) \(second.body.prefix(160))")
     }
 }
