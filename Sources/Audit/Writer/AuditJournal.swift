@@ -184,7 +184,15 @@ final class AuditJournal: @unchecked Sendable {
             left -= 1
             inbox.pending.append((entry, left == 0 ? continuation : nil))
         }
-        startThreadIfNeeded()
+        guard startThreadIfNeeded() == nil else {
+            // Out of threads, with the journal's ended (its writer exited):
+            // the records wait for a thread a later call starts, and the
+            // caller, refused, does not wait on them.
+            if continuation != nil { inbox.pending[inbox.pending.count - 1].1 = nil }
+            condition.unlock()
+            continuation?.resume(returning: false)
+            return
+        }
         condition.signal()
         condition.unlock()
     }

@@ -112,8 +112,16 @@ public final class AuditWriter: DurableSendObserver, @unchecked Sendable {
             return true
         }
         guard starting else { return }
-        try writerThread.start()
-        try journal.start()
+        do {
+            // The journal's thread first: a writer thread that cannot start
+            // then leaves the writer as never started, and its shutdown
+            // ends the journal's thread as for any writer that never ran.
+            try journal.start()
+            try writerThread.start()
+        } catch {
+            shared.withState { $0.threadsStarted = false }
+            throw error
+        }
     }
 
     public func attemptFinished(_ event: AttemptEvent) {}

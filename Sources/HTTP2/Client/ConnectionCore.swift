@@ -49,12 +49,10 @@ final class ConnectionCore: @unchecked Sendable {
             try DetachedThread.start(name: "relay-apns-h2") { [self] in run() }
         } catch {
             // Out of threads (a pids limit): the connection fails like a
-            // refused connect, so its callers get an error they can retry
-            // and the pool backs off. Not here: the pool makes connections
-            // under its lock, which its observer of `.refused` takes. The
-            // failing is short and never blocks, so a task may run it.
-            let failure = HTTP2Error(.connectFailed, "\(error) for the connection to \(configuration.origin)")
-            Task.detached { [self] in finishThread(failing: failure) }
+            // refused connect, here, so its callers get an error they can
+            // retry and the pool backs off. (Not from a task: out of
+            // threads, Dispatch waits for one to start its worker.)
+            finishThread(failing: HTTP2Error(.connectFailed, "\(error) for the connection to \(configuration.origin)"))
         }
     }
 

@@ -72,13 +72,24 @@ public final class HTTP2Connection: Sendable {
         self.init(configuration: configuration, observer: observer, loop: ConnectionLoop())
     }
 
-    /// Starts connecting at once on a new thread; once up, the connection is
-    /// served by `loop`, with the other connections that share it.
-    init(configuration: Configuration, observer: HTTP2EventObserver?, loop: ConnectionLoop, tuning: Tuning = Tuning()) {
+    /// Starts connecting at once on a new thread (unless `startingNow` is
+    /// false: then ``start()`` does); once up, the connection is served by
+    /// `loop`, with the other connections that share it.
+    init(
+        configuration: Configuration, observer: HTTP2EventObserver?, loop: ConnectionLoop, tuning: Tuning = Tuning(),
+        startingNow: Bool = true
+    ) {
         core = ConnectionCore(configuration: configuration, observer: observer, loop: loop, tuning: tuning)
         handOff = core.handOff
-        core.start()
+        if startingNow { core.start() }
     }
+
+    /// Starts connecting on a new thread. Out of threads, the connection
+    /// fails here, on the caller's thread, like a refused connect: its
+    /// observer hears `.refused`, so the caller must not hold a lock the
+    /// observer takes (``HTTP2Pool`` makes connections under its lock and
+    /// starts them after it).
+    func start() { core.start() }
 
     /// Knobs for tests, kept out of the public `Configuration` (whose
     /// layout other modules compile against).

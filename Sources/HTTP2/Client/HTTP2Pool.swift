@@ -149,6 +149,7 @@ public final class HTTP2Pool: Sendable {
 
     private func pick() async throws(HTTP2Error) -> HTTP2Connection {
         while true {
+            var made: HTTP2Connection?
             let decision = state.withLock { state -> Result<HTTP2Connection, HTTP2Error>? in
                 if state.closed { return .failure(HTTP2Error(.closed, "pool for \(configuration.connection.origin) is closed")) }
                 if state.connections.contains(where: { $0.state == .closed }) { state.connections.removeAll { $0.state == .closed } }
@@ -170,15 +171,19 @@ public final class HTTP2Pool: Sendable {
                         // Backing off: use what is there, or wait.
                         return leastLoaded.map { .success($0.connection) }
                     }
+                    // Started after the lock: a start that fails reports to
+                    // the observer, which takes it.
                     let connection = HTTP2Connection(
                         configuration: configuration.connection, observer: connectionObserver,
-                        loop: configuration.sharesOneThread ? state.sharedLoopToJoin() : ConnectionLoop())
+                        loop: configuration.sharesOneThread ? state.sharedLoopToJoin() : ConnectionLoop(), startingNow: false)
                     if !state.connections.isEmpty || state.consecutiveFailures > 0 { observer?(configuration.connection.origin, .reconnect) }
                     state.connections.append(connection)
+                    made = connection
                     return .success(connection)
                 }
                 return leastLoaded.map { .success($0.connection) }
             }
+            made?.start()
             switch decision {
             case .success(let connection): return connection
             case .failure(let error): throw error

@@ -22,7 +22,7 @@ final class Listener: @unchecked Sendable {
     let accepted = Atomic<Int>(0)
     private let state = Mutex<(stopped: Bool, connections: [ServerConnection])>((false, []))
     /// Connections refused at accept by a cap (per address or in all), or
-    /// for want of a descriptor to serve them with.
+    /// for want of a descriptor or a thread to serve them with.
     let refusedConnections = Atomic<Int>(0)
 
     init(configuration: HTTP2Server.Configuration, handler: @escaping HTTP2ServerHandler) throws(HTTP2Error) {

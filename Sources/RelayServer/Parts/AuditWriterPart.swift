@@ -21,7 +21,13 @@ struct AuditWriterPart: RelayPart {
     static let marginAfterWriter = 4.0
 
     func start() async throws {
-        try audit.start()
+        do {
+            try audit.start()
+        } catch {
+            // Out of threads: what did start (the journal's) stops again.
+            await audit.shutdown()
+            throw error
+        }
     }
 
     /// A later part could not start: no send was taken, nothing to wait for.

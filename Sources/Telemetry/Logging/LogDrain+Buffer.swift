@@ -11,6 +11,9 @@ extension LogDrain {
         var droppedUnreported = 0
         /// The drain thread was started (by the first line).
         var started = false
+        /// Out of threads, the next try to start it is not before this
+        /// (``MonotonicClock``): not a thread start under the lock per line.
+        var nextStartAttempt: UInt64 = 0
         /// The drain thread waits for a line (the next one wakes it).
         var sleeping = false
         var closing = false

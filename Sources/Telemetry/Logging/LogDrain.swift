@@ -72,10 +72,14 @@ final class LogDrain: @unchecked Sendable {
             return
         }
         if !buffer.started {
-            buffer.pending.reserveCapacity(capacity)
-            // Out of threads (a pids limit): the lines wait in the buffer,
-            // and the next line tries again.
-            buffer.started = startThread()
+            let now = MonotonicClock.now()
+            if now >= buffer.nextStartAttempt {
+                buffer.pending.reserveCapacity(capacity)
+                // Out of threads (a pids limit): the lines wait in the
+                // buffer, and a line 100 ms on tries again.
+                buffer.started = startThread()
+                if !buffer.started { buffer.nextStartAttempt = now + 100_000_000 }
+            }
         }
         buffer.pending.append(contentsOf: line)
         buffer.pendingLines += 1
