@@ -88,6 +88,14 @@ public final class HTTP2Server: Sendable {
         public var maxConnectionsPerAddress: Int?
         /// Connections open at once in all; beyond it new ones are closed at accept.
         public var maxConnections: Int?
+        /// Connections setting up (the TLS handshake, up to 10 s each) at
+        /// once: each holds a thread. At the bound the listener stops
+        /// accepting (the next connections wait in the kernel's backlog)
+        /// until one is done, so a flood of clients that never finish their
+        /// handshake holds this many threads, not one per connection
+        /// `maxConnections` allows, and cannot take the threads the rest
+        /// of the process needs (a container's pids limit). nil: no bound.
+        public var maxConnectionsSettingUp: Int? = 64
         /// Seconds from a request's first header to its last byte; a stream
         /// still incomplete then is reset (a slow client holds nothing longer). nil: no limit.
         public var requestTimeLimitSeconds: Double?
@@ -113,7 +121,7 @@ public final class HTTP2Server: Sendable {
     public var acceptedConnections: Int { listener.accepted.load(ordering: .relaxed) }
 
     /// Connections closed at accept because a connection cap was reached, or
-    /// for want of a descriptor to serve them with.
+    /// for want of a descriptor or a thread to serve them with.
     public var refusedConnections: Int { listener.refusedConnections.load(ordering: .relaxed) }
 
     /// Stops accepting and closes every connection.
@@ -128,6 +136,9 @@ public final class HTTP2Server: Sendable {
     ///   answers queued with it, and clients built on python-hyper's h2
     ///   (httpx) fail every open stream once they read one.
     public func stop(grace: Double = 0) { listener.stop(grace: grace) }
+
+    /// Connections setting up now (their TLS handshake), each on a thread of its own.
+    public var connectionsSettingUp: Int { listener.settingUp.value.load(ordering: .relaxed) }
 
     /// Connections still answering streams they took: neither closed nor
     /// in their final lingering close. After ``stop()``, 0 once every

@@ -24,6 +24,13 @@ final class Listener: @unchecked Sendable {
     /// Connections refused at accept by a cap (per address or in all), or
     /// for want of a descriptor or a thread to serve them with.
     let refusedConnections = Atomic<Int>(0)
+    /// Connections whose set-up thread runs now (``HTTP2Server/Configuration/maxConnectionsSettingUp``);
+    /// a class, so that a set-up thread outliving the listener still holds it.
+    let settingUp = SetUpCount()
+
+    final class SetUpCount: Sendable {
+        let value = Atomic<Int>(0)
+    }
 
     init(configuration: HTTP2Server.Configuration, handler: @escaping HTTP2ServerHandler) throws(HTTP2Error) {
         self.configuration = configuration
@@ -78,6 +85,12 @@ final class Listener: @unchecked Sendable {
             if state.withLock({ $0.stopped }) { break }
             guard descriptors[0].revents & Int16(POLLIN) != 0 else { continue }
             while true {
+                if let bound = configuration.maxConnectionsSettingUp, settingUp.value.load(ordering: .relaxed) >= bound {
+                    // As many set-ups as threads allowed for them: the next
+                    // connections wait in the backlog until one is done.
+                    rest.begin()
+                    break
+                }
                 var peer = sockaddr_in()
                 var peerLength = socklen_t(MemoryLayout<sockaddr_in>.size)
                 let client = withUnsafeMutablePointer(to: &peer) {

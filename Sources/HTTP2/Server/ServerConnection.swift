@@ -54,12 +54,21 @@ final class ServerConnection: @unchecked Sendable {
     func start() throws(DetachedThread.StartFailure) {
         // The loop held strongly: this thread may end up running it.
         let loop = listener.loop
-        try DetachedThread.start(name: "relay-h2ingress") { [self] in
-            if setUp() {
-                loop.join(self)
-            } else {
-                finish()
+        let settingUp = listener.settingUp
+        settingUp.value.add(1, ordering: .relaxed)
+        do {
+            try DetachedThread.start(name: "relay-h2ingress") { [self] in
+                let up = setUp()
+                settingUp.value.subtract(1, ordering: .relaxed)
+                if up {
+                    loop.join(self)
+                } else {
+                    finish()
+                }
             }
+        } catch {
+            settingUp.value.subtract(1, ordering: .relaxed)
+            throw error
         }
     }
 
