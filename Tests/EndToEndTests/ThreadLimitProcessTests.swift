@@ -148,6 +148,12 @@ struct ThreadLimitProcessTests {
         #expect(served.allSatisfy { $0 == "served" }, "\(served)")
         let third = await send(3)
         #expect(third.status == 200, "\(third)")
+        // Each connection closed at the limit is counted, under its reason.
+        let refusals = try await setup.relay.curl("GET", "/metrics", key: nil, base: "http://127.0.0.1:\(metricsPort)")
+        let refused = OutcomeAgreementTests.sums(refusals.body, "apns_relay_apns_ingress_connections_refused_total", by: "reason")
+        #expect(
+            refused == ["threads": cap + 2, "descriptors": 0, "max_connections": 0, "max_connections_per_client": 0, "stopping": 0],
+            "\(refused)")
         try await DescriptorLimitProcessTests.expectOneFailedTwoSucceeded(setup, metricsPort: metricsPort, serve: serve, database: database)
         print("out of threads (\(threads.count) threads when the limit fell: \(threads)): connections at the limit \(fates), after \(served); the send at the limit: \(second.status) \(second.body.prefix(160))")
     }

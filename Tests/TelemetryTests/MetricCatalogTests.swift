@@ -52,7 +52,7 @@ struct MetricCatalogTests {
     func declaredOnce() {
         let names = MetricCatalog.declarations.map(\.name)
         #expect(Set(names).count == names.count, "a name declared twice: \(names)")
-        #expect(names.count == 38)
+        #expect(names.count == 39)
         for declaration in MetricCatalog.declarations {
             #expect(declaration.name.wholeMatch(of: /[a-zA-Z_:][a-zA-Z0-9_:]*/) != nil, "\(declaration.name)")
             #expect(!declaration.help.isEmpty, "\(declaration.name) has no HELP")
@@ -134,6 +134,7 @@ struct MetricCatalogTests {
         sources.ingressBatchSendsRunning = { 0 }
         sources.ingressNotSent = { ["Draining": 1] }
         sources.ingressRequestsTimedOut = { 1 }
+        sources.apnsIngressConnectionsRefused = { ["threads": 1] }
         var router = Router()
         MetricsEndpoint(metrics: metrics, sources: sources, buildInfo: [("version", "test"), ("zlib", "1")]).install(on: &router)
         metrics.refresh(sources)

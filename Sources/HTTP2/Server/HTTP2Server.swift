@@ -124,6 +124,26 @@ public final class HTTP2Server: Sendable {
     /// for want of a descriptor or a thread to serve them with.
     public var refusedConnections: Int { listener.refusedConnections.load(ordering: .relaxed) }
 
+    /// Why a connection was closed at accept.
+    public enum Refusal: String, Sendable, CaseIterable {
+        /// ``Configuration/maxConnections`` were open.
+        case maxConnections = "max_connections"
+        /// ``Configuration/maxConnectionsPerAddress`` were open from its address.
+        case maxConnectionsPerAddress = "max_connections_per_client"
+        /// No descriptor was left to serve it with (the open-file limit).
+        case noDescriptor = "descriptors"
+        /// No thread could be started to set it up (a pids limit, RLIMIT_NPROC).
+        case noThread = "threads"
+        /// The server was stopping.
+        case stopping = "stopping"
+    }
+
+    /// ``refusedConnections`` by why, every reason present (0 when none).
+    public var refusedConnectionsByReason: [Refusal: Int] {
+        let counted = listener.refusedByReason
+        return Dictionary(uniqueKeysWithValues: Refusal.allCases.map { ($0, counted[$0] ?? 0) })
+    }
+
     /// Stops accepting and closes every connection.
     ///
     /// - Parameter grace: how long a connection may go on answering the

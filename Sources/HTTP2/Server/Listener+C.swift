@@ -24,6 +24,8 @@ final class Listener: @unchecked Sendable {
     /// Connections refused at accept by a cap (per address or in all), or
     /// for want of a descriptor or a thread to serve them with.
     let refusedConnections = Atomic<Int>(0)
+    /// The same, by why (refusals are rare: a lock is cheap enough).
+    private let refusals = Mutex<[HTTP2Server.Refusal: Int]>([:])
     /// Connections whose set-up thread runs now (``HTTP2Server/Configuration/maxConnectionsSettingUp``);
     /// a class, so that a set-up thread outliving the listener still holds it.
     let settingUp = SetUpCount()
@@ -109,22 +111,25 @@ final class Listener: @unchecked Sendable {
                     // Accepted with the last descriptor: no eventfd to serve it with.
                     // Closed at once (the client sees a reset or EOF and resends).
                     rest.begin()
-                    refusedConnections.add(1, ordering: .relaxed)
+                    refuse(.noDescriptor)
                     close(client)
                     break
                 }
-                let keep = state.withLock { state -> Bool in
-                    guard !state.stopped else { return false }
+                let refusal = state.withLock { state -> HTTP2Server.Refusal? in
+                    guard !state.stopped else { return .stopping }
                     state.connections.removeAll { $0.isFinished }
                     // The caps count open connections: a client that closes its own gets room again.
-                    if let cap = configuration.maxConnections, state.connections.count >= cap { return false }
+                    if let cap = configuration.maxConnections, state.connections.count >= cap { return .maxConnections }
                     if let cap = configuration.maxConnectionsPerAddress,
-                       state.connections.lazy.filter({ $0.peerAddress == connection.peerAddress }).count >= cap { return false }
+                       state.connections.lazy.filter({ $0.peerAddress == connection.peerAddress }).count >= cap
+                    {
+                        return .maxConnectionsPerAddress
+                    }
                     state.connections.append(connection)
-                    return true
+                    return nil
                 }
-                guard keep else {
-                    refusedConnections.add(1, ordering: .relaxed)
+                if let refusal {
+                    refuse(refusal)
                     close(client)
                     continue
                 }
@@ -136,7 +141,7 @@ final class Listener: @unchecked Sendable {
                     // loop rests, as out of descriptors: what waits in the
                     // backlog is taken once threads are free.
                     connection.finish()
-                    refusedConnections.add(1, ordering: .relaxed)
+                    refuse(.noThread)
                     rest.begin()
                     break
                 }
@@ -144,6 +149,14 @@ final class Listener: @unchecked Sendable {
         }
         close(fd)
     }
+
+    private func refuse(_ refusal: HTTP2Server.Refusal) {
+        refusedConnections.add(1, ordering: .relaxed)
+        refusals.withLock { $0[refusal, default: 0] += 1 }
+    }
+
+    /// Connections refused since the start, by why.
+    var refusedByReason: [HTTP2Server.Refusal: Int] { refusals.withLock { $0 } }
 
     var connectionsAnswering: Int {
         state.withLock { $0.connections.filter { !$0.isFinished && !$0.isLingering }.count }

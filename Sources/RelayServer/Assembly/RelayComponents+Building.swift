@@ -116,6 +116,11 @@ extension RelayComponents {
         sources.ingressSendsAdmitted = { ingress.sendsAdmitted }
         sources.ingressBatchSendsRunning = { ingress.batchSendsRunning }
         sources.ingressNotSent = { ingress.batchSendsNotSent }
+        // Every reason from the start (0s), once the HTTP/2 ingress listens.
+        sources.apnsIngressConnectionsRefused = {
+            guard let server = listener.apnsIngressServer?.server else { return [:] }
+            return Dictionary(uniqueKeysWithValues: server.refusedConnectionsByReason.map { ($0.key.rawValue, $0.value) })
+        }
         MetricsEndpoint(
             metrics: metrics,
             sources: sources,

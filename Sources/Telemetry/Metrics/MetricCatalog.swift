@@ -88,6 +88,10 @@ public enum MetricCatalog {
     static let ingressRequestsTimedOutTotal = CounterDefinition(
         "apns_relay_ingress_requests_timed_out_total",
         help: "Ingress connections cut because a request did not arrive whole within ingress.request_timeout_seconds (slow or slowloris clients).")
+    static let apnsIngressConnectionsRefusedTotal = CounterDefinition(
+        "apns_relay_apns_ingress_connections_refused_total",
+        help: "Connections the HTTP/2 APNs ingress closed at accept, by reason (max_connections, max_connections_per_client, descriptors, threads, stopping).",
+        labels: RefusalLabels.self)
     static let batchSendsNotSentTotal = CounterDefinition(
         "apns_relay_batch_sends_not_sent_total", help: "Batch sends never started, by reason (Draining, BatchDeadline, ClientGone).",
         labels: NotSentLabels.self)
@@ -140,7 +144,7 @@ extension MetricCatalog {
         auditConnected.declaration, auditJournalUnsynced.declaration, auditPostgresTimeoutsTotal.declaration,
         ingressRequestsTotal.declaration, ingressRequestDuration.declaration, ingressInflightRequests.declaration,
         ingressSendsAdmitted.declaration, ingressBatchSendsRunning.declaration, ingressRequestsTimedOutTotal.declaration,
-        batchSendsNotSentTotal.declaration, idempotentReplaysTotal.declaration, spansDroppedTotal.declaration,
+        apnsIngressConnectionsRefusedTotal.declaration, batchSendsNotSentTotal.declaration, idempotentReplaysTotal.declaration, spansDroppedTotal.declaration,
         logLinesDroppedTotal.declaration,
         buildInfo.declaration, residentMemory.declaration, virtualMemory.declaration, cpuSecondsTotal.declaration,
         openFDs.declaration, maxFDs.declaration, startTime.declaration, threads.declaration,

@@ -97,6 +97,12 @@ struct RouteLabels: FixedMetricLabels {
 }
 
 /// `apns_relay_batch_sends_not_sent_total`.
+/// `apns_relay_apns_ingress_connections_refused_total`.
+struct RefusalLabels: FixedMetricLabels {
+    var reason: String
+    static var fields: [(name: String, value: KeyPath<Self, String>)] { [("reason", \.reason)] }
+}
+
 struct NotSentLabels: FixedMetricLabels {
     var reason: String
     static var fields: [(name: String, value: KeyPath<Self, String>)] { [("reason", \.reason)] }

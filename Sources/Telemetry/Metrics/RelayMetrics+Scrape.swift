@@ -58,6 +58,11 @@ extension RelayMetrics {
             scrape.advance(
                 counter(MetricCatalog.batchSendsNotSentTotal, NotSentLabels(reason: reason)), to: total, as: "not_sent/" + reason)
         }
+        for (reason, total) in sources.apnsIngressConnectionsRefused() {
+            scrape.advance(
+                counter(MetricCatalog.apnsIngressConnectionsRefusedTotal, RefusalLabels(reason: reason)), to: total,
+                as: "apns_ingress_refused/" + reason)
+        }
         if let total = sources.ingressRequestsTimedOut() {
             scrape.advance(counter(MetricCatalog.ingressRequestsTimedOutTotal), to: total, as: "ingress_timed_out")
         }

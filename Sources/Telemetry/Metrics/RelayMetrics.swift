@@ -124,6 +124,9 @@ public struct MetricSources: Sendable {
     public var ingressNotSent: @Sendable () -> [String: Int] = { [:] }
     /// Connections cut by the request deadline since start-up.
     public var ingressRequestsTimedOut: @Sendable () -> Int? = { nil }
+    /// Connections the HTTP/2 APNs ingress refused at accept since start-up,
+    /// by reason; empty when it is off.
+    public var apnsIngressConnectionsRefused: @Sendable () -> [String: Int] = { [:] }
 
     public init(
         clockSkewSeconds: @escaping @Sendable () -> Int64? = { nil }, retryDisabled: @escaping @Sendable () -> Bool = { false },
