@@ -317,6 +317,11 @@ struct APNsHTTP2IngressTests {
             let result = try await Self.hostile(port: port, ["connections", "8"])
             #expect(result["answered"]?.integerValue == 3, "\(result)")
             #expect(result["refused"]?.integerValue == 5, "\(result)")
+            // Counted under their reason, the others at 0.
+            let scrape = try await relay.curl("GET", "/metrics", key: nil, base: relay.metricsBase)
+            let refused = OutcomeAgreementTests.sums(scrape.body, "apns_relay_apns_ingress_connections_refused_total", by: "reason")
+            #expect(
+                refused == ["max_connections_per_client": 5, "max_connections": 0, "descriptors": 0, "threads": 0, "stopping": 0], "\(refused)")
             // Those closed, the cap has room again.
             try await Self.expectServes(relay, port: port, key: key)
         }
