@@ -15,47 +15,77 @@ public protocol SpanAttributeSetting: AnyObject, Sendable {
     /// for each would (the default does just that); a span may take them
     /// at once, under one lock and into one write.
     func setAttributes(_ attributes: SendSpanAttributes)
+
+    /// `setAttribute(key, .int64(Int64(value)))`, without a `SpanAttribute`
+    /// in between (the default does just that): most of a send's
+    /// attributes are integers and strings, and a `SpanAttribute` passed
+    /// through a protocol is copied through its value witnesses.
+    func setAttribute(_ key: String, int value: Int)
+
+    /// `setAttribute(key, .string(value))`, as ``setAttribute(_:int:)``.
+    func setAttribute(_ key: String, string value: String)
 }
 
 extension SpanAttributeSetting {
     public func setAttributes(_ attributes: SendSpanAttributes) {
         attributes.forEach { key, value in setAttribute(key, value) }
     }
+
+    public func setAttribute(_ key: String, int value: Int) { setAttribute(key, .int64(Int64(value))) }
+
+    public func setAttribute(_ key: String, string value: String) { setAttribute(key, .string(value)) }
 }
 
 /// Sets a span's attributes one at a time: through ``SpanAttributeSetting``
 /// when the span takes them so (asked once, when the writer is made), else
 /// through its `attributes`, as `span.attributes[key] = value` would.
+///
+/// One class-bound reference, so a copy is one retain: the writer rides in
+/// the ingress' request context, which every middleware passes on, and
+/// with a span and a setter (two existentials) its copies and destroys cost
+/// about 4,000 instructions a send under OTLP (issue 26).
 public struct SpanAttributeWriter: Sendable {
-    public let span: any Span
-    private let setter: (any SpanAttributeSetting)?
+    private let target: any SpanAttributeSetting
 
     public init(_ span: any Span) {
-        self.span = span
-        setter = span as? any SpanAttributeSetting
+        target = span as? any SpanAttributeSetting ?? SpanAttributesAssignment(span)
     }
 
     /// A writer for a span already known to take attributes one at a time (no cast).
     public init(_ span: any Span, setter: any SpanAttributeSetting) {
-        self.span = span
-        self.setter = setter
+        target = setter
     }
 
     /// `span.attributes[key] = value`.
     public func set(_ key: String, _ value: some SpanAttributeConvertible) {
-        if let setter {
-            setter.setAttribute(key, value.toSpanAttribute())
-        } else {
-            span.attributes[key] = value
-        }
+        target.setAttribute(key, value.toSpanAttribute())
+    }
+
+    /// `span.attributes[key] = value` for an integer (``SpanAttributeSetting/setAttribute(_:int:)``).
+    public func set(_ key: String, _ value: Int) {
+        target.setAttribute(key, int: value)
+    }
+
+    /// `span.attributes[key] = value` for a string (``SpanAttributeSetting/setAttribute(_:string:)``).
+    public func set(_ key: String, _ value: String) {
+        target.setAttribute(key, string: value)
     }
 
     /// Each of the send span's starting attributes, as ``set(_:_:)`` would set them, in one call.
     public func set(_ attributes: SendSpanAttributes) {
-        if let setter {
-            setter.setAttributes(attributes)
-        } else {
-            attributes.forEach { key, value in span.attributes[key] = value }
-        }
+        target.setAttributes(attributes)
+    }
+}
+
+/// A span that does not take attributes one at a time (another tracer's,
+/// the log exporter's at `debug`), set through its `attributes` as
+/// `span.attributes[key] = value` would.
+final class SpanAttributesAssignment: SpanAttributeSetting {
+    let span: any Span
+
+    init(_ span: any Span) { self.span = span }
+
+    func setAttribute(_ key: String, _ value: SpanAttribute) {
+        span.attributes[key] = value
     }
 }

@@ -127,13 +127,39 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting, Ch
     public func setAttribute(_ key: String, _ value: SpanAttribute) {
         guard exporter != nil else { return }
         state.withLock { state in
-            let bit = Self.keyBit(key)
-            if state.keyBits & bit != 0, let earlier = Protobuf.keyValueField(withKey: key, in: state.encoded) {
-                state.encoded.removeSubrange(earlier)
-            }
-            state.keyBits |= bit
+            Self.replace(key, in: &state)
             Self.append(key, value, to: &state)
         }
+    }
+
+    /// ``setAttribute(_:_:)`` for an integer: the same bytes, with no `SpanAttribute` made or copied.
+    public func setAttribute(_ key: String, int value: Int) {
+        guard exporter != nil else { return }
+        state.withLock { state in
+            Self.replace(key, in: &state)
+            if state.encoded.capacity == 0 { state.encoded.reserveCapacity(768) }
+            Protobuf.keyValue(field: 9, key: key, int: Int64(value), into: &state.encoded)
+        }
+    }
+
+    /// ``setAttribute(_:_:)`` for a string: the same bytes, with no `SpanAttribute` made or copied.
+    public func setAttribute(_ key: String, string value: String) {
+        guard exporter != nil else { return }
+        state.withLock { state in
+            Self.replace(key, in: &state)
+            if state.encoded.capacity == 0 { state.encoded.reserveCapacity(768) }
+            Protobuf.keyValue(field: 9, key: key, string: value, into: &state.encoded)
+        }
+    }
+
+    /// Takes out an earlier value of `key` (OTLP keys are unique in a span)
+    /// and marks the key set: what every setter does before it appends.
+    private static func replace(_ key: String, in state: inout State) {
+        let bit = keyBit(key)
+        if state.keyBits & bit != 0, let earlier = Protobuf.keyValueField(withKey: key, in: state.encoded) {
+            state.encoded.removeSubrange(earlier)
+        }
+        state.keyBits |= bit
     }
 
     /// The send span's starting attributes under one lock, each encoded as
@@ -154,11 +180,7 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting, Ch
                 }
             }
             attributes.forEach { key, value in
-                let bit = Self.keyBit(key)
-                if state.keyBits & bit != 0, let earlier = Protobuf.keyValueField(withKey: key, in: state.encoded) {
-                    state.encoded.removeSubrange(earlier)
-                }
-                state.keyBits |= bit
+                Self.replace(key, in: &state)
                 Self.append(key, value, to: &state)
             }
         }

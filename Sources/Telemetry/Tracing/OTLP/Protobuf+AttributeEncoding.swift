@@ -8,34 +8,39 @@ extension Protobuf {
         // A string or an integer (a send's attributes but one): written
         // straight from the attribute, without the Scalar in between.
         switch value {
-        case .string(let text):
-            let written: Bool? = key.utf8.withContiguousStorageIfAvailable { keyBytes in
-                text.utf8.withContiguousStorageIfAvailable { textBytes in
-                    contiguousKeyValue(field: field, key: keyBytes, text: textBytes, number: 0, into: &out)
-                } != nil
-            }
-            if written == true { return }
-            let valueSize = stringFieldSize(text, field: 1)
-            keyValueHead(field: field, key: key, valueSize: valueSize, into: &out)
-            string(field: 1, text, into: &out)
-            return
-        case .int64(let number):
-            if key.utf8.withContiguousStorageIfAvailable({ keyBytes in
-                contiguousKeyValue(field: field, key: keyBytes, text: nil, number: number, into: &out)
-            }) != nil { return }
-            let valueSize = 1 + varintSize(UInt64(bitPattern: number))
-            keyValueHead(field: field, key: key, valueSize: valueSize, into: &out)
-            tag(3, .varint, into: &out)
-            varint(UInt64(bitPattern: number), into: &out)
-            return
-        default:
-            break
+        case .string(let text): return keyValue(field: field, key: key, string: text, into: &out)
+        case .int64(let number): return keyValue(field: field, key: key, int: number, into: &out)
+        default: break
         }
         // A scalar (nearly every other attribute) is converted once, for its size and its bytes.
         let scalarValue = single(value)
         let valueSize = scalarValue.map(scalarSize) ?? anyValueSize(value)
         keyValueHead(field: field, key: key, valueSize: valueSize, into: &out)
         if let scalarValue { scalar(scalarValue, into: &out) } else { anyValue(value, into: &out) }
+    }
+
+    /// A KeyValue field holding a string: what `keyValue(field:key:value:)` writes for `.string(text)`.
+    static func keyValue(field: UInt64, key: String, string text: String, into out: inout [UInt8]) {
+        let written: Bool? = key.utf8.withContiguousStorageIfAvailable { keyBytes in
+            text.utf8.withContiguousStorageIfAvailable { textBytes in
+                contiguousKeyValue(field: field, key: keyBytes, text: textBytes, number: 0, into: &out)
+            } != nil
+        }
+        if written == true { return }
+        let valueSize = stringFieldSize(text, field: 1)
+        keyValueHead(field: field, key: key, valueSize: valueSize, into: &out)
+        string(field: 1, text, into: &out)
+    }
+
+    /// A KeyValue field holding an integer: what `keyValue(field:key:value:)` writes for `.int64(number)`.
+    static func keyValue(field: UInt64, key: String, int number: Int64, into out: inout [UInt8]) {
+        if key.utf8.withContiguousStorageIfAvailable({ keyBytes in
+            contiguousKeyValue(field: field, key: keyBytes, text: nil, number: number, into: &out)
+        }) != nil { return }
+        let valueSize = 1 + varintSize(UInt64(bitPattern: number))
+        keyValueHead(field: field, key: key, valueSize: valueSize, into: &out)
+        tag(3, .varint, into: &out)
+        varint(UInt64(bitPattern: number), into: &out)
     }
 
     /// A KeyValue holding a string (`text`) or else an integer (`number`), from
