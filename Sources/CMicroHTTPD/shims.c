@@ -47,6 +47,10 @@ int apns_relay_mhd_take_accept_suspended(int *accept_suspended) {
     return atomic_exchange(flag, 0);
 }
 
+void apns_relay_mhd_mark_accept_suspended(int *accept_suspended) {
+    if (accept_suspended != NULL) atomic_store((_Atomic int *)accept_suspended, 1);
+}
+
 uint16_t apns_relay_mhd_bound_port(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
     return info == NULL ? 0 : info->port;

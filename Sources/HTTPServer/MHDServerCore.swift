@@ -23,7 +23,7 @@ final class MHDServerCore: Sendable {
     let deadlines: RequestDeadlines
     /// Set when libmicrohttpd stops accepting at the open-file limit: the
     /// next answer once a descriptor is free closes its connection (``queue``).
-    let acceptSuspension = MHDAcceptSuspension()
+    let acceptSuspension: MHDAcceptSuspension
     /// The tasks that run the handlers, reused from one request to the next.
     let workers: HandlerWorkers<HandlerJob>
 
@@ -46,10 +46,12 @@ final class MHDServerCore: Sendable {
             // handler returned would cut off answers still in the socket buffer.
             job.exchange.resume(with: response)
         }
+        let acceptSuspension = MHDAcceptSuspension()
+        self.acceptSuspension = acceptSuspension
         deadlines = RequestDeadlines(
             requestTimeoutSeconds: configuration.requestTimeoutSeconds,
             idleTimeoutSeconds: configuration.connectionTimeoutSeconds,
-            connectionLimit: configuration.connectionLimit)
+            connectionLimit: configuration.connectionLimit, acceptSuspension: acceptSuspension)
     }
 
 

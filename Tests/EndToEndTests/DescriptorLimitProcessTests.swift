@@ -283,6 +283,50 @@ struct DescriptorLimitProcessTests {
         #expect(rows == "3", "one row per answered send: \(rows)")
     }
 
+    @Test("no descriptor left while the ingress' only connection idles: once descriptors are back, a client that waited is answered within seconds (the idle connection is closed so that libmicrohttpd accepts again), not at the 30 s idle timeout; the idle client's next send finds its connection closed and goes through on a new one, once")
+    func descriptorsBackUnderIdleConnections() async throws {
+        guard let url = ServeProcessTests.databaseURL else { return }
+        let database = try await ServeProcessTests.freshDatabase(url)
+        let setup = try await APNsHTTP2FaultProcessTests.setUp(name: "idle-limit", databaseURL: database)
+        defer { Task { await setup.cleanUp() } }
+        let serve = try setup.serve()
+        let port = try await serve.port(after: "apns-relay ingress on")
+        let key = TestRelay.keys["backend"]!
+        let client = KeepAliveClient(port: port)
+        func send(_ index: Int) async -> Int {
+            await offPoolThread { client.post("/v1/send", key: key, body: Array(TestRelay.send(token: TestRelay.token(index)).utf8)) }.status
+        }
+        #expect(await send(1) == 200)
+        let soft = try await Self.openFileLimit(of: serve.pid)
+
+        try await Self.setOpenFileLimit(of: serve.pid, soft: "3")
+        // With the kept-alive client's connection open, libmicrohttpd stops
+        // accepting until one of its connections closes; that one now idles.
+        let waiting = KeepAliveClient.connectLoopback(port: port, receiveTimeoutSeconds: 10)
+        guard waiting >= 0 else { throw TestRelayError("connect: \(String(cString: strerror(errno)))") }
+        defer { close(waiting) }
+        #expect(Self.sendGet("/healthz", on: waiting))
+        #expect(!(await offPoolThread { Self.readable(waiting, within: 1) }), "a client was answered with no descriptor left")
+
+        try await Self.setOpenFileLimit(of: serve.pid, soft: soft)
+        let clock = ContinuousClock()
+        let restored = clock.now
+        // Within the receive timeout (10 s), long before the idle connection's timeout (30 s).
+        let answer = await offPoolThread { Self.answerHead(on: waiting) }
+        #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer)")
+        print("descriptors back under an idle connection: the waiting client answered after \((clock.now - restored) / .seconds(1)) s")
+        // The idle connection was the one closed, as an idle timeout closes
+        // it: its client finds it ended (the request written to it is never
+        // read) and sends again on a new one.
+        let stale = await send(2)
+        #expect(stale == 0, "the kept-alive connection was still open: \(stale)")
+        #expect(await send(2) == 200, "the idle client reconnected")
+        serve.signal(SIGTERM)
+        #expect(await serve.waitForExit() == 0)
+        let rows = try await ServeProcessTests.scalar(database, "SELECT count(*) FROM apns_audit WHERE outcome = 'success'")
+        #expect(rows == "2", "one row per answered send: \(rows)")
+    }
+
     @Test("the OTLP exporter at the open-file limit: its export fails naming the cause (socket: Too many open files), the batch is counted dropped, sends are still answered; once descriptors are back, spans reach the collector again, and received + dropped == spans made")
     func exporterAtTheLimit() async throws {
         guard let setup = try await TraceExportProcessTests.start("descriptors") else { return }

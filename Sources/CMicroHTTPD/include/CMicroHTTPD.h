@@ -82,4 +82,7 @@ struct MHD_Daemon *apns_relay_mhd_start_daemon_hooks(unsigned int flags,
  */
 int apns_relay_mhd_take_accept_suspended(int *accept_suspended);
 
+/* Sets the flag again (a taker that found no connection to close). */
+void apns_relay_mhd_mark_accept_suspended(int *accept_suspended);
+
 #endif

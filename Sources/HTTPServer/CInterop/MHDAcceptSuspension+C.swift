@@ -12,6 +12,8 @@ internal import CMicroHTTPD
 /// a descriptor is free closes its connection (``closesConnectionNow()``),
 /// and that close makes libmicrohttpd accept again. The client whose
 /// answer it was reconnects, as HTTP/1.1 clients do after `Connection: close`.
+/// With no answer coming (every connection idle, or waiting for its first
+/// request), ``RequestDeadlines`` closes one on its next check instead.
 final class MHDAcceptSuspension: @unchecked Sendable {
     /// Written by libmicrohttpd's thread (the logger) and read and cleared by
     /// whichever thread answers, with C11 atomics only (`shims.c`).
@@ -28,4 +30,7 @@ final class MHDAcceptSuspension: @unchecked Sendable {
     /// being queued should close its connection. An atomic load when the
     /// daemon is accepting.
     func closesConnectionNow() -> Bool { apns_relay_mhd_take_accept_suspended(flag) != 0 }
+
+    /// Flags the suspension again: the taker found no connection to close.
+    func restore() { apns_relay_mhd_mark_accept_suspended(flag) }
 }

@@ -112,9 +112,13 @@ final class RequestDeadlines: @unchecked Sendable {
     private let cutCount = Atomic<Int>(0)
     private let shedCount = Atomic<Int>(0)
     private let timer: any DispatchSourceTimer
+    /// The daemon's accept, stopped at the open-file limit until one of its
+    /// connections closes; nil: not watched.
+    private let acceptSuspension: MHDAcceptSuspension?
 
-    init(requestTimeoutSeconds: Int, idleTimeoutSeconds: Int, connectionLimit: Int = 0) {
+    init(requestTimeoutSeconds: Int, idleTimeoutSeconds: Int, connectionLimit: Int = 0, acceptSuspension: MHDAcceptSuspension? = nil) {
         self.connectionLimit = max(0, connectionLimit)
+        self.acceptSuspension = acceptSuspension
         requestTimeout = .seconds(max(1, requestTimeoutSeconds))
         idleTimeout = .seconds(max(1, idleTimeoutSeconds, requestTimeoutSeconds))
         // Checked four times per timeout (at most once a second), so a
@@ -131,7 +135,9 @@ final class RequestDeadlines: @unchecked Sendable {
     /// Connections cut for not sending their request in time, since start.
     var cut: Int { cutCount.load(ordering: .relaxed) }
 
-    /// Connections shed to keep the count under ``connectionLimit``, since start.
+    /// Connections shed to keep the count under ``connectionLimit``, or to
+    /// make a daemon that stopped accepting at the open-file limit accept
+    /// again, since start.
     var shed: Int { shedCount.load(ordering: .relaxed) }
 
     /// Connections being tracked (open, as libmicrohttpd counts them).
@@ -262,6 +268,22 @@ final class RequestDeadlines: @unchecked Sendable {
                 cutCount.add(1, ordering: .relaxed)
             }
             for connection in overdueKeys { tracked.markCut(connection) }
+            // libmicrohttpd stopped accepting at the open-file limit, until
+            // one of its connections closes. With a descriptor free again
+            // and none closing already, the next answer would close one
+            // (MHDAcceptSuspension); with every connection idle or waiting
+            // for its first request no answer comes, and a new client
+            // waited for an idle or request timeout (30 s, 15 s). The one
+            // shedding would take is closed now; with every connection
+            // busy, an answer closes one after all.
+            guard tracked.cutPending == 0, let suspension = acceptSuspension, suspension.closesConnectionNow() else { return }
+            guard let victim = Self.shedCandidate(in: tracked, sparing: 0), let entry = tracked.entries[victim] else {
+                suspension.restore()
+                return
+            }
+            shutdown(entry.socket, Int32(SHUT_RDWR))
+            tracked.markCut(victim)
+            shedCount.add(1, ordering: .relaxed)
         }
     }
 
