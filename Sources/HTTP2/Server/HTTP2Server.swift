@@ -122,7 +122,7 @@ public final class HTTP2Server: Sendable {
 
     /// Connections closed at accept because a connection cap was reached, or
     /// for want of a descriptor or a thread to serve them with.
-    public var refusedConnections: Int { listener.refusedConnections.load(ordering: .relaxed) }
+    public var refusedConnections: Int { listener.refusedByReason.values.reduce(0, +) }
 
     /// Why a connection was closed at accept.
     public enum Refusal: String, Sendable, CaseIterable {

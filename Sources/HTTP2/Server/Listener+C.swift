@@ -21,10 +21,9 @@ final class Listener: @unchecked Sendable {
     let loop = ServerLoop()
     let accepted = Atomic<Int>(0)
     private let state = Mutex<(stopped: Bool, connections: [ServerConnection])>((false, []))
-    /// Connections refused at accept by a cap (per address or in all), or
-    /// for want of a descriptor or a thread to serve them with.
-    let refusedConnections = Atomic<Int>(0)
-    /// The same, by why (refusals are rare: a lock is cheap enough).
+    /// Connections refused at accept, by why (a cap, per address or in all,
+    /// no descriptor or thread to serve them with, the stop). Refusals are
+    /// rare: a lock is cheap enough.
     private let refusals = Mutex<[HTTP2Server.Refusal: Int]>([:])
     /// Connections whose set-up thread runs now (``HTTP2Server/Configuration/maxConnectionsSettingUp``);
     /// a class, so that a set-up thread outliving the listener still holds it.
@@ -151,7 +150,6 @@ final class Listener: @unchecked Sendable {
     }
 
     private func refuse(_ refusal: HTTP2Server.Refusal) {
-        refusedConnections.add(1, ordering: .relaxed)
         refusals.withLock { $0[refusal, default: 0] += 1 }
     }
 

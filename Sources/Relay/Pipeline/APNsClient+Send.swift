@@ -123,7 +123,7 @@ struct SendRun: Sendable {
             let attemptAttributes: SpanAttributeWriter?
             if let childSpans {
                 let child = childSpans.startChild("apns.attempt", ofKind: .client)
-                (attemptSpan, attemptAttributes) = (child, child.isRecording ? SpanAttributeWriter(child, setter: child) : nil)
+                (attemptSpan, attemptAttributes) = (child, child.isRecording ? SpanAttributeWriter(setter: child) : nil)
             } else if span.isRecording {
                 let child = client.tracer.startSpan("apns.attempt", context: span.context, ofKind: .client)
                 (attemptSpan, attemptAttributes) = (child, child.isRecording ? SpanAttributeWriter(child) : nil)

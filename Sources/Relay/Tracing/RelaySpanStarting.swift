@@ -59,7 +59,7 @@ public struct SpanStarter: Sendable {
         // that records: to the child starter that also takes attributes, else to the attribute setter.
         guard span.isRecording else { return StartedSpan(span: span, traceParent: traceParent, attributes: nil, children: nil) }
         if let starter = span as? any ChildSpanStarting {
-            return StartedSpan(span: span, traceParent: traceParent, attributes: SpanAttributeWriter(span, setter: starter), children: starter)
+            return StartedSpan(span: span, traceParent: traceParent, attributes: SpanAttributeWriter(setter: starter), children: starter)
         }
         return StartedSpan(span: span, traceParent: traceParent, attributes: SpanAttributeWriter(span), children: nil)
     }

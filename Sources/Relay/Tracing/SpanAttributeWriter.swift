@@ -52,7 +52,7 @@ public struct SpanAttributeWriter: Sendable {
     }
 
     /// A writer for a span already known to take attributes one at a time (no cast).
-    public init(_ span: any Span, setter: any SpanAttributeSetting) {
+    public init(setter: any SpanAttributeSetting) {
         target = setter
     }
 

@@ -88,18 +88,14 @@ public final class RelayTracing: Sendable {
     func shutdown(within seconds: Double) async {
         guard let exporter else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            do {
-                try DetachedThread.start(name: "relay-otlp-stop") {
-                    exporter.shutdown(within: seconds)
-                    continuation.resume()
-                }
-            } catch {
-                // Out of threads: the export is bounded by `seconds`, and the
-                // drain is the relay's last work, so a pool thread waits it out
-                // rather than the drain waiting forever.
+            let stop: @Sendable () -> Void = {
                 exporter.shutdown(within: seconds)
                 continuation.resume()
             }
+            // Out of threads: the export is bounded by `seconds`, and the
+            // drain is the relay's last work, so a pool thread waits it out
+            // rather than the drain waiting forever.
+            if (try? DetachedThread.start(name: "relay-otlp-stop", stop)) == nil { stop() }
         }
     }
 }

@@ -91,10 +91,10 @@ public enum MetricCatalog {
     static let apnsIngressConnectionsRefusedTotal = CounterDefinition(
         "apns_relay_apns_ingress_connections_refused_total",
         help: "Connections the HTTP/2 APNs ingress closed at accept, by reason (max_connections, max_connections_per_client, descriptors, threads, stopping).",
-        labels: RefusalLabels.self)
+        labels: ReasonLabels.self)
     static let batchSendsNotSentTotal = CounterDefinition(
         "apns_relay_batch_sends_not_sent_total", help: "Batch sends never started, by reason (Draining, BatchDeadline, ClientGone).",
-        labels: NotSentLabels.self)
+        labels: ReasonLabels.self)
     static let idempotentReplaysTotal = CounterDefinition(
         "apns_relay_idempotent_replays_total",
         help: "Sends answered from an earlier send with the same Idempotency-Key (nothing sent, no audit row), by app.",
@@ -105,7 +105,7 @@ public enum MetricCatalog {
     static let spansDroppedTotal = CounterDefinition(
         "apns_relay_spans_dropped_total",
         help: "Finished spans never delivered to the OTLP collector, by reason (queue_full: the export queue was full; export_failed: the collector was down, slow or answered an error).",
-        labels: SpanDropLabels.self)
+        labels: ReasonLabels.self)
 
     // MARK: Logs
 

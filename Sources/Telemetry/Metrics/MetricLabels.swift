@@ -96,20 +96,9 @@ struct RouteLabels: FixedMetricLabels {
     static var fields: [(name: String, value: KeyPath<Self, String>)] { [("route", \.route)] }
 }
 
-/// `apns_relay_batch_sends_not_sent_total`.
-/// `apns_relay_apns_ingress_connections_refused_total`.
-struct RefusalLabels: FixedMetricLabels {
-    var reason: String
-    static var fields: [(name: String, value: KeyPath<Self, String>)] { [("reason", \.reason)] }
-}
-
-struct NotSentLabels: FixedMetricLabels {
-    var reason: String
-    static var fields: [(name: String, value: KeyPath<Self, String>)] { [("reason", \.reason)] }
-}
-
-/// `apns_relay_spans_dropped_total`.
-struct SpanDropLabels: FixedMetricLabels {
+/// A counter by its one `reason` label: `apns_relay_batch_sends_not_sent_total`,
+/// `apns_relay_apns_ingress_connections_refused_total`, `apns_relay_spans_dropped_total`.
+struct ReasonLabels: FixedMetricLabels {
     var reason: String
     static var fields: [(name: String, value: KeyPath<Self, String>)] { [("reason", \.reason)] }
 }

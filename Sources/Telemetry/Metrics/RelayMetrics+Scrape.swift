@@ -54,15 +54,8 @@ extension RelayMetrics {
         if let ingress = sources.ingressInFlight() { gauge(MetricCatalog.ingressInflightRequests).set(to: Double(ingress)) }
         if let admitted = sources.ingressSendsAdmitted() { gauge(MetricCatalog.ingressSendsAdmitted).set(to: Double(admitted)) }
         if let running = sources.ingressBatchSendsRunning() { gauge(MetricCatalog.ingressBatchSendsRunning).set(to: Double(running)) }
-        for (reason, total) in sources.ingressNotSent() {
-            scrape.advance(
-                counter(MetricCatalog.batchSendsNotSentTotal, NotSentLabels(reason: reason)), to: total, as: "not_sent/" + reason)
-        }
-        for (reason, total) in sources.apnsIngressConnectionsRefused() {
-            scrape.advance(
-                counter(MetricCatalog.apnsIngressConnectionsRefusedTotal, RefusalLabels(reason: reason)), to: total,
-                as: "apns_ingress_refused/" + reason)
-        }
+        advance(MetricCatalog.batchSendsNotSentTotal, byReason: sources.ingressNotSent(), as: "not_sent/")
+        advance(MetricCatalog.apnsIngressConnectionsRefusedTotal, byReason: sources.apnsIngressConnectionsRefused(), as: "apns_ingress_refused/")
         if let total = sources.ingressRequestsTimedOut() {
             scrape.advance(counter(MetricCatalog.ingressRequestsTimedOutTotal), to: total, as: "ingress_timed_out")
         }
@@ -82,5 +75,13 @@ extension RelayMetrics {
         }
         scrape.advance(counter(MetricCatalog.logLinesDroppedTotal), to: scrape.logLinesDropped(), as: "log_lines_dropped")
         scrape.process.update(self)
+    }
+
+    /// Advances `definition`'s series of each reason to that reason's running
+    /// total in `totals` (a source's own counts, by reason).
+    private func advance(_ definition: CounterDefinition<ReasonLabels>, byReason totals: [String: Int], as prefix: String) {
+        for (reason, total) in totals {
+            scrape.advance(counter(definition, ReasonLabels(reason: reason)), to: total, as: prefix + reason)
+        }
     }
 }

@@ -102,7 +102,7 @@ public final class RelayMetrics: RelayObserver, Sendable {
 
     /// Spans the OTLP export lost (`queue_full` or `export_failed`); 0 makes the series exist.
     public func spansDropped(reason: String, count: Int) {
-        counter(MetricCatalog.spansDroppedTotal, SpanDropLabels(reason: reason)).increment(by: Int64(count))
+        counter(MetricCatalog.spansDroppedTotal, ReasonLabels(reason: reason)).increment(by: Int64(count))
     }
 }
 

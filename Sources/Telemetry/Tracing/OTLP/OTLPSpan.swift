@@ -137,7 +137,7 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting, Ch
         guard exporter != nil else { return }
         state.withLock { state in
             Self.replace(key, in: &state)
-            if state.encoded.capacity == 0 { state.encoded.reserveCapacity(768) }
+            Self.reserveRoom(in: &state)
             Protobuf.keyValue(field: 9, key: key, int: Int64(value), into: &state.encoded)
         }
     }
@@ -147,7 +147,7 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting, Ch
         guard exporter != nil else { return }
         state.withLock { state in
             Self.replace(key, in: &state)
-            if state.encoded.capacity == 0 { state.encoded.reserveCapacity(768) }
+            Self.reserveRoom(in: &state)
             Protobuf.keyValue(field: 9, key: key, string: value, into: &state.encoded)
         }
     }
@@ -172,7 +172,7 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting, Ch
         guard exporter != nil else { return }
         state.withLock { state in
             if state.keyBits & Self.sendKeyBits == 0 {
-                if state.encoded.capacity == 0 { state.encoded.reserveCapacity(768) }
+                Self.reserveRoom(in: &state)
                 if Protobuf.sendSpanAttributes(attributes, field: 9, into: &state.encoded) {
                     // Every key's bit, set or not: a bit only says a key may have been set.
                     state.keyBits |= Self.sendKeyBits
@@ -195,9 +195,13 @@ public final class OTLPSpan: Span, TraceParentCarrying, SpanAttributeSetting, Ch
         return 1 << (UInt64(truncatingIfNeeded: key.utf8.count &+ Int(last) &* 7) & 63)
     }
 
-    private static func append(_ key: String, _ value: SpanAttribute, to state: inout State) {
-        // Room for a send's attributes at once, rather than growing four times.
+    /// Room for a send's attributes at once, rather than growing four times.
+    private static func reserveRoom(in state: inout State) {
         if state.encoded.capacity == 0 { state.encoded.reserveCapacity(768) }
+    }
+
+    private static func append(_ key: String, _ value: SpanAttribute, to state: inout State) {
+        reserveRoom(in: &state)
         Protobuf.keyValue(field: 9, key: key, value: value, into: &state.encoded)
     }
 

@@ -69,6 +69,6 @@ extension OTLPTracer: RelaySpanStarting {
     public func startRelaySpan(_ operationName: String, context: InstrumentationContext, ofKind kind: SpanKind) -> StartedSpan {
         let span = startSpan(operationName, context: context, ofKind: kind)
         guard span.isRecording else { return StartedSpan(span: span, traceParent: span.traceParent, attributes: nil, children: nil) }
-        return StartedSpan(span: span, traceParent: span.traceParent, attributes: SpanAttributeWriter(span, setter: span), children: span)
+        return StartedSpan(span: span, traceParent: span.traceParent, attributes: SpanAttributeWriter(setter: span), children: span)
     }
 }
