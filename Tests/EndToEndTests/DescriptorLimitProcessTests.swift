@@ -58,9 +58,18 @@ struct DescriptorLimitProcessTests {
     /// Whether an HTTP/2 server (prior knowledge, cleartext) answers the
     /// client preface on `fd` with its SETTINGS: it accepted the connection and serves it.
     static func answersPreface(on fd: Int32) -> Bool {
-        // The preface, then an empty SETTINGS frame (length 0, type 4, no flags, stream 0).
+        sendPreface(on: fd) && receivesSettings(on: fd)
+    }
+
+    /// Writes the client preface, then an empty SETTINGS frame (length 0,
+    /// type 4, no flags, stream 0) on `fd`; whether all of it went.
+    static func sendPreface(on fd: Int32) -> Bool {
         let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 4, 0, 0, 0, 0, 0]
-        guard preface.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == preface.count else { return false }
+        return preface.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == preface.count
+    }
+
+    /// Whether the next bytes on `fd` start with a SETTINGS frame (false at EOF or a reset).
+    static func receivesSettings(on fd: Int32) -> Bool {
         var buffer = [UInt8](repeating: 0, count: 512)
         let count = recv(fd, &buffer, buffer.count, 0)
         return count >= 9 && buffer[3] == 4

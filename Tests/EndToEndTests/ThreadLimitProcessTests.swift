@@ -56,13 +56,10 @@ struct ThreadLimitProcessTests {
     /// preface: "served" (its SETTINGS came), "closed" (EOF or a reset), or
     /// "silent" (nothing within `seconds`: accepted and left unserved).
     static func fate(of fd: Int32, within seconds: Double) -> String {
-        let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 4, 0, 0, 0, 0, 0]
         // A send refused (the relay closed first) is a close too.
-        _ = preface.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = DescriptorLimitProcessTests.sendPreface(on: fd)
         guard DescriptorLimitProcessTests.readable(fd, within: seconds) else { return "silent" }
-        var buffer = [UInt8](repeating: 0, count: 512)
-        let count = recv(fd, &buffer, buffer.count, 0)
-        return count >= 9 && buffer[3] == 4 ? "served" : "closed"
+        return DescriptorLimitProcessTests.receivesSettings(on: fd) ? "served" : "closed"
     }
 
     @Test("out of threads: connections the HTTP/2 ingress accepts are closed at once (none left open against its connection cap), a send needing a new APNs connection is answered 502 naming the cause and audited, /healthz answers; once threads are free, the ingress serves as many connections as its cap, sends reach APNs, and the drain exits 0")
