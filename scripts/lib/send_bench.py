@@ -229,11 +229,15 @@ class Relay:
 
 class OTLPReceiver:
     """scripts/lib/otlp_receiver.py, a live OTLP/HTTP collector (OpenTelemetry's
-    own protobuf classes), its spans decoded and written to /dev/null."""
+    own protobuf classes), its spans decoded and written to /dev/null. It
+    keeps connections alive, as OpenTelemetry's Collector does; with
+    `keep_alive=False` it closes each one after its answer (HTTP/1.0), and
+    the relay opens a TCP connection for every batch."""
 
-    def __init__(self):
-        self.process = subprocess.Popen([sys.executable, os.path.join(ROOT, "scripts/lib/otlp_receiver.py"), os.devnull],
-                                        stdout=subprocess.PIPE, text=True)
+    def __init__(self, keep_alive=True):
+        arguments = [sys.executable, os.path.join(ROOT, "scripts/lib/otlp_receiver.py"), os.devnull]
+        if keep_alive: arguments.append("--keep-alive")
+        self.process = subprocess.Popen(arguments, stdout=subprocess.PIPE, text=True)
         line = self.process.stdout.readline()
         m = re.search(r"otlp-receiver on (\d+)", line)
         if not m: sys.exit(f"otlp_receiver.py did not start: {line!r}")
@@ -353,6 +357,10 @@ class Bench:
 
           defaults        as shipped
           otlp            as shipped, tracing.exporter otlp to a live collector
+                          that keeps its connections (as OpenTelemetry's does)
+          otlp, collector closing   the same, to a collector that closes
+                          each connection after its answer (HTTP/1.0): a
+                          TCP connection a batch (not a target; beside it)
           audit, quiet    logs at error, tracing none, audit on
           quiet           logs at error, tracing none, audit off
           quiet, Postgres busy   quiet, while psql COPYs the writer's own
@@ -374,6 +382,7 @@ class Bench:
         configurations = [
             ("defaults", dict(shipped={}, audit=True)),
             ("otlp", dict(shipped={"tracing": {"exporter": "otlp"}}, audit=True, otlp=True)),
+            ("otlp, collector closing", dict(shipped={"tracing": {"exporter": "otlp"}}, audit=True, otlp=True, closing_collector=True)),
             ("audit, quiet", dict(shipped={"log_level": "error", "tracing": {"exporter": "none"}}, audit=True)),
             ("quiet", dict(shipped={"log_level": "error", "tracing": {"exporter": "none"}}, audit=False)),
             # Quiet, with Postgres kept as busy as "audit, quiet" kept it.
@@ -392,7 +401,7 @@ class Bench:
             for round_ in range(rounds):
                 order = configurations if round_ % 2 == 0 else list(reversed(configurations))
                 for name, options in order:
-                    receiver = OTLPReceiver() if options.get("otlp") else None
+                    receiver = OTLPReceiver(keep_alive=not options.get("closing_collector")) if options.get("otlp") else None
                     environment = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint} if receiver else None
                     relay = Relay(self.binary, tempfile.mkdtemp(prefix="relay-", dir=self.work), self.key, mock, self.args.database_url,
                                   audit=options["audit"], shipped=options["shipped"], environment=environment)
@@ -436,6 +445,9 @@ class Bench:
         dropped = " ".join(f"{r['spans_dropped']:.0f}" for r in results["otlp"])
         figure("otlp / defaults, relay CPU per send", statistics.median(otlp_over_defaults), "",
                f"target <= 1.1; median, {spread(otlp_over_defaults)}; spans dropped in the otlp runs: {dropped}")
+        closing_over_defaults = [o["cpu_us"] / d["cpu_us"] for o, d in zip(results["otlp, collector closing"], results["defaults"])]
+        figure("otlp to a collector closing connections / defaults, relay CPU per send", statistics.median(closing_over_defaults), "",
+               f"not a target (a TCP connection a batch); median, {spread(closing_over_defaults)}")
         figure("audit share of relay CPU per send (audit, quiet - quiet)", statistics.median(audit_share), "us",
                f"target <= 10 us; median, {spread(audit_share)}")
         # What the share was spent on, round by round: the audit's own
@@ -1106,6 +1118,7 @@ def main():
                     "single sends/s, wrk (audit on, 8 conn)", "relay CPU per send, wrk", "agreement sends/s (built-in / wrk)",
                     "agreement CPU/send (built-in / wrk)", "relay CPU per send, defaults", "relay CPU per send, quiet",
                     "defaults / quiet, relay CPU per send", "otlp / defaults, relay CPU per send",
+                    "otlp to a collector closing connections / defaults, relay CPU per send",
                     "audit share of relay CPU per send (audit, quiet - quiet)",
                     "audit share by thread: audit threads, pool, ingress thread, other", "Postgres CPU per send, audit rounds",
                     "audit's own share (audit, quiet - quiet with Postgres as busy)", "Postgres load, audit rounds / busy rounds", "h2ingress relay CPU per send, h2c",
