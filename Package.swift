@@ -172,7 +172,7 @@ let package = Package(
         // in-memory transport backed by the mock APNs engine.
         .target(
             name: "TestSupport",
-            dependencies: ["Relay", "MockAPNs", "APNs", "RelayJSON", "HTTP2"],
+            dependencies: ["Relay", "RelayBasics", "MockAPNs", "APNs", "RelayJSON", "HTTP2"],
             path: "Tests/TestSupport",
             swiftSettings: strictSwift
         ),

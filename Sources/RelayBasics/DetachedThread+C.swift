@@ -19,7 +19,14 @@ public enum DetachedThread {
         /// "pthread_create: " and the system's words for `code`.
         public var reason: String { "pthread_create: \(String(cString: strerror(code)))" }
         public var description: String { "no thread (\(reason))" }
+
+        public init(code: Int32) { self.code = code }
     }
+
+    /// How a part that starts threads as it runs starts them: ``start(name:_:)``
+    /// in the relay; a test hands in one that fails (as the system does at a
+    /// pids limit) to check what the part does then.
+    public typealias Starter = @Sendable (_ name: String, _ body: @escaping @Sendable () -> Void) throws(StartFailure) -> Void
 
     /// Runs `body` on a new detached thread called `name` (the system keeps
     /// its first 15 bytes: `top -H`, /proc, gdb). When this throws, `body`

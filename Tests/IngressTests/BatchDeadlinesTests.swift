@@ -1,4 +1,5 @@
 @testable import Ingress
+import RelayBasics
 import Synchronization
 import TestSupport
 import Testing
@@ -38,6 +39,22 @@ struct BatchDeadlinesTests {
         try await Task.sleep(for: .milliseconds(50))
         _ = deadlines.register(ContinuousClock.now) { fired.withLock { $0 += 1 } }
         #expect(await eventually { fired.withLock { $0 } == 2 })
+    }
+
+    @Test("out of threads (a pids limit), a deadline waits for the next registration, whose thread watches it too: both actions run once threads are back")
+    func watcherStartsOnALaterRegistration() async throws {
+        let threads = RefusingThreadStarter()
+        let deadlines = BatchDeadlines(idleLinger: 0.05, startingThreadsWith: threads.starter)
+        let fired = Mutex<[String]>([])
+        // Already passed: a running watcher would run it at once.
+        _ = deadlines.register(ContinuousClock.now) { fired.withLock { $0.append("first") } }
+        #expect(threads.refused == 1 && threads.started == 0)
+        threads.allow()
+        // Not marked running after the refusal: this registration starts the thread.
+        _ = deadlines.register(ContinuousClock.now) { fired.withLock { $0.append("second") } }
+        #expect(threads.started == 1, "the watcher was left marked running, and never started again")
+        #expect(await eventually { fired.withLock { $0.count } == 2 })
+        #expect(Set(fired.withLock { $0 }) == ["first", "second"])
     }
 
     @Test("many batches that end before their deadline leave nothing behind that fires")

@@ -5,7 +5,7 @@ import Relay
 import RelayBasics
 import RelayJSON
 import Synchronization
-import Telemetry
+@testable import Telemetry
 import Testing
 import TestSupport
 
@@ -67,6 +67,58 @@ struct LogSinkTests {
         #expect(numbers.count + sink.linesDropped == total, "written + dropped = produced")
         #expect(reported == sink.linesDropped, "every drop reported")
         #expect(sink.linesWritten == numbers.count)
+    }
+
+    @Test("out of threads (a pids limit), lines wait in the buffer and the start is tried at most every 100 ms; once threads are back a later line starts the drain, and every line is written in order, none dropped")
+    func drainStartsOnALaterLine() async throws {
+        let pipe = Pipe()
+        let threads = RefusingThreadStarter()
+        let sink = LogSink(fileDescriptor: pipe.fileHandleForWriting.fileDescriptor, capacity: 256 * 1024, startingThreadsWith: threads.starter)
+        // Few enough lines (~200 B each) that all of them and the closing
+        // line fit in the pipe (64 KiB), read once the sink is flushed.
+        var written = 0
+        for _ in 0..<200 {
+            sink.write(Self.line(written))
+            written += 1
+        }
+        // Tried at the first line, then once a 100 ms at most: not once a line.
+        #expect(threads.refused >= 1)
+        #expect(threads.refused < 200, "a start tried for every line")
+        #expect(threads.started == 0 && sink.linesWritten == 0 && sink.linesDropped == 0)
+        threads.allow()
+        // A line after the 100 ms starts the drain.
+        #expect(await eventually {
+            sink.write(Self.line(written))
+            written += 1
+            return threads.started == 1
+        })
+        #expect(await Self.offPool { sink.flush(within: 10) })
+        #expect(sink.linesWritten == written && sink.linesDropped == 0)
+        // Everything is in the pipe once the flush has returned true.
+        var bytes: [UInt8] = []
+        while !String(decoding: bytes.suffix(400), as: UTF8.self).contains(#""msg":"log sink closed""#) {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            bytes += chunk
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        let numbers = text.split(separator: "\n").compactMap { line -> Int? in
+            guard let object = try? JSONParser.parse(String(line)), object["msg"] == "line" else { return nil }
+            return object["n"]?.integerValue.map(Int.init)
+        }
+        #expect(numbers == Array(0..<written), "every line, in order, the ones that waited for the thread first")
+    }
+
+    @Test("out of threads at the close too: the close tries once more, then counts the lines that waited as dropped and says it failed")
+    func closeWithoutAThreadCountsTheLines() async throws {
+        let pipe = Pipe()
+        let threads = RefusingThreadStarter()
+        let sink = LogSink(fileDescriptor: pipe.fileHandleForWriting.fileDescriptor, capacity: 256 * 1024, startingThreadsWith: threads.starter)
+        for index in 0..<10 { sink.write(Self.line(index)) }
+        let refusedBefore = threads.refused
+        #expect(await Self.offPool { sink.flush(within: 1) } == false)
+        #expect(threads.refused == refusedBefore + 1, "the close did not try again")
+        #expect(sink.linesDropped == 10 && sink.linesWritten == 0)
     }
 
     @Test("a sink that never takes anything is given up on within the close's bound, its lines counted as dropped")

@@ -27,8 +27,12 @@ final class BatchDeadlines: @unchecked Sendable {
     /// How long an idle thread waits for a registration before it exits.
     private let idleLinger: Double
 
-    init(idleLinger: Double = 5) {
+    /// How the watcher's thread is started (``DetachedThread/start(name:_:)``; a test's may fail).
+    private let startThreadWith: DetachedThread.Starter
+
+    init(idleLinger: Double = 5, startingThreadsWith starter: @escaping DetachedThread.Starter = DetachedThread.start) {
         self.idleLinger = idleLinger
+        startThreadWith = starter
     }
 
     /// Runs `action` on the watcher's thread once `deadline` passes, unless
@@ -51,7 +55,7 @@ final class BatchDeadlines: @unchecked Sendable {
             // Out of threads (a pids limit), the watcher is not marked
             // running: the next registration tries again, and its thread
             // watches every deadline registered meanwhile, this one too.
-            threadRunning = (try? DetachedThread.start(name: "relay-deadlines") { [self] in run() }) != nil
+            threadRunning = (try? startThreadWith("relay-deadlines") { [self] in run() }) != nil
         } else if heap[0].id == id {
             // Earlier than what the thread sleeps until.
             condition.signal()

@@ -49,9 +49,13 @@ final class LogDrain: @unchecked Sendable {
     /// `MonotonicClock` nanoseconds past which a batch the sink does not take is given up; 0: never.
     private let giveUpAt = Atomic<UInt64>(0)
 
-    init(fileDescriptor fd: Int32, capacity: Int) {
+    /// How the drain thread is started (``DetachedThread/start(name:_:)``; a test's may fail).
+    private let startThreadWith: DetachedThread.Starter
+
+    init(fileDescriptor fd: Int32, capacity: Int, startingThreadsWith starter: @escaping DetachedThread.Starter = DetachedThread.start) {
         self.capacity = capacity
         output = LogOutput(fileDescriptor: fd)
+        startThreadWith = starter
     }
 
     var counts: Counts {
@@ -125,7 +129,7 @@ final class LogDrain: @unchecked Sendable {
 
     /// Starts the drain thread; false when no thread could be started.
     private func startThread() -> Bool {
-        (try? DetachedThread.start(name: "relay-log") { [self] in run() }) != nil
+        (try? startThreadWith("relay-log") { [self] in run() }) != nil
     }
 
     private func run() {

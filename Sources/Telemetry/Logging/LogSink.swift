@@ -1,3 +1,4 @@
+import RelayBasics
 import Synchronization
 
 /// Where JSON log lines go: standard error through a bounded buffer that a
@@ -28,6 +29,11 @@ public final class LogSink: Sendable {
     /// file descriptor `fd` and writes them from a thread of its own.
     public init(fileDescriptor fd: Int32, capacity: Int = LogSink.defaultCapacity) {
         target = .drain(LogDrain(fileDescriptor: fd, capacity: capacity))
+    }
+
+    /// A drain sink whose thread is started by `starter` (a test's, which may fail as at a pids limit).
+    init(fileDescriptor fd: Int32, capacity: Int, startingThreadsWith starter: @escaping DetachedThread.Starter) {
+        target = .drain(LogDrain(fileDescriptor: fd, capacity: capacity, startingThreadsWith: starter))
     }
 
     /// 1 MiB: about a thousand send lines, seconds of a busy relay's logs.
