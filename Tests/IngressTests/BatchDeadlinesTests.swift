@@ -57,6 +57,21 @@ struct BatchDeadlinesTests {
         #expect(Set(fired.withLock { $0 }) == ["first", "second"])
     }
 
+    @Test("with no thread to be had at all, a deadline's action still runs once it passes (from a sleeping task), and a deregistered one never does")
+    func deadlineKeptWithoutAThread() async throws {
+        let threads = RefusingThreadStarter()
+        let deadlines = BatchDeadlines(idleLinger: 0.05, startingThreadsWith: threads.starter)
+        let fired = Mutex<[String]>([])
+        let now = ContinuousClock.now
+        // 300 ms apart, so the deregistration right after never races the first.
+        let gone = deadlines.register(now + .milliseconds(300)) { fired.withLock { $0.append("gone") } }
+        deadlines.deregister(gone)
+        _ = deadlines.register(now + .milliseconds(600)) { fired.withLock { $0.append("kept") } }
+        #expect(await eventually { fired.withLock { $0.count } == 1 }, "the deadline passed with nobody to keep it")
+        #expect(fired.withLock { $0 } == ["kept"])
+        #expect(threads.started == 0 && threads.refused == 2)
+    }
+
     @Test("many batches that end before their deadline leave nothing behind that fires")
     func endedBatchesNeverFire() async throws {
         let deadlines = BatchDeadlines()

@@ -56,11 +56,28 @@ final class BatchDeadlines: @unchecked Sendable {
             // running: the next registration tries again, and its thread
             // watches every deadline registered meanwhile, this one too.
             threadRunning = (try? startThreadWith("relay-deadlines") { [self] in run() }) != nil
+            // Until then this deadline is kept by a task that sleeps on the
+            // pool's own threads (it needs no new one): without it a batch
+            // with no batch after it ran past its deadline, to its sends' own.
+            if !threadRunning { watchWithoutThread(id, until: deadline) }
         } else if heap[0].id == id {
             // Earlier than what the thread sleeps until.
             condition.signal()
         }
         return id
+    }
+
+    /// Runs the action of `id` at `deadline` from a sleeping task, unless it
+    /// was deregistered or a watcher thread started since ran it first: the
+    /// action is taken out under the lock, so it runs once either way.
+    private func watchWithoutThread(_ id: UInt64, until deadline: ContinuousClock.Instant) {
+        Task { [self] in
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            condition.lock()
+            let action = actions.removeValue(forKey: id)
+            action?()
+            condition.unlock()
+        }
     }
 
     /// Forgets a batch's deadline. Once this returns its action has run or never will.
