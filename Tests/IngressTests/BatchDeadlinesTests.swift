@@ -41,7 +41,7 @@ struct BatchDeadlinesTests {
         #expect(await eventually { fired.withLock { $0 } == 2 })
     }
 
-    @Test("out of threads (a pids limit), a deadline waits for the next registration, whose thread watches it too: both actions run once threads are back")
+    @Test("out of threads (a pids limit), the watcher is not left marked running: the next registration, once threads are back, starts it, and both actions run once")
     func watcherStartsOnALaterRegistration() async throws {
         let threads = RefusingThreadStarter()
         let deadlines = BatchDeadlines(idleLinger: 0.05, startingThreadsWith: threads.starter)
@@ -53,8 +53,9 @@ struct BatchDeadlinesTests {
         // Not marked running after the refusal: this registration starts the thread.
         _ = deadlines.register(ContinuousClock.now) { fired.withLock { $0.append("second") } }
         #expect(threads.started == 1, "the watcher was left marked running, and never started again")
+        // "first" is run by the watcher or by the task that kept it meanwhile, once either way.
         #expect(await eventually { fired.withLock { $0.count } == 2 })
-        #expect(Set(fired.withLock { $0 }) == ["first", "second"])
+        #expect(fired.withLock { $0 }.sorted() == ["first", "second"])
     }
 
     @Test("with no thread to be had at all, a deadline's action still runs once it passes (from a sleeping task), and a deregistered one never does")

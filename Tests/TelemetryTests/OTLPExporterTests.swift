@@ -678,7 +678,7 @@ struct OTLPExporterTests {
         #expect(await Self.finishes { exporter.shutdown(within: 20) })
         let counts = exporter.counts
         #expect(counts.recorded == 100 && counts.exported == 100 && counts.dropped == 0, "\(counts)")
-        // A new TCP connection for every batch cost the relay about 1.7 us a
+        // A new TCP connection for every batch cost the relay 1 to 1.7 us a
         // send at the shipped batch size (docs/performance.md): a collector
         // that keeps the connection gets one for all 15.
         #expect(opener.count == (keepAlive ? 1 : 15))

@@ -25,13 +25,15 @@ and key (an https:// collector).
 client's next request, as OpenTelemetry's Collector does (Go's net/http);
 without it every answer closes its connection (HTTP/1.0), so a test's
 SIGTERM never waits on an idle client. The bench's collector keeps them:
-a new TCP connection for every batch cost the relay about 1.7 us of CPU a
+a new TCP connection for every batch cost the relay 1 to 1.7 us of CPU a
 send (a batch of 512 spans is about 170 sends), which no production
 collector charges.
 
 SIGTERM stops it cleanly: the listening socket closes (later exports are
 refused), a request being handled is finished (its spans written AND
-answered) first. A span is therefore either written and acknowledged, or
+answered) first. With --keep-alive, a connection kept open is still served
+until its client closes it, and the receiver ends only then: the bench
+stops the relay first. A span is therefore either written and acknowledged, or
 never written: the relay's drop counter can be held to the exact count.
 """
 import gzip

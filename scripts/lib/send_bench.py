@@ -911,10 +911,19 @@ def warmed_quiet_relays(binary, database_url):
 
 def warmed_otlp_relays(binary, database_url):
     """The shipped example configuration as is ("defaults"), then with
-    `tracing.exporter: otlp` to a live receiver ("otlp"), as `defaults`
-    measures them; yields as ``warmed_quiet_relays``."""
+    `tracing.exporter: otlp` to a live receiver that keeps its connections
+    ("otlp"), as `defaults` measures them; yields as ``warmed_quiet_relays``."""
     yield from warmed_relays(binary, database_url, [("defaults", dict(shipped={}, audit=True)),
                                                     ("otlp", dict(shipped={"tracing": {"exporter": "otlp"}}, audit=True, otlp=True))])
+
+
+def warmed_otlp_closing_relays(binary, database_url):
+    """``warmed_otlp_relays`` with a receiver that closes each connection
+    after its answer (HTTP/1.0, what every probe measured before stop 48):
+    the relay opens a TCP connection for every batch."""
+    otlp = {"tracing": {"exporter": "otlp"}}
+    yield from warmed_relays(binary, database_url, [("defaults", dict(shipped={}, audit=True)),
+                                                    ("otlp, collector closing", dict(shipped=otlp, audit=True, otlp=True, closing_collector=True))])
 
 
 # The pairs thread_cost.py and syscall_cost.py compare (their --pair): the
@@ -922,12 +931,14 @@ def warmed_otlp_relays(binary, database_url):
 WARMED_PAIRS = {
     "audit": (warmed_quiet_relays, ("on", "off")),
     "otlp": (warmed_otlp_relays, ("otlp", "defaults")),
+    "otlp-closing": (warmed_otlp_closing_relays, ("otlp, collector closing", "defaults")),
 }
 
 
 def add_pair_argument(parser):
     parser.add_argument("--pair", choices=sorted(WARMED_PAIRS), default="audit",
-                        help="audit: quiet with the audit on and off (default); otlp: the shipped defaults and with tracing.exporter otlp")
+                        help="audit: quiet with the audit on and off (default); otlp: the shipped defaults and with tracing.exporter otlp "
+                             "(a collector keeping its connections); otlp-closing: the same with a collector closing each one")
 
 
 def warmed_relays(binary, database_url, configurations):
@@ -938,7 +949,7 @@ def warmed_relays(binary, database_url, configurations):
     mock = Mock(bench.binary, bench.work, bench.key)
     try:
         for label, options in configurations:
-            receiver = OTLPReceiver() if options.get("otlp") else None
+            receiver = OTLPReceiver(keep_alive=not options.get("closing_collector")) if options.get("otlp") else None
             environment = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint} if receiver else None
             relay = Relay(bench.binary, tempfile.mkdtemp(prefix="relay-", dir=bench.work), bench.key, mock, database_url,
                           audit=options["audit"], shipped=options["shipped"], environment=environment)
