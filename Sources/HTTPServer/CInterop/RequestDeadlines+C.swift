@@ -162,12 +162,17 @@ final class RequestDeadlines: @unchecked Sendable {
             tracked.entries[newcomer] = Entry(socket: socket, address: address, opened: now, requestStarted: now)
             tracked.waitingByAddress[address, default: 0] += 1
             guard connectionLimit > 0, tracked.live > connectionLimit else { return }
-            // Under the lock: every entry's descriptor is still its connection's.
-            let victim = Self.shedCandidate(in: tracked, sparing: newcomer) ?? newcomer
-            if let entry = tracked.entries[victim] { shutdown(entry.socket, Int32(SHUT_RDWR)) }
-            tracked.markCut(victim)
-            shedCount.add(1, ordering: .relaxed)
+            shed(Self.shedCandidate(in: tracked, sparing: newcomer) ?? newcomer, in: &tracked)
         }
+    }
+
+    /// Shuts `victim`'s socket down (libmicrohttpd then closes it), marks it
+    /// cut and counts it shed. Under the lock: every entry's descriptor is
+    /// still its connection's.
+    private func shed(_ victim: Int, in tracked: inout Tracked) {
+        if let entry = tracked.entries[victim] { shutdown(entry.socket, Int32(SHUT_RDWR)) }
+        tracked.markCut(victim)
+        shedCount.add(1, ordering: .relaxed)
     }
 
     /// Which connection to close when one more than ``connectionLimit`` is
@@ -277,13 +282,11 @@ final class RequestDeadlines: @unchecked Sendable {
             // shedding would take is closed now; with every connection
             // busy, an answer closes one after all.
             guard tracked.cutPending == 0, let suspension = acceptSuspension, suspension.closesConnectionNow() else { return }
-            guard let victim = Self.shedCandidate(in: tracked, sparing: 0), let entry = tracked.entries[victim] else {
+            guard let victim = Self.shedCandidate(in: tracked, sparing: 0), tracked.entries[victim] != nil else {
                 suspension.restore()
                 return
             }
-            shutdown(entry.socket, Int32(SHUT_RDWR))
-            tracked.markCut(victim)
-            shedCount.add(1, ordering: .relaxed)
+            shed(victim, in: &tracked)
         }
     }
 

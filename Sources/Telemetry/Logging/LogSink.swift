@@ -27,8 +27,8 @@ public final class LogSink: Sendable {
 
     /// A sink that buffers up to `capacity` bytes of whole lines for the
     /// file descriptor `fd` and writes them from a thread of its own.
-    public init(fileDescriptor fd: Int32, capacity: Int = LogSink.defaultCapacity) {
-        target = .drain(LogDrain(fileDescriptor: fd, capacity: capacity))
+    public convenience init(fileDescriptor fd: Int32, capacity: Int = LogSink.defaultCapacity) {
+        self.init(fileDescriptor: fd, capacity: capacity, startingThreadsWith: DetachedThread.start)
     }
 
     /// A drain sink whose thread is started by `starter` (a test's, which may fail as at a pids limit).
